@@ -1,0 +1,36 @@
+/*
+ * commands.h — the subcommands, git-style: one cmd_<verb>.c each, dispatched by main.c.
+ *
+ * A command parses its options (getopt_long), calls library functions and prints.
+ * It returns the process exit status (KP_EXIT_*). Its help text is a constant so that
+ * `keyplan help VERB` and `keyplan VERB --help` print the same thing.
+ */
+#ifndef KP_COMMANDS_H
+#define KP_COMMANDS_H
+
+#include <stdio.h>
+
+typedef struct kp_command {
+    const char *name;
+    int (*run)(int argc, char **argv);   /* argv[0] is the verb */
+    const char *summary;                 /* one line for `keyplan help` */
+    const char *help;                    /* usage, options, an example */
+} kp_command;
+
+int cmd_check(int argc, char **argv);
+extern const char cmd_check_help[];
+int cmd_help(int argc, char **argv);
+extern const char cmd_help_help[];
+
+/* The table of commands (NULL-name terminated) and a lookup. */
+extern const kp_command kp_commands[];
+const kp_command *kp_command_find(const char *name);
+
+/* Prints a command's help text. */
+void kp_command_print_help(FILE *stream, const kp_command *command);
+
+/* Shared option helpers. */
+int kp_cli_parse_format(const char *arg, const char *const *allowed, int *out); /* index in allowed, -1 bad */
+int kp_cli_parse_double(const char *arg, double *out);
+
+#endif

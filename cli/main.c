@@ -1,0 +1,106 @@
+/*
+ * main.c — dispatches `keyplan VERB ...` to cmd_VERB; `--version`, `help`.
+ *
+ * Invariant: this is the only file that knows the list of commands.
+ */
+#include "cli/commands.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+const kp_command kp_commands[] = {
+    {"check", cmd_check, "validate a model and summarise it", cmd_check_help},
+    {"help", cmd_help, "show help for keyplan or one command", cmd_help_help},
+    {NULL, NULL, NULL, NULL},
+};
+
+const kp_command *kp_command_find(const char *name)
+{
+    for (const kp_command *c = kp_commands; c->name; c++)
+        if (strcmp(c->name, name) == 0) return c;
+    return NULL;
+}
+
+void kp_command_print_help(FILE *stream, const kp_command *command)
+{
+    fputs(command->help, stream);
+}
+
+static void print_overview(FILE *stream)
+{
+    fprintf(stream,
+            "keyplan %s — query-first NoSQL designs, proven on live servers\n\n"
+            "usage: keyplan <command> [options]\n\n"
+            "commands:\n",
+            KP_VERSION);
+    for (const kp_command *c = kp_commands; c->name; c++) fprintf(stream, "  %-10s %s\n", c->name, c->summary);
+    fprintf(stream,
+            "\n`keyplan help <command>` or `keyplan <command> --help` shows a command's options and an example.\n"
+            "Exit codes: 0 ok, 1 a check failed, 2 bad input, 3 server trouble.\n");
+}
+
+const char cmd_help_help[] =
+    "usage: keyplan help [COMMAND]\n\n"
+    "Shows the list of commands, or the help of one command (the same text as\n"
+    "`keyplan COMMAND --help`).\n\n"
+    "example:\n  keyplan help check\n";
+
+int cmd_help(int argc, char **argv)
+{
+    if (argc < 2) { print_overview(stdout); return KP_EXIT_OK; }
+    const kp_command *c = kp_command_find(argv[1]);
+    if (!c) {
+        fprintf(stderr, "keyplan: error: there is no command '%s'; `keyplan help` lists them\n", argv[1]);
+        return KP_EXIT_INPUT;
+    }
+    kp_command_print_help(stdout, c);
+    return KP_EXIT_OK;
+}
+
+int kp_cli_parse_format(const char *arg, const char *const *allowed, int *out)
+{
+    for (int i = 0; allowed[i]; i++)
+        if (strcmp(arg, allowed[i]) == 0) { *out = i; return 0; }
+    return -1;
+}
+
+int kp_cli_parse_double(const char *arg, double *out)
+{
+    char *end;
+    double v = strtod(arg, &end);
+    if (end == arg || *end) return -1;
+    *out = v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) { print_overview(stderr); return KP_EXIT_INPUT; }
+    const char *verb = argv[1];
+    if (strcmp(verb, "--version") == 0 || strcmp(verb, "version") == 0) {
+        printf("keyplan %s\n", KP_VERSION);
+        return KP_EXIT_OK;
+    }
+    if (strcmp(verb, "--help") == 0 || strcmp(verb, "-h") == 0) { print_overview(stdout); return KP_EXIT_OK; }
+    const kp_command *c = kp_command_find(verb);
+    if (!c) {
+        const char *names[32];
+        size_t n = 0;
+        for (const kp_command *k = kp_commands; k->name && n < 31; k++) names[n++] = k->name;
+        names[n] = NULL;
+        const char *guess = kp_suggest(verb, names);
+        fprintf(stderr, "keyplan: error: '%s' is not a command%s%s%s; `keyplan help` lists them\n", verb,
+                guess ? " (did you mean '" : "", guess ? guess : "", guess ? "'?)" : "");
+        return KP_EXIT_INPUT;
+    }
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) break;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            kp_command_print_help(stdout, c);
+            return KP_EXIT_OK;
+        }
+    }
+    return c->run(argc - 1, argv + 1);
+}

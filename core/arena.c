@@ -1,0 +1,104 @@
+/*
+ * arena.c — a bump allocator over a list of chunks.
+ *
+ * Invariant: a chunk is never moved, so pointers into the arena stay valid until
+ * kp_arena_free.
+ */
+#include "core/arena.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct kp_arena_chunk {
+    kp_arena_chunk *next;
+    size_t used, size;
+    max_align_t data[];
+};
+
+enum { CHUNK_SIZE = 64 * 1024 };
+
+void *kp_arena_alloc(kp_arena *arena, size_t size)
+{
+    size_t align = sizeof(max_align_t);
+    size = (size + align - 1) / align * align;
+    if (size == 0) size = align;
+    kp_arena_chunk *c = arena->head;
+    if (!c || c->size - c->used < size) {
+        size_t want = size > CHUNK_SIZE / 2 ? size : CHUNK_SIZE;
+        c = malloc(sizeof *c + want);
+        if (!c) return NULL;
+        c->size = want;
+        c->used = 0;
+        if (size > CHUNK_SIZE / 2 && arena->head) {
+            /* a big block gets its own chunk behind the current one, so the current
+             * chunk's free space is not wasted */
+            c->next = arena->head->next;
+            arena->head->next = c;
+        } else {
+            c->next = arena->head;
+            arena->head = c;
+        }
+        arena->total += sizeof *c + want;
+    }
+    void *p = (char *)c->data + c->used;
+    c->used += size;
+    memset(p, 0, size);
+    return p;
+}
+
+char *kp_arena_strndup(kp_arena *arena, const char *s, size_t n)
+{
+    if (!s) return NULL;
+    char *p = kp_arena_alloc(arena, n + 1);
+    if (p) { memcpy(p, s, n); p[n] = '\0'; }
+    return p;
+}
+
+char *kp_arena_strdup(kp_arena *arena, const char *s)
+{
+    return s ? kp_arena_strndup(arena, s, strlen(s)) : NULL;
+}
+
+char *kp_arena_printf(kp_arena *arena, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) return NULL;
+    char *p = kp_arena_alloc(arena, (size_t)n + 1);
+    if (!p) return NULL;
+    va_start(ap, fmt);
+    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+void *kp_arena_push(kp_arena *arena, void **items, size_t *count, size_t *cap, size_t size)
+{
+    if (*count == *cap) {
+        size_t grown = *cap ? *cap * 2 : 4;
+        void *bigger = kp_arena_alloc(arena, grown * size);
+        if (!bigger) return NULL;
+        if (*count) memcpy(bigger, *items, *count * size);
+        *items = bigger;
+        *cap = grown;
+    }
+    void *slot = (char *)*items + (*count)++ * size;
+    memset(slot, 0, size);
+    return slot;
+}
+
+void kp_arena_free(kp_arena *arena)
+{
+    kp_arena_chunk *c = arena->head;
+    while (c) {
+        kp_arena_chunk *next = c->next;
+        free(c);
+        c = next;
+    }
+    arena->head = NULL;
+    arena->total = 0;
+}

@@ -1,0 +1,30 @@
+/*
+ * arena.h — one allocation region per long-lived object (a model, a dataset).
+ *
+ * Everything allocated from an arena is freed at once by kp_arena_free; nothing in it
+ * is freed individually. Invariant: allocations are zeroed and aligned for any type.
+ */
+#ifndef KP_ARENA_H
+#define KP_ARENA_H
+
+#include <stddef.h>
+
+typedef struct kp_arena_chunk kp_arena_chunk;
+typedef struct kp_arena {
+    kp_arena_chunk *head;
+    size_t total;          /* bytes obtained from malloc, for memory accounting */
+} kp_arena;
+
+/* Zeroed memory, or NULL when out of memory. */
+void *kp_arena_alloc(kp_arena *arena, size_t size);
+/* A copy of s (NULL stays NULL). */
+char *kp_arena_strdup(kp_arena *arena, const char *s);
+char *kp_arena_strndup(kp_arena *arena, const char *s, size_t n);
+/* printf into the arena. */
+char *kp_arena_printf(kp_arena *arena, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Grows an array of element size `size` held in *items with *count used and *cap
+ * allocated, so one more fits; returns a pointer to the new (zeroed) last element. */
+void *kp_arena_push(kp_arena *arena, void **items, size_t *count, size_t *cap, size_t size);
+void kp_arena_free(kp_arena *arena);
+
+#endif
