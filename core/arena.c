@@ -14,24 +14,28 @@
 struct kp_arena_chunk {
     kp_arena_chunk *next;
     size_t used, size;
-    max_align_t data[];
+    double data[];
 };
 
 enum { CHUNK_SIZE = 64 * 1024 };
 
 void *kp_arena_alloc(kp_arena *arena, size_t size)
 {
-    size_t align = sizeof(max_align_t);
+    /* 8-byte alignment: enough for every type keyplan stores (pointers, int64,
+     * double); no long double or vector types live in an arena */
+    size_t align = 8;
     size = (size + align - 1) / align * align;
     if (size == 0) size = align;
     kp_arena_chunk *c = arena->head;
+    size_t chunk = arena->chunk_size ? arena->chunk_size : CHUNK_SIZE;
     if (!c || c->size - c->used < size) {
-        size_t want = size > CHUNK_SIZE / 2 ? size : CHUNK_SIZE;
+        size_t want = size > chunk / 2 ? size : chunk;
+        if (arena->limit && arena->total + sizeof *c + want > arena->limit) return NULL;
         c = malloc(sizeof *c + want);
         if (!c) return NULL;
         c->size = want;
         c->used = 0;
-        if (size > CHUNK_SIZE / 2 && arena->head) {
+        if (size > chunk / 2 && arena->head) {
             /* a big block gets its own chunk behind the current one, so the current
              * chunk's free space is not wasted */
             c->next = arena->head->next;

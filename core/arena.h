@@ -13,6 +13,8 @@ typedef struct kp_arena_chunk kp_arena_chunk;
 typedef struct kp_arena {
     kp_arena_chunk *head;
     size_t total;          /* bytes obtained from malloc, for memory accounting */
+    size_t chunk_size;     /* bytes per chunk; 0 means 64 KiB */
+    size_t limit;          /* refuse allocations that would take total past this; 0 = none */
 } kp_arena;
 
 /* Zeroed memory, or NULL when out of memory. */

@@ -15,6 +15,8 @@
  */
 #include "core/json.h"
 
+#include "core/arena.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -29,20 +31,22 @@ const kp_json_limits kp_json_model_limits = {
 typedef struct value_pos {
     int32_t line, column;         /* the value */
     int32_t key_line, key_column; /* its key, when the value is an object member */
-    uint32_t number_offset, number_length;
 } value_pos;
 
-typedef struct node_slot { const cJSON *node; uint32_t index; } node_slot;
+/* A number's source text: value index, then where its text sits in number_text. */
+typedef struct number_span { uint32_t value, offset, length; } number_span;
 
 struct kp_json_doc {
+    kp_arena nodes;      /* cJSON's nodes and strings for this document */
     char *file;
-    char *text;          /* a private copy of the source, NUL-terminated */
-    size_t length;
     cJSON *root;
-    value_pos *values;
+    value_pos *values;   /* in document (pre-order) order */
     size_t value_count;
-    node_slot *slots;    /* open addressing, power-of-two size */
-    size_t slot_mask;
+    number_span *numbers;/* sorted by value index */
+    size_t number_count;
+    char *number_text;   /* the numbers' source texts, back to back */
+    const cJSON **by_address; /* every node, sorted by address ... */
+    uint32_t *index_of;  /* ... and its value index */
 };
 
 size_t kp_utf8_check(const char *text, size_t len)
@@ -83,6 +87,40 @@ kp_pos kp_pos_of_offset(const char *text, size_t len, size_t offset)
     return p;
 }
 
+
+/* ---- cJSON allocations during a parse go to the document's arena -------------------
+ * cJSON's hooks are process-wide; a thread-local pointer routes only the allocations
+ * made inside cJSON_ParseWithLengthOpts to the document's arena (compact: no malloc
+ * header per node or string, and freed at once), and the arena's limit makes the
+ * memory budget exact: past it cJSON's allocation fails and so does the parse.
+ * Outside a parse the hooks are plain malloc and free. Invariant: a document's tree
+ * is never passed to cJSON_Delete; copy (cJSON_Duplicate) what must outlive it. */
+
+static _Thread_local kp_arena *parse_arena;
+static _Thread_local int parse_over_budget;
+
+static void *hook_malloc(size_t size)
+{
+    if (!parse_arena) return malloc(size);
+    void *p = kp_arena_alloc(parse_arena, size);
+    if (!p) parse_over_budget = 1;
+    return p;
+}
+
+static void hook_free(void *p)
+{
+    if (!parse_arena) free(p); /* inside a parse the arena owns it */
+}
+
+static void install_hooks(void)
+{
+    static int installed;
+    if (installed) return;
+    cJSON_Hooks hooks = {hook_malloc, hook_free};
+    cJSON_InitHooks(&hooks);
+    installed = 1;
+}
+
 /* ---- pass 2: the pre-scan ------------------------------------------------------ */
 
 typedef struct scanner {
@@ -107,12 +145,25 @@ static void skip_space(scanner *s)
     }
 }
 
+/* True when the text ends inside an unterminated string. */
+static int in_string_at_end(const char *text, size_t len)
+{
+    int inside = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (inside && text[i] == '\\') { i++; continue; }
+        if (text[i] == '"') inside = !inside;
+    }
+    return inside;
+}
+
 /* Counts values and string bytes and (when out is non-NULL) records positions.
  * Stops quietly at anything that is not JSON: cJSON reports those. Returns -1 only
  * for nesting deeper than max_depth (with *deep_offset set). */
-static int prescan(const char *text, size_t len, int max_depth, value_pos *out, size_t *value_count,
-                   size_t *string_bytes, size_t *deep_offset)
+static int prescan(const char *text, size_t len, int max_depth, value_pos *out, number_span *numbers,
+                   char *number_text, size_t *value_count, size_t *number_count, size_t *number_bytes,
+                   size_t *string_bytes, size_t *deep_offset, int *is_unfinished)
 {
+    size_t nums = 0, num_bytes = 0;
     scanner s = {text, len, 0, 1, 1};
     char *stack = malloc((size_t)max_depth + 1);
     if (!stack) return -2;
@@ -150,7 +201,6 @@ static int prescan(const char *text, size_t len, int max_depth, value_pos *out, 
             value_pos *v = &out[n];
             v->line = s.line; v->column = s.column;
             v->key_line = key_line; v->key_column = key_column;
-            v->number_offset = v->number_length = 0;
         }
         n++;
         key_line = key_column = 0;
@@ -171,8 +221,14 @@ static int prescan(const char *text, size_t len, int max_depth, value_pos *out, 
         } else if (c == '-' || (c >= '0' && c <= '9')) {
             size_t start = s.at;
             while (s.at < s.len && strchr("0123456789+-.eE", text[s.at]) && text[s.at]) advance(&s);
-            if (out) { out[n - 1].number_offset = (uint32_t)start; out[n - 1].number_length = (uint32_t)(s.at - start); }
-            bytes += 32; /* cJSON prints numbers into a scratch buffer only on output */
+            if (numbers) {
+                numbers[nums].value = (uint32_t)(n - 1);
+                numbers[nums].offset = (uint32_t)num_bytes;
+                numbers[nums].length = (uint32_t)(s.at - start);
+                memcpy(number_text + num_bytes, text + start, s.at - start);
+            }
+            nums++;
+            num_bytes += s.at - start;
         } else if (c >= 'a' && c <= 'z') {
             while (s.at < s.len && text[s.at] >= 'a' && text[s.at] <= 'z') advance(&s);
         } else {
@@ -181,35 +237,32 @@ static int prescan(const char *text, size_t len, int max_depth, value_pos *out, 
     }
     free(stack);
     *value_count = n;
+    *number_count = nums;
+    *number_bytes = num_bytes;
     *string_bytes = bytes;
+    /* the text ran out inside a container or a string, or held no value at all */
+    *is_unfinished = depth > 0 || n == 0 || (s.at >= s.len && len > 0 && text[len - 1] != '"' && in_string_at_end(text, len));
     return status;
 }
 
 /* ---- the node -> position map ------------------------------------------------- */
 
-static size_t hash_pointer(const void *p)
+static int compare_addresses(const void *a, const void *b)
 {
-    uintptr_t x = (uintptr_t)p;
-    x ^= x >> 33; x *= 0xff51afd7ed558ccdULL; x ^= x >> 33;
-    return (size_t)x;
-}
-
-static void map_put(kp_json_doc *doc, const cJSON *node, uint32_t index)
-{
-    size_t i = hash_pointer(node) & doc->slot_mask;
-    while (doc->slots[i].node) i = (i + 1) & doc->slot_mask;
-    doc->slots[i].node = node;
-    doc->slots[i].index = index;
+    uintptr_t x = (uintptr_t)*(const cJSON *const *)a, y = (uintptr_t)*(const cJSON *const *)b;
+    return x < y ? -1 : x > y;
 }
 
 static const value_pos *map_get(const kp_json_doc *doc, const cJSON *node)
 {
-    if (!doc || !node || !doc->slots) return NULL;
-    size_t i = hash_pointer(node) & doc->slot_mask;
-    while (doc->slots[i].node) {
-        if (doc->slots[i].node == node) return &doc->values[doc->slots[i].index];
-        i = (i + 1) & doc->slot_mask;
+    if (!doc || !node || !doc->by_address) return NULL;
+    size_t lo = 0, hi = doc->value_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((uintptr_t)doc->by_address[mid] < (uintptr_t)node) lo = mid + 1;
+        else hi = mid;
     }
+    if (lo < doc->value_count && doc->by_address[lo] == node) return &doc->values[doc->index_of[lo]];
     return NULL;
 }
 
@@ -256,10 +309,12 @@ static int check_duplicates(kp_json_doc *doc, const cJSON *object, kp_error *err
 void kp_json_free(kp_json_doc *doc)
 {
     if (!doc) return;
-    cJSON_Delete(doc->root);
+    kp_arena_free(&doc->nodes);
     free(doc->values);
-    free(doc->slots);
-    free(doc->text);
+    free(doc->numbers);
+    free(doc->number_text);
+    free(doc->by_address);
+    free(doc->index_of);
     free(doc->file);
     free(doc);
 }
@@ -286,8 +341,10 @@ int kp_json_parse(const char *file, const char *text, size_t len, const kp_json_
         return kp_error_set(err, KP_ERR_PARSE, file, p.line, p.column,
                             "a NUL byte in the file; this is not a JSON text file");
     }
-    size_t count = 0, string_bytes = 0, deep = 0;
-    int scan = prescan(text, len, limits->max_depth, NULL, &count, &string_bytes, &deep);
+    size_t count = 0, numbers = 0, number_bytes = 0, string_bytes = 0, deep = 0;
+    int unfinished = 0;
+    int scan = prescan(text, len, limits->max_depth, NULL, NULL, NULL, &count, &numbers, &number_bytes, &string_bytes,
+                       &deep, &unfinished);
     if (scan == -2) return kp_error_set(err, KP_ERR_NOMEM, file, 0, 0, "out of memory");
     if (scan == -1) {
         kp_pos p = kp_pos_of_offset(text, len, deep);
@@ -295,9 +352,11 @@ int kp_json_parse(const char *file, const char *text, size_t len, const kp_json_
                             "nesting deeper than %d levels; a model never needs this much, check the file",
                             limits->max_depth);
     }
-    /* what the parse will hold: our copy, cJSON's nodes and strings, the index */
-    size_t per_node = sizeof(cJSON) + 16 + sizeof(value_pos) + 2 * sizeof(node_slot);
-    size_t need = len + 1 + count * per_node + string_bytes * 2;
+    /* what the parse will hold: the position index, the numbers' text, and cJSON's
+     * nodes and strings in the arena (its limit enforces the rest exactly) */
+    size_t index_bytes = count * (sizeof(value_pos) + sizeof(cJSON *) + sizeof(uint32_t)) +
+                         numbers * sizeof(number_span) + number_bytes + 1;
+    size_t need = index_bytes + count * sizeof(cJSON) + string_bytes;
     size_t budget = limits->memory_factor * len;
     if (budget < limits->memory_floor) budget = limits->memory_floor;
     if (need > budget)
@@ -309,53 +368,71 @@ int kp_json_parse(const char *file, const char *text, size_t len, const kp_json_
     kp_json_doc *doc = calloc(1, sizeof *doc);
     if (!doc) return kp_error_set(err, KP_ERR_NOMEM, file, 0, 0, "out of memory");
     doc->file = strdup(file);
-    doc->text = malloc(len + 1);
-    doc->values = calloc(count ? count : 1, sizeof *doc->values);
-    size_t slots = 16;
-    while (slots < count * 2) slots <<= 1;
-    doc->slots = calloc(slots, sizeof *doc->slots);
-    doc->slot_mask = slots - 1;
-    if (!doc->file || !doc->text || !doc->values || !doc->slots) {
+    doc->values = malloc((count ? count : 1) * sizeof *doc->values);
+    doc->numbers = malloc((numbers ? numbers : 1) * sizeof *doc->numbers);
+    doc->number_text = malloc(number_bytes + 1);
+    if (!doc->file || !doc->values || !doc->numbers || !doc->number_text) {
         kp_json_free(doc);
         return kp_error_set(err, KP_ERR_NOMEM, file, 0, 0, "out of memory");
     }
-    memcpy(doc->text, text, len);
-    doc->text[len] = '\0';
-    doc->length = len;
-    prescan(doc->text, len, limits->max_depth, doc->values, &doc->value_count, &string_bytes, &deep);
+    prescan(text, len, limits->max_depth, doc->values, doc->numbers, doc->number_text, &doc->value_count,
+            &doc->number_count, &number_bytes, &string_bytes, &deep, &unfinished);
 
     const char *end = NULL;
-    doc->root = cJSON_ParseWithLengthOpts(doc->text, len, &end, 0);
+    install_hooks();
+    doc->nodes.chunk_size = len * 4 < 1024 ? 1024 : len * 4 > 65536 ? 65536 : len * 4;
+    doc->nodes.limit = budget > index_bytes ? budget - index_bytes : 1;
+    parse_arena = &doc->nodes;
+    parse_over_budget = 0;
+    doc->root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    parse_arena = NULL;
+    if (!doc->root && parse_over_budget) {
+        kp_error_set(err, KP_ERR_PARSE, file, 1, 1,
+                     "parsing the file would need more than %zux its size (%zu bytes); this is not a model file",
+                     limits->memory_factor, len);
+        kp_json_free(doc);
+        return -1;
+    }
     if (!doc->root) {
-        size_t at = end && end >= doc->text ? (size_t)(end - doc->text) : len;
-        kp_pos p = kp_pos_of_offset(doc->text, len, at);
-        const char *what = len == 0 || at >= len ? "the file ends before the JSON value is complete"
-                                                 : "this is not valid JSON here";
+        size_t at = end && end >= text ? (size_t)(end - text) : len;
+        size_t rest = at;
+        while (rest < len && strchr(" \t\r\n", text[rest])) rest++;
+        int at_end = rest >= len || unfinished;
+        const char *what = at_end ? "the file ends before the JSON value is complete" : "this is not valid JSON here";
+        kp_pos p = kp_pos_of_offset(text, len, at_end ? len : at);
         kp_error_set(err, KP_ERR_PARSE, file, p.line, p.column, "%s; check for a missing comma, quote or bracket",
                      what);
         kp_json_free(doc);
         return -1;
     }
     /* anything after the value other than white space */
-    size_t tail = end ? (size_t)(end - doc->text) : len;
-    while (tail < len && strchr(" \t\r\n", doc->text[tail])) tail++;
+    size_t tail = end ? (size_t)(end - text) : len;
+    while (tail < len && strchr(" \t\r\n", text[tail])) tail++;
     if (tail < len) {
-        kp_pos p = kp_pos_of_offset(doc->text, len, tail);
+        kp_pos p = kp_pos_of_offset(text, len, tail);
         kp_error_set(err, KP_ERR_PARSE, file, p.line, p.column,
                      "unexpected text after the end of the JSON value; a file holds exactly one value");
         kp_json_free(doc);
         return -1;
     }
 
-    /* tie nodes to positions: pre-order walk with an explicit stack of "next" pointers */
-    size_t index = 0;
-    size_t stack_size = 64, top = 0;
-    const cJSON **stack = malloc(stack_size * sizeof *stack);
-    if (!stack) { kp_json_free(doc); return kp_error_set(err, KP_ERR_NOMEM, file, 0, 0, "out of memory"); }
-    const cJSON *node = doc->root;
+    /* tie nodes to positions: a pre-order walk lists the nodes in value order; the
+     * list sorted by address is the look-up table */
     int status = 0;
+    const cJSON **order = malloc((doc->value_count ? doc->value_count : 1) * sizeof *order);
+    doc->by_address = malloc((doc->value_count ? doc->value_count : 1) * sizeof *doc->by_address);
+    doc->index_of = malloc((doc->value_count ? doc->value_count : 1) * sizeof *doc->index_of);
+    size_t stack_size = 64, top = 0, index = 0;
+    const cJSON **stack = malloc(stack_size * sizeof *stack);
+    if (!order || !doc->by_address || !doc->index_of || !stack) {
+        free(order);
+        free(stack);
+        kp_json_free(doc);
+        return kp_error_set(err, KP_ERR_NOMEM, file, 0, 0, "out of memory");
+    }
+    const cJSON *node = doc->root;
     while (node) {
-        if (index < doc->value_count) map_put(doc, node, (uint32_t)index);
+        if (index < doc->value_count) order[index] = node;
         index++;
         if (node->child) {
             if (node->next) {
@@ -380,13 +457,25 @@ int kp_json_parse(const char *file, const char *text, size_t len, const kp_json_
                               "position index out of step with the parser (%zu vs %zu values); please report this",
                               index, doc->value_count);
     }
-    /* duplicate keys, object by object */
     if (status == 0) {
-        for (size_t i = 0; i <= doc->slot_mask && status == 0; i++) {
-            const cJSON *n = doc->slots[i].node;
-            if (n && cJSON_IsObject(n)) status = check_duplicates(doc, n, err);
+        memcpy(doc->by_address, order, doc->value_count * sizeof *order);
+        qsort(doc->by_address, doc->value_count, sizeof *doc->by_address, compare_addresses);
+        /* index_of[k]: the value index of by_address[k], found through order */
+        for (size_t k = 0; k < doc->value_count; k++) doc->index_of[k] = UINT32_MAX;
+        for (size_t i = 0; i < doc->value_count; i++) {
+            size_t lo = 0, hi = doc->value_count;
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if ((uintptr_t)doc->by_address[mid] < (uintptr_t)order[i]) lo = mid + 1;
+                else hi = mid;
+            }
+            doc->index_of[lo] = (uint32_t)i;
         }
     }
+    /* duplicate keys, object by object */
+    for (size_t i = 0; status == 0 && i < doc->value_count; i++)
+        if (cJSON_IsObject(order[i])) status = check_duplicates(doc, order[i], err);
+    free(order);
     if (status) { kp_json_free(doc); return -1; }
     *out = doc;
     return 0;
@@ -473,9 +562,17 @@ kp_pos kp_json_key_pos(const kp_json_doc *doc, const cJSON *node)
 const char *kp_json_number_text(const kp_json_doc *doc, const cJSON *node, size_t *len)
 {
     const value_pos *v = map_get(doc, node);
-    if (!v || !cJSON_IsNumber(node) || v->number_length == 0) return NULL;
-    if (len) *len = v->number_length;
-    return doc->text + v->number_offset;
+    if (!v || !cJSON_IsNumber(node)) return NULL;
+    uint32_t value = (uint32_t)(v - doc->values);
+    size_t lo = 0, hi = doc->number_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (doc->numbers[mid].value < value) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == doc->number_count || doc->numbers[lo].value != value) return NULL;
+    if (len) *len = doc->numbers[lo].length;
+    return doc->number_text + doc->numbers[lo].offset;
 }
 
 kp_pos kp_json_pointer_pos(const kp_json_doc *doc, const char *pointer)

@@ -198,6 +198,18 @@ int kp_parse_conditions(kp_parser *P, const cJSON *node, kp_entity *ctx, kp_para
             return kp_perr(P, c, 1, "'%s' is a %s; conditions apply to scalar attributes", c->string,
                            kp_type_name(attr->type.kind));
         kp_pos pos = kp_json_key_pos(P->doc, c);
+        if (cJSON_IsString(c) && c->valuestring[0] == ':') {
+            /* "attr": ":param" is short for {"=": ":param"} */
+            kp_cond *cond;
+            if (add_cond(P, &list, &n, &cap, &cond)) return -1;
+            cond->path = hops;
+            cond->path_len = hop_count;
+            cond->attr = attr;
+            cond->op = KP_OP_EQ;
+            cond->pos = pos;
+            if (kp_parse_operand(P, c, attr, &attr->type, scope, &cond->value)) return -1;
+            continue;
+        }
         if (cJSON_IsString(c) && strcmp(c->valuestring, "=") == 0) {
             kp_cond *cond;
             if (add_cond(P, &list, &n, &cap, &cond)) return -1;

@@ -103,6 +103,7 @@ void kp_shape_describe(const kp_shape *shape, char *buf, size_t size)
 
 static void format_count(double v, char *out, size_t size)
 {
+    if (v != floor(v) && v < 1000) { snprintf(out, size, "%.3g", v); return; }
     char digits[64];
     snprintf(digits, sizeof digits, "%.0f", v);
     size_t n = strlen(digits), o = 0;

@@ -1,0 +1,284 @@
+/*
+ * test_json.c — positioned JSON: positions, exact numbers, duplicate keys, UTF-8, and
+ * hostile input (empty, junk, deep nesting, huge strings, oversized and dense files).
+ */
+#include <malloc.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "core/json.h"
+#include "core/model.h"
+
+static kp_json_doc *parse_ok(const char *text)
+{
+    kp_json_doc *doc = NULL;
+    kp_error err;
+    int rc = kp_json_parse("t.json", text, strlen(text), NULL, &doc, &err);
+    if (rc) fprintf(stderr, "unexpected error: %s\n", err.message);
+    assert_int_equal(rc, 0);
+    return doc;
+}
+
+static void parse_fails(const char *text, size_t len, int line, int column, const char *fragment)
+{
+    kp_json_doc *doc = NULL;
+    kp_error err;
+    assert_int_equal(kp_json_parse("t.json", text, len, NULL, &doc, &err), -1);
+    assert_null(doc);
+    assert_int_equal(err.code, KP_ERR_PARSE);
+    if (!strstr(err.message, fragment)) fail_msg("message \"%s\" lacks \"%s\"", err.message, fragment);
+    assert_int_equal(err.line, line);
+    assert_int_equal(err.column, column);
+    assert_int_equal(kp_error_exit_code(&err), 2);
+}
+
+static void test_every_value_and_key_has_its_line_and_column(void **state)
+{
+    (void)state;
+    kp_json_doc *doc = parse_ok("{\n  \"a\": [1, {\"b\": true}],\n  \"é\": \"x\"\n}");
+    cJSON *root = kp_json_root(doc);
+    kp_pos p = kp_json_pos(doc, root);
+    assert_int_equal(p.line, 1);
+    assert_int_equal(p.column, 1);
+    cJSON *a = cJSON_GetObjectItem(root, "a");
+    p = kp_json_key_pos(doc, a);
+    assert_int_equal(p.line, 2);
+    assert_int_equal(p.column, 3);
+    p = kp_json_pos(doc, a);
+    assert_int_equal(p.column, 8);
+    cJSON *b = cJSON_GetObjectItem(cJSON_GetArrayItem(a, 1), "b");
+    p = kp_json_key_pos(doc, b);
+    assert_int_equal(p.line, 2);
+    assert_int_equal(p.column, 13);
+    /* columns count code points: "é" is two bytes but one column */
+    cJSON *e = cJSON_GetObjectItem(root, "\xc3\xa9");
+    p = kp_json_pos(doc, e);
+    assert_int_equal(p.line, 3);
+    assert_int_equal(p.column, 8);
+    p = kp_json_pointer_pos(doc, "/a/1/b");
+    assert_int_equal(p.line, 2);
+    assert_int_equal(p.column, 18);
+    p = kp_json_pointer_pos(doc, "/missing");
+    assert_int_equal(p.line, 0);
+    kp_json_free(doc);
+}
+
+static void test_numbers_keep_their_exact_text(void **state)
+{
+    (void)state;
+    kp_json_doc *doc = parse_ok("[12345678901234567890, 19.990, -0.5e3]");
+    cJSON *arr = kp_json_root(doc);
+    size_t len;
+    const char *t = kp_json_number_text(doc, cJSON_GetArrayItem(arr, 0), &len);
+    assert_int_equal(len, 20);
+    assert_memory_equal(t, "12345678901234567890", 20);
+    t = kp_json_number_text(doc, cJSON_GetArrayItem(arr, 1), &len);
+    assert_int_equal(len, 6);
+    assert_memory_equal(t, "19.990", 6);
+    t = kp_json_number_text(doc, cJSON_GetArrayItem(arr, 2), &len);
+    assert_memory_equal(t, "-0.5e3", 6);
+    assert_null(kp_json_number_text(doc, arr, &len));
+    kp_json_free(doc);
+}
+
+static void test_duplicate_keys_are_rejected_at_the_second(void **state)
+{
+    (void)state;
+    parse_fails("{\"a\": 1,\n \"b\": {\"x\": 1, \"x\": 2}}", 32, 2, 16, "duplicate key \"x\" (first defined at line 2, column 8)");
+    parse_fails("{\"a\": 1, \"a\": 1}", 16, 1, 10, "duplicate key \"a\"");
+}
+
+static void test_invalid_utf8_is_rejected_with_its_position(void **state)
+{
+    (void)state;
+    parse_fails("{\"a\":\n \"\xc3\x28\"}", 11, 2, 3, "invalid UTF-8");
+    parse_fails("\"\xed\xa0\x80\"", 5, 1, 2, "invalid UTF-8");       /* a surrogate */
+    parse_fails("\"\xe0\x80\xaf\"", 5, 1, 2, "invalid UTF-8");       /* overlong */
+    parse_fails("\"\xf4\x90\x80\x80\"", 6, 1, 2, "invalid UTF-8");   /* above U+10FFFF */
+    parse_fails("\"abc\xe2\x82", 6, 1, 5, "invalid UTF-8");           /* truncated */
+}
+
+static void test_empty_and_junk_input_is_a_clear_error(void **state)
+{
+    (void)state;
+    parse_fails("", 0, 1, 1, "the file ends before the JSON value is complete");
+    parse_fails("   \n", 4, 2, 1, "the file ends before");
+    parse_fails("{\"a\": 1", 7, 1, 8, "ends before");
+    parse_fails("{\"a\" 1}", 7, 1, 6, "not valid JSON");
+    parse_fails("{} {}", 5, 1, 4, "unexpected text after the end");
+    parse_fails("a\0b", 3, 1, 2, "a NUL byte");
+    /* random bytes: never a crash, always a positioned parse error */
+    unsigned seed = 12345;
+    char junk[512];
+    for (int round = 0; round < 200; round++) {
+        for (size_t i = 0; i < sizeof junk; i++) {
+            seed = seed * 1103515245u + 12345u;
+            junk[i] = (char)(seed >> 16);
+        }
+        kp_json_doc *doc = NULL;
+        kp_error err;
+        int rc = kp_json_parse("junk", junk, sizeof junk, NULL, &doc, &err);
+        if (rc == 0) kp_json_free(doc);
+        else {
+            assert_int_equal(err.code, KP_ERR_PARSE);
+            assert_true(err.line >= 1);
+        }
+    }
+}
+
+static void test_deep_nesting_is_refused_without_recursion(void **state)
+{
+    (void)state;
+    size_t depth = 100000;
+    char *text = malloc(depth * 2 + 1);
+    memset(text, '[', depth);
+    memset(text + depth, ']', depth);
+    text[depth * 2] = '\0';
+    parse_fails(text, depth * 2, 1, 257, "nesting deeper than 256 levels");
+    memset(text, '{', 1);
+    free(text);
+}
+
+static void test_a_string_over_the_size_limit_is_refused_before_parsing(void **state)
+{
+    (void)state;
+    size_t len = 100u << 20; /* 100 MB */
+    char *text = malloc(len);
+    text[0] = '"';
+    memset(text + 1, 'a', len - 2);
+    text[len - 1] = '"';
+    kp_json_doc *doc = NULL;
+    kp_error err;
+    assert_int_equal(kp_json_parse("big.json", text, len, NULL, &doc, &err), -1);
+    assert_non_null(strstr(err.message, "more than the 64 MiB limit"));
+    free(text);
+    /* a 10 MB string inside the limit parses */
+    len = 10u << 20;
+    text = malloc(len);
+    text[0] = '"';
+    memset(text + 1, 'b', len - 2);
+    text[len - 1] = '"';
+    assert_int_equal(kp_json_parse("ten.json", text, len, NULL, &doc, &err), 0);
+    assert_int_equal(strlen(kp_json_root(doc)->valuestring), len - 2);
+    kp_json_free(doc);
+    free(text);
+}
+
+static void test_a_file_over_64_mib_is_refused_before_it_is_read(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/kp-big-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (65 << 20)), 0); /* sparse: nothing is written */
+    close(fd);
+    kp_model *model = NULL;
+    kp_error err;
+    assert_int_equal(kp_model_load(path, NULL, &model, &err), -1);
+    assert_non_null(strstr(err.message, "more than the 64 MiB limit"));
+    assert_int_equal(kp_error_exit_code(&err), 2);
+    unlink(path);
+}
+
+static void test_dense_input_is_refused_before_it_could_take_ten_times_its_size(void **state)
+{
+    (void)state;
+    size_t n = 1 << 20;
+    char *text = malloc(n * 2 + 2);
+    text[0] = '[';
+    for (size_t i = 0; i < n; i++) { text[1 + 2 * i] = '0'; text[2 + 2 * i] = ','; }
+    text[n * 2] = ']';
+    kp_json_doc *doc = NULL;
+    kp_error err;
+    assert_int_equal(kp_json_parse("dense.json", text, n * 2 + 1, NULL, &doc, &err), -1);
+    assert_non_null(strstr(err.message, "JSON values in"));
+    assert_non_null(strstr(err.message, "this is not a model file"));
+    free(text);
+}
+
+/* The memory a parse holds, measured by the allocator (not meaningful under ASan,
+ * whose allocator mallinfo does not see; the normal build runs this check). */
+static void test_parsing_holds_at_most_ten_times_the_file(void **state)
+{
+    (void)state;
+#if defined(__SANITIZE_ADDRESS__)
+    printf("note: memory accounting runs in the non-sanitizer build only\n");
+#else
+    const char *files[] = {"examples/saas-control-plane/model.json", "examples/auction-mixes/model.json",
+                           "tests/fixtures/models/every-feature.json"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char *text;
+        size_t len;
+        kp_error err;
+        assert_int_equal(kp_file_read(files[i], 64u << 20, &text, &len, &err), 0);
+        struct mallinfo2 before = mallinfo2();
+        kp_json_doc *doc = NULL;
+        assert_int_equal(kp_json_parse(files[i], text, len, NULL, &doc, &err), 0);
+        struct mallinfo2 after = mallinfo2();
+        size_t held = after.uordblks - before.uordblks;
+        size_t budget = 10 * len > (1u << 20) ? 10 * len : (1u << 20);
+        printf("%s: %zu bytes, parse holds %zu bytes (%.1fx)\n", files[i], len, held, (double)held / (double)len);
+        assert_true(held <= budget);
+        kp_json_free(doc);
+        free(text);
+    }
+    /* a large generated model-like file: the factor holds without the 1 MiB floor */
+    size_t entities = 20000, cap = entities * 160 + 64, len = 0;
+    char *big = malloc(cap);
+    len += (size_t)sprintf(big + len, "{\n");
+    for (size_t e = 0; e < entities; e++)
+        len += (size_t)sprintf(big + len, "  \"E%zu\": { \"key\": [\"id\"], \"count\": %zu, \"attributes\": { \"id\": \"string\" } }%s\n",
+                               e, e + 1, e + 1 < entities ? "," : "");
+    len += (size_t)sprintf(big + len, "}\n");
+    struct mallinfo2 before = mallinfo2();
+    kp_json_doc *doc = NULL;
+    kp_error err;
+    int rc = kp_json_parse("generated.json", big, len, NULL, &doc, &err);
+    if (rc) printf("generated.json: %s\n", err.message);
+    assert_int_equal(rc, 0);
+    struct mallinfo2 after = mallinfo2();
+    size_t held = after.uordblks - before.uordblks;
+    printf("generated: %zu bytes, parse holds %zu bytes (%.1fx)\n", len, held, (double)held / (double)len);
+    assert_true(held <= 10 * len);
+    kp_json_free(doc);
+    free(big);
+#endif
+}
+
+static void test_values_are_described_for_messages(void **state)
+{
+    (void)state;
+    kp_json_doc *doc = parse_ok("[\"short\", 42, true, null, {}, []]");
+    char buf[64];
+    cJSON *arr = kp_json_root(doc);
+    const char *expect[] = {"\"short\"", "42", "true", "null", "an object", "an array"};
+    for (int i = 0; i < 6; i++) {
+        kp_json_describe(cJSON_GetArrayItem(arr, i), buf, sizeof buf);
+        assert_string_equal(buf, expect[i]);
+    }
+    kp_json_free(doc);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_value_and_key_has_its_line_and_column),
+        cmocka_unit_test(test_numbers_keep_their_exact_text),
+        cmocka_unit_test(test_duplicate_keys_are_rejected_at_the_second),
+        cmocka_unit_test(test_invalid_utf8_is_rejected_with_its_position),
+        cmocka_unit_test(test_empty_and_junk_input_is_a_clear_error),
+        cmocka_unit_test(test_deep_nesting_is_refused_without_recursion),
+        cmocka_unit_test(test_a_string_over_the_size_limit_is_refused_before_parsing),
+        cmocka_unit_test(test_a_file_over_64_mib_is_refused_before_it_is_read),
+        cmocka_unit_test(test_dense_input_is_refused_before_it_could_take_ten_times_its_size),
+        cmocka_unit_test(test_parsing_holds_at_most_ten_times_the_file),
+        cmocka_unit_test(test_values_are_described_for_messages),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
