@@ -19,6 +19,18 @@ typedef struct kp_command {
 
 int cmd_check(int argc, char **argv);
 extern const char cmd_check_help[];
+int cmd_advise(int argc, char **argv);
+extern const char cmd_advise_help[];
+int cmd_expect(int argc, char **argv);
+extern const char cmd_expect_help[];
+int cmd_generate(int argc, char **argv);
+extern const char cmd_generate_help[];
+int cmd_seed(int argc, char **argv);
+extern const char cmd_seed_help[];
+int cmd_verify(int argc, char **argv);
+extern const char cmd_verify_help[];
+int cmd_teardown(int argc, char **argv);
+extern const char cmd_teardown_help[];
 int cmd_help(int argc, char **argv);
 extern const char cmd_help_help[];
 

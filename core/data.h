@@ -71,6 +71,8 @@ int kp_dataset_finish(kp_dataset *data, kp_error *err);
 void kp_dataset_free(kp_dataset *data);
 
 const kp_model *kp_dataset_model(const kp_dataset *data);
+/* Grows by one with every record added or removed (caches of record sets check it). */
+uint64_t kp_dataset_generation(const kp_dataset *data);
 
 /* ---- reading ------------------------------------------------------------------- */
 
@@ -107,15 +109,37 @@ int kp_dataset_follow_path(const kp_dataset *data, const kp_record *record, kp_r
  * indexed; a duplicate key or unique value is refused. Takes ownership of object
  * (freed on failure too). *out (may be NULL) receives the new record. */
 int kp_dataset_add(kp_dataset *data, const kp_entity *entity, cJSON *object, kp_record **out, kp_error *err);
+/* The same, restoring a removed record at its old place: `serial` is the removed
+ * record's serial (the table stays in serial order). Used to undo deletes. */
+int kp_dataset_restore(kp_dataset *data, const kp_entity *entity, cJSON *object, uint64_t serial, kp_record **out,
+                       kp_error *err);
 /* Replaces a record's content (the key may not change), re-indexing it. Takes
  * ownership of object. The kp_record pointer stays valid. */
 int kp_dataset_replace(kp_dataset *data, kp_record *record, cJSON *object, kp_error *err);
 /* Removes a record from the entity and every index. */
 int kp_dataset_remove(kp_dataset *data, kp_record *record, kp_error *err);
 
+/* A new object equal to `object` with attribute `attr` set to a copy of value (NULL:
+ * removed), in the entity's declaration order. NULL when out of memory. */
+cJSON *kp_record_with(const kp_entity *entity, const cJSON *object, const kp_attr *attr, const cJSON *value);
+
+/* Does a condition hold on a record, the operands already resolved (value is the
+ * operand, upper the upper bound of between)? An absent attribute (or one reached
+ * through a to-one hop that reaches nothing) satisfies no condition. */
+int kp_data_cond_test(const kp_dataset *data, const kp_record *record, const kp_cond *cond, const cJSON *value,
+                      const cJSON *upper);
+
+/* The records that reference `record` over a relation and would dangle without it:
+ * for a foreign key the holders pointing at it, for a join entity the join records
+ * naming it (either side), for an array of references the records whose array holds
+ * its key. Appended in key order. */
+int kp_dataset_dependents(const kp_dataset *data, const kp_record *record, const kp_relation *relation,
+                          kp_record_list *out, kp_error *err);
+
 /* Recomputes every copy_of and derived attribute until nothing changes. `changed`
- * (may be NULL) is called with each record before it is replaced. */
-typedef int (*kp_data_change_fn)(void *ctx, kp_record *record, kp_error *err);
+ * (may be NULL) is called with each record and its next content just before the
+ * record is replaced. */
+typedef int (*kp_data_change_fn)(void *ctx, const kp_record *record, const cJSON *next, kp_error *err);
 int kp_dataset_refresh(kp_dataset *data, kp_data_change_fn changed, void *ctx, kp_error *err);
 
 /* The value a copy_of or derived attribute must have in a record (a new tree, NULL

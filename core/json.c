@@ -1,17 +1,19 @@
 /*
  * json.c — positioned JSON documents: a light pre-scan plus cJSON.
  *
- * Parsing is three passes over the text, none recursive:
+ * Parsing is four passes over the text, none recursive:
  *   1. kp_utf8_check rejects malformed UTF-8 with its position;
  *   2. prescan() walks the tokens once, recording for every value (in document order)
  *      its line:col, its key's line:col and, for numbers, the source span; it also
  *      counts nodes and string bytes so that the memory the parse will hold is known
  *      before cJSON allocates anything, and refuses nesting deeper than the limit;
- *   3. cJSON parses the text; a pre-order walk of its tree meets the values in the
+ *   3. check_syntax() holds the text to the JSON grammar and explains the first error
+ *      (a missing comma, an unclosed bracket, a line break inside a string);
+ *   4. cJSON parses the text; a pre-order walk of its tree meets the values in the
  *      same order the pre-scan recorded them, which ties each node to its position.
  * Invariant: the i-th value the pre-scan records is the i-th node of cJSON's pre-order
- * walk. Anything that would break it (invalid JSON) is rejected by cJSON before the
- * walk happens.
+ * walk. Anything that would break it (invalid JSON) is rejected by check_syntax (and
+ * cJSON) before the walk happens.
  */
 #include "core/json.h"
 
@@ -245,6 +247,255 @@ static int prescan(const char *text, size_t len, int max_depth, value_pos *out, 
     return status;
 }
 
+/* ---- pass 2b: strict syntax, with a message that says what to fix ---------------- */
+
+/* cJSON is lenient (raw line breaks inside strings, leading zeros) and reports only an
+ * offset. check_syntax() walks the text once against the JSON grammar (RFC 8259),
+ * without recursion, and stops at the first error with its offset and a sentence
+ * naming the fix: the missing comma or colon, the unclosed bracket, the unterminated
+ * string. It runs before cJSON, so cJSON only ever sees well-formed text. */
+
+typedef struct syntax_error {
+    size_t offset;
+    char message[400];
+} syntax_error;
+
+static int syntax_fail(syntax_error *e, size_t offset, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int syntax_fail(syntax_error *e, size_t offset, const char *fmt, ...)
+{
+    e->offset = offset;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+static int is_word_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* A string starting at the quote text[*at]; *at is left after the closing quote. */
+static int scan_string(const char *text, size_t len, size_t *at, syntax_error *e)
+{
+    size_t quote = *at, i = quote + 1;
+    while (i < len) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == '"') { *at = i + 1; return 0; }
+        if (c == '\\') {
+            if (i + 1 >= len) break;
+            char x = text[i + 1];
+            if (x == 'u') {
+                if (i + 5 >= len || !is_hex(text[i + 2]) || !is_hex(text[i + 3]) || !is_hex(text[i + 4]) ||
+                    !is_hex(text[i + 5]))
+                    return syntax_fail(e, i, "\"\\u\" in a string takes four hex digits, such as \\u00e9");
+                i += 6;
+                continue;
+            }
+            if (!strchr("\"\\/bfnrt", x) || x == '\0')
+                return syntax_fail(e, i, "'\\%c' is not a JSON escape; write a backslash itself as \\\\ (the escapes are "
+                                         "\\\" \\\\ \\/ \\b \\f \\n \\r \\t and \\uXXXX)", x);
+            i += 2;
+            continue;
+        }
+        if (c == '\n' || c == '\r')
+            return syntax_fail(e, quote, "this string is not closed before the end of its line; add the closing '\"' "
+                                         "(a line break inside a string is written \\n)");
+        if (c < 0x20)
+            return syntax_fail(e, i, "a control character (0x%02X) inside a string; write it escaped, as \\u%04X", c, c);
+        i++;
+    }
+    return syntax_fail(e, quote, "this string has no closing quote; add the missing '\"'");
+}
+
+/* A number starting at text[*at] ('-' or a digit). */
+static int scan_number(const char *text, size_t len, size_t *at, syntax_error *e)
+{
+    size_t start = *at, i = start;
+    if (i < len && text[i] == '-') i++;
+    int ok = i < len && text[i] >= '0' && text[i] <= '9';
+    if (ok && text[i] == '0') i++;
+    else while (i < len && text[i] >= '0' && text[i] <= '9') i++;
+    if (ok && i < len && text[i] == '.') {
+        i++;
+        ok = i < len && text[i] >= '0' && text[i] <= '9';
+        while (i < len && text[i] >= '0' && text[i] <= '9') i++;
+    }
+    if (ok && i < len && (text[i] == 'e' || text[i] == 'E')) {
+        i++;
+        if (i < len && (text[i] == '+' || text[i] == '-')) i++;
+        ok = i < len && text[i] >= '0' && text[i] <= '9';
+        while (i < len && text[i] >= '0' && text[i] <= '9') i++;
+    }
+    /* the whole token, for the message: what a reader sees as one number */
+    size_t end = start;
+    while (end < len && (is_word_char(text[end]) || text[end] == '.' || text[end] == '+' || text[end] == '-')) end++;
+    if (!ok || i != end)
+        return syntax_fail(e, start, "'%.*s' is not a JSON number; write numbers like 42, -7, 19.99 or 1e6 (no leading "
+                                     "zeros, no '+', no '.' without digits after it)", (int)(end - start > 40 ? 40 : end - start),
+                           text + start);
+    *at = i;
+    return 0;
+}
+
+/* A scalar value starting at text[*at] ('{' and '[' are the caller's). */
+static int scan_scalar(const char *text, size_t len, size_t *at, syntax_error *e)
+{
+    char c = text[*at];
+    if (c == '"') return scan_string(text, len, at, e);
+    if (c == '-' || (c >= '0' && c <= '9')) return scan_number(text, len, at, e);
+    if (is_word_char(c)) {
+        size_t end = *at;
+        while (end < len && is_word_char(text[end])) end++;
+        size_t n = end - *at;
+        const char *w = text + *at;
+        if ((n == 4 && !memcmp(w, "true", 4)) || (n == 5 && !memcmp(w, "false", 5)) || (n == 4 && !memcmp(w, "null", 4))) {
+            *at = end;
+            return 0;
+        }
+        int shown = n > 40 ? 40 : (int)n;
+        return syntax_fail(e, *at, "'%.*s' is not a JSON value; write text in double quotes (\"%.*s\"), or true, false "
+                                   "or null in lower case", shown, w, shown, w);
+    }
+    if (c == '\'')
+        return syntax_fail(e, *at, "JSON strings are written in double quotes, not single quotes");
+    if (c == '/')
+        return syntax_fail(e, *at, "JSON has no comments; remove it (notes go in a \"description\")");
+    return syntax_fail(e, *at, "this is not valid JSON here: expected a value (a string in double quotes, a number, "
+                               "an object, an array, true, false or null)");
+}
+
+static int check_syntax(const char *text, size_t len, int max_depth, syntax_error *e)
+{
+    enum { VALUE, FIRST_VALUE, VALUE_AFTER_COMMA, FIRST_KEY, KEY_AFTER_COMMA, COLON, COMMA_OR_CLOSE, END } state = VALUE;
+    typedef struct opener { char kind; size_t offset; } opener;
+    opener *stack = malloc(((size_t)max_depth + 1) * sizeof *stack);
+    if (!stack) return -2;
+    int depth = 0, rc = 0;
+    size_t at = 0, comma = 0, value_last = 0, key_start = 0, key_len = 0;
+    int any = 0;
+    for (;;) {
+        while (at < len && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r')) at++;
+        if (at >= len) {
+            if (state == END) break;
+            if (!any) {
+                rc = syntax_fail(e, len, "the file ends before the JSON value is complete: it is empty; it must hold one "
+                                         "JSON value");
+            } else if (depth > 0) {
+                kp_pos p = kp_pos_of_offset(text, len, stack[depth - 1].offset);
+                int is_object = stack[depth - 1].kind == '{';
+                rc = syntax_fail(e, len, "the file ends before the JSON value is complete: the %s opened at line %d, "
+                                         "column %d is not closed; add what is missing and its '%c'",
+                                 is_object ? "object" : "array", p.line, p.column, is_object ? '}' : ']');
+            } else {
+                rc = syntax_fail(e, len, "the file ends before the JSON value is complete");
+            }
+            break;
+        }
+        char c = text[at];
+        int in_object = depth > 0 && stack[depth - 1].kind == '{';
+        char closer = in_object ? '}' : ']';
+        any = 1;
+        if (state == END) {
+            rc = syntax_fail(e, at, "unexpected text after the end of the JSON value; a file holds one value: remove this "
+                                    "text, or check the brackets before it");
+            break;
+        }
+        if (state == COLON) {
+            if (c == ':') { at++; state = VALUE; continue; }
+            rc = syntax_fail(e, at, "this is not valid JSON here: a ':' must follow the key \"%.*s\"",
+                             (int)(key_len > 60 ? 60 : key_len), text + key_start);
+            break;
+        }
+        if (state == COMMA_OR_CLOSE) {
+            if (c == ',') {
+                comma = at++;
+                state = in_object ? KEY_AFTER_COMMA : VALUE_AFTER_COMMA;
+                continue;
+            }
+            if (c == closer) { at++; depth--; goto after_value; }
+            if (c == '}' || c == ']') {
+                kp_pos p = kp_pos_of_offset(text, len, stack[depth - 1].offset);
+                rc = syntax_fail(e, at, "this '%c' does not match the %s opened at line %d, column %d; close that with '%c'",
+                                 c, in_object ? "object" : "array", p.line, p.column, closer);
+                break;
+            }
+            if (c == '"' || c == '{' || c == '[' || c == '-' || is_word_char(c)) {
+                kp_pos p = kp_pos_of_offset(text, len, value_last);
+                rc = syntax_fail(e, at, "this is not valid JSON here: a ',' is missing after the value that ends at line %d, "
+                                        "column %d", p.line, p.column);
+                break;
+            }
+            rc = syntax_fail(e, at, "this is not valid JSON here: expected ',' or '%c'", closer);
+            break;
+        }
+        if (state == FIRST_KEY || state == KEY_AFTER_COMMA) {
+            if (c == '}' && state == FIRST_KEY) { at++; depth--; goto after_value; }
+            if (c == '}' || c == ']') {
+                rc = syntax_fail(e, comma, "a comma before the closing '%c'; remove this comma (JSON allows none after the "
+                                           "last member)", c);
+                break;
+            }
+            if (c == '"') {
+                key_start = at + 1;
+                if ((rc = scan_string(text, len, &at, e))) break;
+                key_len = at - 1 - key_start;
+                state = COLON;
+                continue;
+            }
+            if (c == '\'') { rc = syntax_fail(e, at, "JSON keys are written in double quotes, not single quotes"); break; }
+            if (c == '/') { rc = syntax_fail(e, at, "JSON has no comments; remove it (notes go in a \"description\")"); break; }
+            if (is_word_char(c)) {
+                size_t end = at;
+                while (end < len && is_word_char(text[end])) end++;
+                int n = end - at > 40 ? 40 : (int)(end - at);
+                rc = syntax_fail(e, at, "object keys are written in double quotes: \"%.*s\"", n, text + at);
+                break;
+            }
+            rc = syntax_fail(e, at, "this is not valid JSON here: expected a key in double quotes%s",
+                             state == FIRST_KEY ? " or '}'" : "");
+            break;
+        }
+        /* a value is expected */
+        if (c == ',' && state != VALUE) {
+            rc = syntax_fail(e, at, "this is not valid JSON here: a value is missing before this ','");
+            break;
+        }
+        if (c == ']' && state == FIRST_VALUE) { at++; depth--; goto after_value; }
+        if ((c == '}' || c == ']') && state == VALUE_AFTER_COMMA) {
+            rc = syntax_fail(e, comma, "a comma before the closing '%c'; remove this comma (JSON allows none after the last "
+                                       "element)", c);
+            break;
+        }
+        if ((c == '}' || c == ']' || c == ',') && state == VALUE && depth > 0 && in_object) {
+            rc = syntax_fail(e, at, "this is not valid JSON here: the key \"%.*s\" has no value; write one after its ':'",
+                             (int)(key_len > 60 ? 60 : key_len), text + key_start);
+            break;
+        }
+        if (c == '{' || c == '[') {
+            if (depth >= max_depth) {
+                rc = syntax_fail(e, at, "nesting deeper than %d levels; a model never needs this much, check the file",
+                                 max_depth);
+                break;
+            }
+            stack[depth].kind = c;
+            stack[depth].offset = at;
+            depth++;
+            at++;
+            state = c == '{' ? FIRST_KEY : FIRST_VALUE;
+            continue;
+        }
+        if ((rc = scan_scalar(text, len, &at, e))) break;
+    after_value:
+        value_last = at - 1;
+        state = depth == 0 ? END : COMMA_OR_CLOSE;
+    }
+    free(stack);
+    return rc;
+}
+
 /* ---- the node -> position map ------------------------------------------------- */
 
 static int compare_addresses(const void *a, const void *b)
@@ -325,6 +576,11 @@ int kp_json_parse(const char *file, const char *text, size_t len, const kp_json_
     *out = NULL;
     if (!file) file = "<input>";
     if (!limits) limits = &kp_json_model_limits;
+    /* a UTF-8 byte-order mark, which some editors write, is not part of the value */
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
+        text += 3;
+        len -= 3;
+    }
     if (len > limits->max_bytes)
         return kp_error_set(err, KP_ERR_PARSE, file, 0, 0,
                             "the file is %zu bytes, more than the %zu MiB limit; split it or check that it is the right file",
@@ -351,6 +607,13 @@ int kp_json_parse(const char *file, const char *text, size_t len, const kp_json_
         return kp_error_set(err, KP_ERR_PARSE, file, p.line, p.column,
                             "nesting deeper than %d levels; a model never needs this much, check the file",
                             limits->max_depth);
+    }
+    syntax_error syntax;
+    int syntax_rc = check_syntax(text, len, limits->max_depth, &syntax);
+    if (syntax_rc == -2) return kp_error_set(err, KP_ERR_NOMEM, file, 0, 0, "out of memory");
+    if (syntax_rc) {
+        kp_pos p = kp_pos_of_offset(text, len, syntax.offset);
+        return kp_error_set(err, KP_ERR_PARSE, file, p.line, p.column, "%s", syntax.message);
     }
     /* what the parse will hold: the position index, the numbers' text, and cJSON's
      * nodes and strings in the arena (its limit enforces the rest exactly) */

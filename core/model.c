@@ -19,14 +19,24 @@
 
 /* ---- type names --------------------------------------------------------------- */
 
-static const char *const type_names[KP_T_COUNT_] = {
+/* NULL-terminated: kp_suggest() walks it to the NULL */
+static const char *const type_names[KP_T_COUNT_ + 1] = {
     "string", "int", "decimal", "double", "bool", "timestamp", "date", "uuid", "timeuuid",
-    "enum", "object", "array", "map", "counter", "blob",
+    "enum", "object", "array", "map", "counter", "blob", NULL,
 };
 
 const char *kp_type_name(kp_type_kind kind)
 {
     return kind < KP_T_COUNT_ ? type_names[kind] : "?";
+}
+
+const char *kp_type_with_article(kp_type_kind kind)
+{
+    static const char *const with_article[KP_T_COUNT_] = {
+        "a string", "an int", "a decimal", "a double", "a bool", "a timestamp", "a date", "a uuid", "a timeuuid",
+        "an enum", "an object", "an array", "a map", "a counter", "a blob",
+    };
+    return kind < KP_T_COUNT_ ? with_article[kind] : "a value of unknown type";
 }
 
 int kp_type_from_name(const char *name)
@@ -179,6 +189,17 @@ kp_entity *kp_resolve_entity(kp_parser *P, const cJSON *node, const char *name, 
 int kp_resolve_path(kp_parser *P, const cJSON *node, kp_entity *from, const char *path, int want_attr,
                     int to_one_only, kp_rel ***hops, size_t *hop_count, kp_attr **attr, kp_entity **end)
 {
+    return kp_resolve_path_as(P, node, from, path, path, want_attr, to_one_only, hops, hop_count, attr, end);
+}
+
+int kp_resolve_path_as(kp_parser *P, const cJSON *node, kp_entity *from, const char *path, const char *shown,
+                       int want_attr, int to_one_only, kp_rel ***hops, size_t *hop_count, kp_attr **attr, kp_entity **end)
+{
+    size_t path_len = strlen(path);
+    if (path_len == 0) return kp_perr(P, node, 0, "the path is empty; name a relation or attribute of %s", from->name);
+    if (path[0] == '.' || path[path_len - 1] == '.' || strstr(path, ".."))
+        return kp_perr(P, node, 0, "\"%s\" has an empty part (a leading, trailing or doubled dot); join names with single "
+                                   "dots, such as \"relation.attribute\"", shown);
     char buf[512];
     snprintf(buf, sizeof buf, "%s", path);
     size_t segments = 1;
@@ -189,7 +210,6 @@ int kp_resolve_path(kp_parser *P, const cJSON *node, kp_entity *from, const char
     char *save = NULL;
     char *seg = strtok_r(buf, ".", &save);
     size_t index = 0;
-    if (!seg) return kp_perr(P, node, 0, "empty path \"%s\"", path);
     while (seg) {
         index++;
         int last = index == segments;
@@ -199,11 +219,12 @@ int kp_resolve_path(kp_parser *P, const cJSON *node, kp_entity *from, const char
                 const char *guess = kp_suggest(seg, kp_attr_and_rel_names(P, at));
                 if (kp_entity_rel(at, seg))
                     return kp_perr(P, node, 0, "\"%s\": '%s' is a relation of %s, not an attribute; name an attribute after it",
-                                   path, seg, at->name);
+                                   shown, seg, at->name);
                 if (guess)
-                    return kp_perr(P, node, 0, "\"%s\": %s has no attribute '%s' (did you mean '%s'?)", path, at->name, seg,
+                    return kp_perr(P, node, 0, "\"%s\": %s has no attribute '%s' (did you mean '%s'?)", shown, at->name, seg,
                                    guess);
-                return kp_perr(P, node, 0, "\"%s\": %s has no attribute '%s'", path, at->name, seg);
+                return kp_perr(P, node, 0, "\"%s\": %s has no attribute '%s'; declare it or name one of its attributes",
+                               shown, at->name, seg);
             }
             *attr = a;
         } else {
@@ -211,15 +232,17 @@ int kp_resolve_path(kp_parser *P, const cJSON *node, kp_entity *from, const char
             if (!r) {
                 const char *guess = kp_suggest(seg, kp_attr_and_rel_names(P, at));
                 if (kp_entity_attr(at, seg))
-                    return kp_perr(P, node, 0, "\"%s\": '%s' is an attribute of %s, not a relation", path, seg, at->name);
+                    return kp_perr(P, node, 0, "\"%s\": '%s' is an attribute of %s, not a relation; name a relation here",
+                                   shown, seg, at->name);
                 if (guess)
-                    return kp_perr(P, node, 0, "\"%s\": %s has no relation '%s' (did you mean '%s'?)", path, at->name, seg,
+                    return kp_perr(P, node, 0, "\"%s\": %s has no relation '%s' (did you mean '%s'?)", shown, at->name, seg,
                                    guess);
-                return kp_perr(P, node, 0, "\"%s\": %s has no relation '%s'", path, at->name, seg);
+                return kp_perr(P, node, 0, "\"%s\": %s has no relation '%s'; declare it under \"relations\" (or its "
+                                           "\"inverse\")", shown, at->name, seg);
             }
             if (to_one_only && r->is_many)
                 return kp_perr(P, node, 0, "\"%s\": '%s' leads to many %s records; only to-one relations can be followed here",
-                               path, seg, r->target->name);
+                               shown, seg, r->target->name);
             list[n++] = r;
             at = r->target;
         }
@@ -267,7 +290,7 @@ static int only_for(kp_parser *P, const cJSON *spec, const char *key, kp_type_ki
 {
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(spec, key);
     if (!n || allowed) return 0;
-    return kp_perr(P, n, 1, "\"%s\" applies only to %s attributes, not to a %s", key, types, kp_type_name(kind));
+    return kp_perr(P, n, 1, "\"%s\" applies only to %s attributes, not to %s", key, types, kp_type_with_article(kind));
 }
 
 static int parse_type(kp_parser *P, const cJSON *node, kp_type *type, const char *name, enum attr_context ctx,
@@ -520,9 +543,9 @@ int kp_parse_entities(kp_parser *P, const cJSON *entities)
             if (attr->is_optional)
                 return kp_perr(P, k, 0, "key attribute '%s' of '%s' cannot be optional", attr->name, e->name);
             if (!is_scalar(attr->type.kind) || attr->type.kind == KP_T_COUNTER || attr->type.kind == KP_T_DOUBLE)
-                return kp_perr(P, k, 0, "key attribute '%s' of '%s' is a %s; keys must be strings, numbers (not double), "
+                return kp_perr(P, k, 0, "key attribute '%s' of '%s' is %s; keys must be strings, numbers (not double), "
                                "dates, timestamps, uuids, enums, bools or blobs", attr->name, e->name,
-                               kp_type_name(attr->type.kind));
+                               kp_type_with_article(attr->type.kind));
             attr->key_index = (int)e->key_count;
             e->key[e->key_count++] = attr;
         }
@@ -592,54 +615,70 @@ static int parse_fanout(kp_parser *P, const cJSON *node, kp_fanout *f, int is_on
 }
 
 /* Reads "Entity.attr" into its parts. */
-static int split_ref(kp_parser *P, const cJSON *node, const char *text, char *entity, size_t esize, char *attr,
-                     size_t asize)
+static int split_ref(kp_parser *P, const cJSON *node, int at_key, const char *text, char *entity, size_t esize,
+                     char *attr, size_t asize)
 {
     const char *dot = strchr(text, '.');
     if (!dot || dot == text || !dot[1] || strchr(dot + 1, '.'))
-        return kp_perr(P, node, 0, "\"%s\" must be written Entity.attribute", text);
+        return kp_perr(P, node, at_key, "\"%s\" must be written Entity.attribute", text);
     snprintf(entity, esize, "%.*s", (int)(dot - text), text);
     snprintf(attr, asize, "%s", dot + 1);
     return 0;
 }
 
-static kp_attr *resolve_attr(kp_parser *P, const cJSON *node, kp_entity *e, const char *name)
+static kp_attr *resolve_attr(kp_parser *P, const cJSON *node, int at_key, kp_entity *e, const char *name)
 {
     kp_attr *a = kp_entity_attr(e, name);
     if (a) return a;
     const char **names = ALLOC_N(P, const char *, e->attr_count + 1);
     for (size_t i = 0; i < e->attr_count; i++) names[i] = e->attrs[i]->name;
     const char *guess = kp_suggest(name, names);
-    if (guess) kp_perr(P, node, 0, "%s has no attribute '%s' (did you mean '%s'?)", e->name, name, guess);
-    else kp_perr(P, node, 0, "%s has no attribute '%s'", e->name, name);
+    if (guess) kp_perr(P, node, at_key, "%s has no attribute '%s' (did you mean '%s'?)", e->name, name, guess);
+    else kp_perr(P, node, at_key, "%s has no attribute '%s'; declare it under the entity's \"attributes\"", e->name, name);
     return NULL;
 }
 
+/* "id" or "workspaceId, id": an entity's key attributes, for messages. */
+static void key_names(const kp_entity *e, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    for (size_t i = 0; i < e->key_count && strlen(buf) + 48 < size; i++) {
+        strcat(buf, i ? ", " : "");
+        strncat(buf, e->key[i]->name, 40);
+    }
+}
+
 /* Reorders referenced attributes to the referenced entity's key order and checks they
- * are exactly that key. */
+ * are exactly that key. node is the "on" object; its i-th pair links holder_attrs[i]
+ * to ref_attrs[i] (the referenced attribute is the pair's value). */
 static int check_whole_key(kp_parser *P, const cJSON *node, kp_entity *referenced, kp_attr **holder_attrs,
                            kp_attr **ref_attrs, size_t n)
 {
+    char keys[256];
+    key_names(referenced, keys, sizeof keys);
     if (n != referenced->key_count) {
-        return kp_perr(P, node, 0, "the link must reference the whole key of %s (%zu attribute%s), not %zu", referenced->name,
-                       referenced->key_count, referenced->key_count == 1 ? "" : "s", n);
+        return kp_perr(P, node, 0, "\"on\" must reference the whole key of %s (%s), not %zu attribute%s; give one pair "
+                                   "per key attribute", referenced->name, keys, n, n == 1 ? "" : "s");
     }
     kp_attr *h[64], *r[64];
     if (n > 64) return kp_perr(P, node, 0, "too many key attributes");
-    for (size_t i = 0; i < n; i++) {
+    const cJSON *pair = node->child;
+    for (size_t i = 0; i < n; i++, pair = pair ? pair->next : NULL) {
+        const cJSON *at = pair ? pair : node;
         if (ref_attrs[i]->key_index < 0)
-            return kp_perr(P, node, 0, "'%s.%s' is not part of the key of %s; a link references the key", referenced->name,
-                           ref_attrs[i]->name, referenced->name);
+            return kp_perr(P, at, 0, "'%s.%s' is not the key of %s; \"on\" must reference its key (%s)", referenced->name,
+                           ref_attrs[i]->name, referenced->name, keys);
+        if (holder_attrs[i]->type.kind != ref_attrs[i]->type.kind)
+            return kp_perr(P, at, 1, "'%s.%s' is %s but references '%s.%s', %s; the types must match",
+                           holder_attrs[i]->entity->name, holder_attrs[i]->name,
+                           kp_type_with_article(holder_attrs[i]->type.kind), referenced->name, ref_attrs[i]->name,
+                           kp_type_with_article(ref_attrs[i]->type.kind));
         h[ref_attrs[i]->key_index] = holder_attrs[i];
         r[ref_attrs[i]->key_index] = ref_attrs[i];
     }
     for (size_t i = 0; i < n; i++) {
         holder_attrs[i] = h[i];
         ref_attrs[i] = r[i];
-        if (holder_attrs[i]->type.kind != ref_attrs[i]->type.kind)
-            return kp_perr(P, node, 0, "'%s.%s' is a %s but references '%s.%s', a %s; the types must match",
-                           holder_attrs[i]->entity->name, holder_attrs[i]->name, kp_type_name(holder_attrs[i]->type.kind),
-                           referenced->name, ref_attrs[i]->name, kp_type_name(ref_attrs[i]->type.kind));
     }
     return 0;
 }
@@ -653,13 +692,20 @@ static int parse_on(kp_parser *P, kp_relation *r, const cJSON *on)
     r->ref_attrs = ALLOC_N(P, kp_attr *, n);
     for (const cJSON *pair = on->child; pair; pair = pair->next) {
         char he[128], ha[128], re[128], ra[128];
-        if (split_ref(P, pair, pair->string, he, sizeof he, ha, sizeof ha)) return -1;
+        if (split_ref(P, pair, 1, pair->string, he, sizeof he, ha, sizeof ha)) return -1;
         if (kp_expect_string(P, pair, "the referenced attribute") ||
-            split_ref(P, pair, pair->valuestring, re, sizeof re, ra, sizeof ra))
+            split_ref(P, pair, 0, pair->valuestring, re, sizeof re, ra, sizeof ra))
             return -1;
         kp_entity *holder = kp_resolve_entity(P, pair, he, "\"on\"");
-        kp_entity *referenced = holder ? kp_resolve_entity(P, pair, re, "\"on\"") : NULL;
-        if (!holder || !referenced) return -1;
+        if (!holder) {
+            /* the holder is named in the pair's key: point there */
+            kp_pos p = kp_json_key_pos(P->doc, pair);
+            P->err->line = p.line;
+            P->err->column = p.column;
+            return -1;
+        }
+        kp_entity *referenced = kp_resolve_entity(P, pair, re, "\"on\"");
+        if (!referenced) return -1;
         int fits = (holder == r->from && referenced == r->to) || (holder == r->to && referenced == r->from);
         if (!fits)
             return kp_perr(P, pair, 1, "\"on\" must link %s and %s, the relation's two sides, not %s and %s", r->from->name,
@@ -668,8 +714,8 @@ static int parse_on(kp_parser *P, kp_relation *r, const cJSON *on)
             return kp_perr(P, pair, 1, "all pairs of \"on\" must go the same way (holder attribute on the left)");
         r->holder = holder;
         r->referenced = referenced;
-        kp_attr *h = resolve_attr(P, pair, holder, ha);
-        kp_attr *ref = h ? resolve_attr(P, pair, referenced, ra) : NULL;
+        kp_attr *h = resolve_attr(P, pair, 1, holder, ha);
+        kp_attr *ref = h ? resolve_attr(P, pair, 0, referenced, ra) : NULL;
         if (!h || !ref) return -1;
         r->fk_attrs[r->fk_count] = h;
         r->ref_attrs[r->fk_count] = ref;
@@ -690,7 +736,7 @@ static int parse_through_side(kp_parser *P, const cJSON *node, kp_entity *join, 
     const cJSON *k = cJSON_IsArray(node) ? node->child : node;
     for (; k; k = cJSON_IsArray(node) ? k->next : NULL) {
         if (kp_expect_string(P, k, "a \"through\" attribute")) return -1;
-        list[i] = resolve_attr(P, k, join, k->valuestring);
+        list[i] = resolve_attr(P, k, 0, join, k->valuestring);
         if (!list[i]) return -1;
         if (i < side->key_count) refs[i] = side->key[i];
         i++;
@@ -700,9 +746,9 @@ static int parse_through_side(kp_parser *P, const cJSON *node, kp_entity *join, 
                        side->name, side->key_count, side->key_count == 1 ? "" : "s", join->name);
     for (i = 0; i < n; i++)
         if (list[i]->type.kind != refs[i]->type.kind)
-            return kp_perr(P, node, 0, "'%s.%s' is a %s but %s's key '%s' is a %s; the types must match", join->name,
-                           list[i]->name, kp_type_name(list[i]->type.kind), side->name, refs[i]->name,
-                           kp_type_name(refs[i]->type.kind));
+            return kp_perr(P, node, 0, "'%s.%s' is %s but %s's key '%s' is %s; the types must match", join->name,
+                           list[i]->name, kp_type_with_article(list[i]->type.kind), side->name, refs[i]->name,
+                           kp_type_with_article(refs[i]->type.kind));
     *out = list;
     *count = n;
     return 0;
@@ -781,9 +827,9 @@ static int parse_relation(kp_parser *P, const cJSON *node)
             return kp_perr(P, on->child, 0, "the array '%s' must hold the key of %s, which must be a single attribute",
                            arr->name, r->to->name);
         if (arr->type.item->kind != r->to->key[0]->type.kind)
-            return kp_perr(P, on->child, 0, "the array '%s' holds %s values but %s's key '%s' is a %s", arr->name,
-                           kp_type_name(arr->type.item->kind), r->to->name, r->to->key[0]->name,
-                           kp_type_name(r->to->key[0]->type.kind));
+            return kp_perr(P, on->child, 0, "the array '%s' holds %s values but %s's key '%s' is %s; the types must match",
+                           arr->name, kp_type_name(arr->type.item->kind), r->to->name, r->to->key[0]->name,
+                           kp_type_with_article(r->to->key[0]->type.kind));
         r->array_attr = arr;
         r->link = KP_LINK_ARRAY;
     } else {
@@ -899,18 +945,20 @@ static int resolve_derived(kp_parser *P, kp_attr *a, const cJSON *node)
     kp_type_kind k = a->type.kind;
     if (d->fn == KP_AGG_COUNT) {
         if (k != KP_T_INT && k != KP_T_COUNTER)
-            return kp_perr(P, fn, 1, "'%s' counts records, so it must be an int or counter, not a %s", a->name, kp_type_name(k));
+            return kp_perr(P, fn, 1, "'%s' counts records, so it must be an int or counter, not %s", a->name,
+                           kp_type_with_article(k));
     } else if (d->fn == KP_AGG_SUM) {
         if (!kp_type_is_numeric(d->of->type.kind))
-            return kp_perr(P, fn, 0, "cannot sum '%s', a %s; sum needs a number", d->of->name, kp_type_name(d->of->type.kind));
+            return kp_perr(P, fn, 0, "cannot sum '%s', %s; sum needs a number", d->of->name,
+                           kp_type_with_article(d->of->type.kind));
         if (!kp_type_is_numeric(k))
-            return kp_perr(P, fn, 1, "'%s' holds a sum, so it must be numeric, not a %s", a->name, kp_type_name(k));
+            return kp_perr(P, fn, 1, "'%s' holds a sum, so it must be numeric, not %s", a->name, kp_type_with_article(k));
     } else {
         kp_type_kind src = d->of->type.kind == KP_T_COUNTER ? KP_T_INT : d->of->type.kind;
         kp_type_kind dst = k == KP_T_COUNTER ? KP_T_INT : k;
         if (!kp_type_is_orderable(src) || src != dst)
-            return kp_perr(P, fn, 1, "'%s' (a %s) cannot hold the %s of '%s' (a %s); the types must match", a->name,
-                           kp_type_name(k), fns[d->fn], d->of->name, kp_type_name(d->of->type.kind));
+            return kp_perr(P, fn, 1, "'%s' (%s) cannot hold the %s of '%s' (%s); the types must match", a->name,
+                           kp_type_with_article(k), fns[d->fn], d->of->name, kp_type_with_article(d->of->type.kind));
     }
     if (a->key_index >= 0) return kp_perr(P, node, 1, "key attribute '%s' cannot be derived", a->name);
     a->is_optional = a->is_optional || d->fn == KP_AGG_MIN || d->fn == KP_AGG_MAX; /* no records -> null */
@@ -927,10 +975,14 @@ static int resolve_copy(kp_parser *P, kp_attr *a, const cJSON *node)
     if (!strchr(node->valuestring, '.'))
         return kp_perr(P, node, 0, "\"copy_of\" is a path \"relation.attribute\" from %s, not \"%s\"", a->entity->name,
                        node->valuestring);
-    if (kp_resolve_path(P, node, a->entity, node->valuestring, 1, 1, &c->path, &c->path_len, &c->source, NULL)) return -1;
+    if (kp_resolve_path(P, node, a->entity, node->valuestring, 1, 0, &c->path, &c->path_len, &c->source, NULL)) return -1;
+    for (size_t i = 0; i < c->path_len; i++)
+        if (c->path[i]->is_many)
+            return kp_perr(P, node, 0, "\"copy_of\": '%s' leads to many %s records, but a copy follows to-one relations "
+                                       "only; to aggregate them use \"derived\"", c->path[i]->name, c->path[i]->target->name);
     if (c->source->type.kind != a->type.kind)
-        return kp_perr(P, node, 0, "'%s' is a %s but copies '%s', a %s; the types must match", a->name,
-                       kp_type_name(a->type.kind), c->source->name, kp_type_name(c->source->type.kind));
+        return kp_perr(P, node, 0, "'%s' is %s but copies '%s', %s; the types must match", a->name,
+                       kp_type_with_article(a->type.kind), c->source->name, kp_type_with_article(c->source->type.kind));
     if (a->key_index >= 0) return kp_perr(P, node, 1, "key attribute '%s' cannot be a copy", a->name);
     a->copy_of = c;
     return 0;

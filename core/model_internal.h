@@ -28,6 +28,9 @@ typedef struct kp_param_scope {
 #define ALLOC(P, T) ((T *)kp_arena_alloc(&(P)->m->arena, sizeof(T)))
 #define ALLOC_N(P, T, n) ((T *)kp_arena_alloc(&(P)->m->arena, sizeof(T) * ((n) ? (n) : 1)))
 
+/* "an int", "a string": a type name with its article, for messages. */
+const char *kp_type_with_article(kp_type_kind kind);
+
 int kp_perr(kp_parser *P, const cJSON *node, int at_key, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 int kp_check_keys(kp_parser *P, const cJSON *object, const char *const *allowed, const char *what);
 int kp_expect_object(kp_parser *P, const cJSON *node, const char *what);
@@ -46,6 +49,11 @@ const char **kp_attr_and_rel_names(kp_parser *P, const kp_entity *e);
  * attribute. to_one_only refuses to-many hops. */
 int kp_resolve_path(kp_parser *P, const cJSON *node, kp_entity *from, const char *path, int want_attr,
                     int to_one_only, kp_rel ***hops, size_t *hop_count, kp_attr **attr, kp_entity **end);
+/* The same, naming the path in messages as `shown` (the text the user wrote, when the
+ * path is a part of it: "User.nmae" for the path "nmae"). */
+int kp_resolve_path_as(kp_parser *P, const cJSON *node, kp_entity *from, const char *path, const char *shown,
+                       int want_attr, int to_one_only, kp_rel ***hops, size_t *hop_count, kp_attr **attr,
+                       kp_entity **end);
 
 /* Conditions: an object attribute -> condition. scope NULL means literals only. */
 int kp_parse_conditions(kp_parser *P, const cJSON *node, kp_entity *ctx, kp_param_scope *scope, const char *what,

@@ -44,8 +44,8 @@ kp_param *kp_scope_param(kp_parser *P, kp_param_scope *scope, const cJSON *node,
     if (role != KP_PARAM_VALUE) p->role = role;
     if (type) {
         if (p->type && p->type->kind != type->kind) {
-            kp_perr(P, node, 0, "parameter :%s is compared with a %s here but with a %s elsewhere; use two parameters", name,
-                    kp_type_name(type->kind), kp_type_name(p->type->kind));
+            kp_perr(P, node, 0, "parameter :%s is compared with %s here but with %s elsewhere; use two parameters",
+                    name, kp_type_with_article(type->kind), kp_type_with_article(p->type->kind));
             return NULL;
         }
         if (!p->type) {
@@ -85,8 +85,8 @@ int kp_scope_finish(kp_parser *P, kp_param_scope *scope, kp_param ***out, size_t
                 int k = kp_type_from_name(t->valuestring);
                 if (k < 0) return kp_perr(P, t, 0, "unknown type \"%s\"", t->valuestring);
                 if (p->type && p->type->kind != (kp_type_kind)k)
-                    return kp_perr(P, t, 0, "parameter :%s is declared a %s but is used as a %s", p->name, t->valuestring,
-                                   kp_type_name(p->type->kind));
+                    return kp_perr(P, t, 0, "parameter :%s is declared %s but is used as %s", p->name,
+                                   kp_type_with_article((kp_type_kind)k), kp_type_with_article(p->type->kind));
                 if (!p->type) {
                     if (k == KP_T_ENUM || k == KP_T_OBJECT || k == KP_T_ARRAY || k == KP_T_MAP)
                         return kp_perr(P, t, 0, "an unbound parameter can only have a scalar type, not %s", t->valuestring);
@@ -109,8 +109,8 @@ int kp_scope_finish(kp_parser *P, kp_param_scope *scope, kp_param ***out, size_t
                 if (!p->type)
                     return kp_perr(P, v, 1, "parameter :%s has a %s but no type; give \"type\"", p->name, names[which]);
                 if (which > 0 && !kp_type_is_numeric(p->type->kind))
-                    return kp_perr(P, v, 1, "\"%s\" applies to numeric parameters; :%s is a %s", names[which], p->name,
-                                   kp_type_name(p->type->kind));
+                    return kp_perr(P, v, 1, "\"%s\" applies to numeric parameters; :%s is %s", names[which], p->name,
+                                   kp_type_with_article(p->type->kind));
                 char why[256];
                 const cJSON *bad;
                 if (kp_value_check(p->type, v, P->doc, &bad, why, sizeof why))
@@ -195,8 +195,8 @@ int kp_parse_conditions(kp_parser *P, const cJSON *node, kp_entity *ctx, kp_para
             return -1;
         }
         if (!kp_type_is_orderable(attr->type.kind) && attr->type.kind != KP_T_BOOL && attr->type.kind != KP_T_BLOB)
-            return kp_perr(P, c, 1, "'%s' is a %s; conditions apply to scalar attributes", c->string,
-                           kp_type_name(attr->type.kind));
+            return kp_perr(P, c, 1, "'%s' is %s; conditions apply to scalar attributes", c->string,
+                           kp_type_with_article(attr->type.kind));
         kp_pos pos = kp_json_key_pos(P->doc, c);
         if (cJSON_IsString(c) && c->valuestring[0] == ':') {
             /* "attr": ":param" is short for {"=": ":param"} */
@@ -240,10 +240,11 @@ int kp_parse_conditions(kp_parser *P, const cJSON *node, kp_entity *ctx, kp_para
                 return kp_perr(P, o, 1, "unknown operator \"%s\"; use =, <, <=, >, >=, between or begins_with", o->string);
             }
             if (op != KP_OP_EQ && !kp_type_is_orderable(attr->type.kind))
-                return kp_perr(P, o, 1, "'%s' is a %s; only \"=\" applies to it", c->string, kp_type_name(attr->type.kind));
+                return kp_perr(P, o, 1, "'%s' is %s; only \"=\" applies to it", c->string,
+                               kp_type_with_article(attr->type.kind));
             if (op == KP_OP_BEGINS_WITH && attr->type.kind != KP_T_STRING)
-                return kp_perr(P, o, 1, "begins_with applies to string attributes; '%s' is a %s", c->string,
-                               kp_type_name(attr->type.kind));
+                return kp_perr(P, o, 1, "begins_with applies to string attributes; '%s' is %s", c->string,
+                               kp_type_with_article(attr->type.kind));
             kp_cond *cond;
             if (add_cond(P, &list, &n, &cap, &cond)) return -1;
             cond->path = hops;
@@ -298,7 +299,6 @@ typedef struct shape_ctx {
 
 static const char *const shape_keywords[] = {"$each", "$one", "$count", "$where", "$order", "$limit", "$page",
                                              "$expect", "$value", NULL};
-static const char *const order_keys_allowed[] = {"asc", "desc", NULL};
 
 static int parse_shape(kp_parser *P, shape_ctx *S, const cJSON *node, kp_entity *ctx, const char *name, int depth,
                        kp_shape **out);
@@ -319,8 +319,9 @@ static int parse_leaf(kp_parser *P, shape_ctx *S, const cJSON *node, kp_entity *
         return kp_perr(P, node, 0, "unknown leaf \"%s\"; a leaf is \"Entity.attribute\", \"relation.attribute\", "
                                    "\":param\" or \"$token\"", text);
     if (!ctx)
-        return kp_perr(P, node, 0, "\"%s\": the root is a set here; return its attributes inside {\"$each\": \"$root\", ...}",
-                       text);
+        return kp_perr(P, node, 0, "\"%s\": the root is a set of %s records here (\"where\" does not pin one by its key "
+                                   "or a unique attribute); pin one, or return the records inside {\"$each\": \"$root\", ...}",
+                       text, S->pattern->root->name);
     const char *dot = strchr(text, '.');
     if (!dot)
         return kp_perr(P, node, 0, "leaf \"%s\" must be written %s.<attribute> (or relation.attribute)", text, ctx->name);
@@ -333,7 +334,7 @@ static int parse_leaf(kp_parser *P, shape_ctx *S, const cJSON *node, kp_entity *
         s->attr = kp_entity_attr(ctx, dot + 1);
         if (!s->attr) {
             kp_attr *dummy;
-            return kp_resolve_path(P, node, ctx, dot + 1, 1, 1, NULL, NULL, &dummy, NULL);
+            return kp_resolve_path_as(P, node, ctx, dot + 1, text, 1, 1, NULL, NULL, &dummy, NULL);
         }
         return 0;
     }
@@ -381,12 +382,14 @@ static int parse_order(kp_parser *P, const cJSON *node, kp_shape *s)
             return -1;
         }
         if (!kp_type_is_orderable(k->attr->type.kind))
-            return kp_perr(P, attr_node, 1, "cannot order by '%s', a %s", k->attr->name, kp_type_name(k->attr->type.kind));
+            return kp_perr(P, attr_node, 1, "cannot order by '%s', %s; order by a scalar attribute", k->attr->name,
+                           kp_type_with_article(k->attr->type.kind));
         if (!cJSON_IsString(attr_node) ||
             (strcmp(attr_node->valuestring, "asc") && strcmp(attr_node->valuestring, "desc"))) {
-            const char *guess = cJSON_IsString(attr_node) ? kp_suggest(attr_node->valuestring, order_keys_allowed) : NULL;
-            if (guess) return kp_perr(P, attr_node, 0, "order direction must be \"asc\" or \"desc\" (did you mean \"%s\"?)", guess);
-            return kp_perr(P, attr_node, 0, "order direction must be \"asc\" or \"desc\"");
+            char given[64];
+            kp_json_describe(attr_node, given, sizeof given);
+            return kp_perr(P, attr_node, 0, "the order direction of '%s' must be \"asc\" or \"desc\", not %s",
+                           attr_node->string, given);
         }
         for (size_t i = 0; i < s->order_count; i++)
             if (s->order[i].attr == k->attr) return kp_perr(P, attr_node, 1, "\"$order\" lists '%s' twice", k->attr->name);
@@ -397,16 +400,20 @@ static int parse_order(kp_parser *P, const cJSON *node, kp_shape *s)
     return 0;
 }
 
-/* Appends the element key (ascending) to the order so ties are always broken. */
+/* Appends the element key to the order so ties are always broken: in the direction
+ * of the last declared order key (ascending when none is declared), which is what an
+ * index sorted on (order attributes, key) returns when read in either direction. */
 static void complete_order(kp_parser *P, kp_shape *s)
 {
     if (!s->order) s->order = ALLOC_N(P, kp_order_key, s->entity->key_count);
+    int desc = s->order_count ? s->order[s->order_count - 1].is_desc : 0;
     for (size_t k = 0; k < s->entity->key_count; k++) {
         int present = 0;
         for (size_t i = 0; i < s->order_count; i++) present |= s->order[i].attr == s->entity->key[k];
         if (present) continue;
         kp_order_key *o = &s->order[s->order_count++];
         o->attr = s->entity->key[k];
+        o->is_desc = desc;
         o->is_implicit = 1;
     }
 }
@@ -457,7 +464,13 @@ static int parse_members(kp_parser *P, shape_ctx *S, const cJSON *node, kp_entit
         kp_shape *field = NULL;
         for (size_t j = 0; j < s->member_count; j++)
             if (strcmp(s->members[j]->name, each->token->name) == 0) field = s->members[j];
-        if (!field || field->kind != KP_SHAPE_TOKEN) {
+        if (field && field->kind != KP_SHAPE_TOKEN) {
+            kp_pos p = field->pos;
+            return kp_error_set(P->err, KP_ERR_MODEL, kp_json_file(P->doc), p.line, p.column,
+                                "\"%s\" is where \"%s\" puts its continuation token (\"$page\"), so it must be "
+                                "\"$token\" (or \"$page\" names another member)", field->name, each->name);
+        }
+        if (!field) {
             kp_pos p = each->token->pos;
             return kp_error_set(P->err, KP_ERR_MODEL, kp_json_file(P->doc), p.line, p.column,
                                 "\"$page\" puts the token in \"%s\", so the enclosing object needs the member "
@@ -537,16 +550,22 @@ static int parse_collection(kp_parser *P, shape_ctx *S, const cJSON *node, kp_en
         s->entity = S->pattern->root;
     } else {
         if (!ctx)
-            return kp_perr(P, path, 0, "the root is a set here; follow \"%s\" inside {\"$each\": \"$root\", ...}",
-                           path->valuestring);
-        if (kp_resolve_path(P, path, ctx, path->valuestring, 0, s->kind == KP_SHAPE_ONE, &s->hops, &s->hop_count, NULL,
-                            &s->entity))
-            return -1;
+            return kp_perr(P, path, 0, "the root is a set of %s records here (\"where\" does not pin one by its key or a "
+                                       "unique attribute); follow \"%s\" inside {\"$each\": \"$root\", ...}",
+                           S->pattern->root->name, path->valuestring);
+        if (kp_resolve_path(P, path, ctx, path->valuestring, 0, 0, &s->hops, &s->hop_count, NULL, &s->entity)) return -1;
         int many = 0;
         for (size_t i = 0; i < s->hop_count; i++) many |= s->hops[i]->is_many;
-        if (s->kind != KP_SHAPE_ONE && !many)
+        if (s->kind == KP_SHAPE_ONE && many)
+            return kp_perr(P, path, 0, "\"%s\" leads to many %s records; use {\"$each\": \"%s\", ...} for an array of them "
+                                       "($one follows to-one relations)", path->valuestring, s->entity->name,
+                           path->valuestring);
+        if (s->kind == KP_SHAPE_EACH && !many)
             return kp_perr(P, path, 0, "\"%s\" leads to one %s; use {\"$one\": \"%s\", ...} for a nested object", path->valuestring,
                            s->entity->name, path->valuestring);
+        if (s->kind == KP_SHAPE_COUNT && !many)
+            return kp_perr(P, path, 0, "\"%s\" leads to one %s; $count counts the records of a to-many relation",
+                           path->valuestring, s->entity->name);
     }
     const cJSON *where = cJSON_GetObjectItemCaseSensitive(node, "$where");
     if (where) {
@@ -785,8 +804,8 @@ static int assignable(kp_parser *P, const cJSON *node, kp_attr *a, kp_assign_kin
     if (kind == KP_ASSIGN_SET && a->type.kind == KP_T_COUNTER)
         return kp_perr(P, node, 1, "'%s' is a counter; counters can only be incremented or decremented", a->name);
     if (kind != KP_ASSIGN_SET && !kp_type_is_numeric(a->type.kind))
-        return kp_perr(P, node, 1, "'%s' is a %s; only numbers can be incremented or decremented", a->name,
-                       kp_type_name(a->type.kind));
+        return kp_perr(P, node, 1, "'%s' is %s; only numbers can be incremented or decremented", a->name,
+                       kp_type_with_article(a->type.kind));
     return 0;
 }
 
@@ -885,7 +904,7 @@ static int parse_step(kp_parser *P, const cJSON *node, kp_write *w, kp_write_ste
         if (s->op == KP_WRITE_INSERT) {
             if (!link)
                 return kp_perr(P, for_each, 1, "an insert with \"for_each\" needs \"link\": the relation of %s that ties "
-                                               "each new record to a %s", s->entity->name, end->name);
+                                               "each new record to the %s it is created for", s->entity->name, end->name);
             if (kp_expect_string(P, link, "\"link\"")) return -1;
             s->link = kp_entity_rel(s->entity, link->valuestring);
             if (!s->link || s->link->is_many || s->link->target != end)
@@ -1124,6 +1143,9 @@ int kp_parse_workload(kp_parser *P, const cJSON *workload)
             for (const cJSON *p = g->child; p; p = p->next) {
                 if (kp_expect_string(P, p, "a pattern name")) return -1;
                 kp_pattern *pattern = kp_model_pattern(m, p->valuestring);
+                if (!pattern && kp_model_write(m, p->valuestring))
+                    return kp_perr(P, p, 0, "group '%s' names '%s', which is a write; a group lists the access patterns "
+                                            "one screen reads together", group->name, p->valuestring);
                 if (!pattern) {
                     const char **names = ALLOC_N(P, const char *, m->pattern_count + 1);
                     for (size_t i = 0; i < m->pattern_count; i++) names[i] = m->patterns[i]->name;
@@ -1189,7 +1211,7 @@ static int resolve_hint_target(kp_parser *P, const cJSON *node, const char *targ
     kp_entity *e = kp_resolve_entity(P, node, entity, "the hint");
     if (!e) return -1;
     h->entity = e;
-    if (kp_resolve_path(P, node, e, dot + 1, 0, 0, NULL, NULL, NULL, NULL)) return -1;
+    if (kp_resolve_path_as(P, node, e, dot + 1, target, 0, 0, NULL, NULL, NULL, NULL)) return -1;
     h->rel = kp_entity_rel(e, dot + 1);
     if (!h->rel) return kp_perr(P, node, 0, "hint \"%s\" names '%s', which is not one relation of %s", rule->kind, target, e->name);
     return 0;
@@ -1230,8 +1252,12 @@ int kp_parse_hints(kp_parser *P, const cJSON *hints)
                 const char *target;
                 if (rule->is_counted) {
                     target = t->string;
-                    if (!cJSON_IsNumber(t) || t->valuedouble < 1 || t->valuedouble != floor(t->valuedouble))
-                        return kp_perr(P, t, 0, "a shard count is a whole number of at least 1");
+                    if (!cJSON_IsNumber(t) || t->valuedouble < 1 || t->valuedouble != floor(t->valuedouble)) {
+                        char given[64];
+                        kp_json_describe(t, given, sizeof given);
+                        return kp_perr(P, t, 0, "the shard count of '%s' must be a whole number of at least 1, not %s",
+                                       t->string, given);
+                    }
                     h->number = t->valuedouble;
                 } else {
                     if (kp_expect_string(P, t, "a hint target")) return -1;

@@ -46,6 +46,14 @@ int kp_params_parse_text(const kp_param *param, const char *text, cJSON **out, k
 /* Checks a value against the parameter's type and bounds (KP_ERR_USAGE on failure). */
 int kp_params_check_value(const kp_param *param, const cJSON *value, const kp_json_doc *doc, kp_error *err);
 
+/* The effective values of declared parameters: the given value (checked), else the
+ * default, else absent when the parameter is optional or a page size / offset (the
+ * shape's own limit / 0 then apply). A required parameter without a value, or a
+ * given name that is not declared, is an error (KP_ERR_USAGE); `owner` ("pattern
+ * 'x'") names the pattern or write in messages. *out is a new set (kp_params_free). */
+int kp_params_resolve(kp_param *const *declared, size_t count, const kp_params *given, const kp_json_doc *doc,
+                      const char *owner, kp_params **out, kp_error *err);
+
 /* Looks up a declared parameter of a pattern or write by name (NULL when absent). */
 kp_param *kp_pattern_param(const kp_pattern *pattern, const char *name);
 kp_param *kp_write_param(const kp_write *write, const char *name);

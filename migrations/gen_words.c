@@ -52,3 +52,17 @@ KP_WORDS(kp_gen_countries, "France", "Japan", "Kenya", "Portugal", "Korea", "Uni
          "Germany", "Chile", "Egypt", "Finland");
 
 KP_WORDS(kp_gen_domains, "example.com", "example.org", "example.net");
+
+KP_WORDS(kp_gen_country_codes, "FR", "JP", "KE", "PT", "KR", "US", "PL", "NG", "NO", "EC", "VN", "IE", "PE", "EE",
+         "GH", "AU", "IT", "ES", "SE", "BE", "TR", "IN", "BR", "TN", "HR", "CA", "DE", "CL", "EG", "FI");
+
+KP_WORDS(kp_gen_timezones, "Europe/Paris", "Asia/Tokyo", "Africa/Nairobi", "Europe/Lisbon", "Asia/Seoul",
+         "America/Chicago", "Europe/Warsaw", "Africa/Lagos", "Europe/Oslo", "America/Lima", "Asia/Kolkata",
+         "Australia/Perth", "America/Toronto", "Europe/Berlin", "UTC");
+
+KP_WORDS(kp_gen_locales, "en-US", "fr-FR", "ja-JP", "de-DE", "es-ES", "pt-BR", "ko-KR", "it-IT", "sv-SE",
+         "pl-PL", "en-GB", "nl-BE");
+
+KP_WORDS(kp_gen_currencies, "USD", "EUR", "JPY", "GBP", "KRW", "BRL", "INR", "CAD", "AUD", "CHF");
+
+KP_WORDS(kp_gen_street_kinds, "Street", "Road", "Avenue", "Lane", "Way", "Place");

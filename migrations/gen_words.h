@@ -21,6 +21,11 @@ extern const kp_gen_words kp_gen_adjectives;   /* lower-case adjectives */
 extern const kp_gen_words kp_gen_verbs;        /* lower-case verbs, third person */
 extern const kp_gen_words kp_gen_cities;       /* city names */
 extern const kp_gen_words kp_gen_countries;    /* country names */
+extern const kp_gen_words kp_gen_country_codes;/* ISO 3166 alpha-2, same order as kp_gen_countries */
 extern const kp_gen_words kp_gen_domains;      /* reserved example domains only */
+extern const kp_gen_words kp_gen_timezones;    /* IANA zone names */
+extern const kp_gen_words kp_gen_locales;      /* BCP 47 tags */
+extern const kp_gen_words kp_gen_currencies;   /* ISO 4217 codes */
+extern const kp_gen_words kp_gen_street_kinds; /* "Street", "Road", ... */
 
 #endif

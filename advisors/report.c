@@ -1,0 +1,279 @@
+/*
+ * report.c — the neutral design JSON and its text and Markdown renderings.
+ *
+ * Invariant: kp_advise_print_* read only the JSON document (see report.h).
+ */
+#include "advisors/report.h"
+
+#include <string.h>
+
+static const char *const roles[] = {"partition", "sort", "static", "field"};
+
+static cJSON *keys_json(const kp_key_part *keys, size_t n)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t i = 0; i < n; i++) {
+        cJSON *k = cJSON_CreateObject();
+        cJSON_AddStringToObject(k, "name", keys[i].name);
+        cJSON_AddStringToObject(k, "role", roles[keys[i].role]);
+        if (keys[i].is_desc) cJSON_AddBoolToObject(k, "descending", 1);
+        if (keys[i].format && keys[i].format[0]) cJSON_AddStringToObject(k, "format", keys[i].format);
+        cJSON_AddItemToArray(arr, k);
+    }
+    return arr;
+}
+
+static cJSON *strings(const char *const *list, size_t n)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(arr, cJSON_CreateString(list[i]));
+    return arr;
+}
+
+cJSON *kp_design_to_json(const kp_design *d)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "database", d->backend->name);
+    cJSON_AddStringToObject(o, "title", d->backend->title);
+    cJSON_AddStringToObject(o, "candidate", d->candidate);
+    if (d->summary) cJSON_AddStringToObject(o, "summary", d->summary);
+    cJSON *containers = cJSON_AddArrayToObject(o, "containers");
+    for (size_t i = 0; i < d->container_count; i++) {
+        const kp_container *c = &d->containers[i];
+        cJSON *co = cJSON_CreateObject();
+        cJSON_AddStringToObject(co, "name", c->name);
+        cJSON_AddStringToObject(co, "kind", c->kind);
+        cJSON_AddItemToObject(co, "keys", keys_json(c->keys, c->key_count));
+        cJSON *entities = cJSON_AddArrayToObject(co, "entities");
+        for (size_t k = 0; k < c->entity_count; k++) cJSON_AddItemToArray(entities, cJSON_CreateString(c->entities[k]->name));
+        cJSON_AddNumberToObject(co, "items", c->items);
+        cJSON_AddNumberToObject(co, "bytes", c->bytes);
+        if (c->why) cJSON_AddStringToObject(co, "why", c->why);
+        cJSON *indexes = cJSON_AddArrayToObject(co, "indexes");
+        for (size_t k = 0; k < c->index_count; k++) {
+            const kp_index_desc *x = &c->indexes[k];
+            cJSON *xo = cJSON_CreateObject();
+            cJSON_AddStringToObject(xo, "name", x->name);
+            cJSON_AddStringToObject(xo, "kind", x->kind);
+            cJSON_AddItemToObject(xo, "keys", keys_json(x->keys, x->key_count));
+            if (x->projection) cJSON_AddStringToObject(xo, "projection", x->projection);
+            cJSON_AddBoolToObject(xo, "sparse", x->is_sparse);
+            cJSON_AddItemToObject(xo, "caused_by", strings(x->caused_by, x->caused_by_count));
+            cJSON_AddItemToArray(indexes, xo);
+        }
+        cJSON_AddItemToArray(containers, co);
+    }
+    cJSON *patterns = cJSON_AddArrayToObject(o, "patterns");
+    for (size_t i = 0; i < d->plan_count; i++) {
+        const kp_plan *p = &d->plans[i];
+        cJSON *po = cJSON_CreateObject();
+        cJSON_AddStringToObject(po, "name", p->pattern->name);
+        cJSON_AddNumberToObject(po, "rps", kp_pattern_rps(p->pattern, d->mix));
+        cJSON_AddNumberToObject(po, "round_trips", p->sequential_steps);
+        cJSON_AddNumberToObject(po, "requests", p->requests);
+        cJSON_AddNumberToObject(po, "items_read", p->items);
+        cJSON_AddNumberToObject(po, "bytes_read", p->bytes);
+        if (d->backend->limits->read_unit) cJSON_AddNumberToObject(po, "read_units", p->read_units);
+        cJSON_AddBoolToObject(po, "scan", p->is_scan);
+        if (p->why) cJSON_AddStringToObject(po, "why", p->why);
+        cJSON *ops = cJSON_AddArrayToObject(po, "operations");
+        for (size_t k = 0; k < p->op_count; k++) {
+            const kp_operation *op = &p->ops[k];
+            cJSON *oo = cJSON_CreateObject();
+            cJSON_AddStringToObject(oo, "op", op->op);
+            cJSON_AddStringToObject(oo, "container", op->container);
+            if (op->index) cJSON_AddStringToObject(oo, "index", op->index);
+            else cJSON_AddNullToObject(oo, "index");
+            cJSON_AddStringToObject(oo, "condition", op->condition ? op->condition : "");
+            cJSON_AddBoolToObject(oo, "waits_for_previous", op->waits_for_previous);
+            cJSON_AddNumberToObject(oo, "requests", op->requests);
+            cJSON_AddNumberToObject(oo, "items", op->items);
+            cJSON_AddNumberToObject(oo, "bytes", op->bytes);
+            if (d->backend->limits->read_unit) cJSON_AddNumberToObject(oo, "read_units", op->read_units);
+            cJSON_AddBoolToObject(oo, "scan", op->is_scan);
+            if (op->request) cJSON_AddItemToObject(oo, "request", cJSON_Duplicate(op->request, 1));
+            if (op->why) cJSON_AddStringToObject(oo, "why", op->why);
+            cJSON_AddItemToArray(ops, oo);
+        }
+        cJSON_AddItemToArray(patterns, po);
+    }
+    cJSON *writes = cJSON_AddArrayToObject(o, "writes");
+    for (size_t i = 0; i < d->write_plan_count; i++) {
+        const kp_write_plan *w = &d->write_plans[i];
+        cJSON *wo = cJSON_CreateObject();
+        cJSON_AddStringToObject(wo, "name", w->write->name);
+        cJSON_AddNumberToObject(wo, "rps", kp_write_rps(w->write, d->mix));
+        cJSON_AddNumberToObject(wo, "requests", w->requests);
+        cJSON_AddNumberToObject(wo, "items_written", w->items);
+        if (d->backend->limits->write_unit) cJSON_AddNumberToObject(wo, "write_units", w->write_units);
+        if (w->mechanism) cJSON_AddStringToObject(wo, "mechanism", w->mechanism);
+        cJSON *touches = cJSON_AddArrayToObject(wo, "touches");
+        for (size_t k = 0; k < w->touch_count; k++) {
+            cJSON *t = cJSON_CreateObject();
+            cJSON_AddStringToObject(t, "container", w->touches[k].container);
+            cJSON_AddStringToObject(t, "what", w->touches[k].what);
+            cJSON_AddNumberToObject(t, "count", w->touches[k].count);
+            cJSON_AddNumberToObject(t, "bytes", w->touches[k].bytes);
+            if (d->backend->limits->write_unit) cJSON_AddNumberToObject(t, "write_units", w->touches[k].write_units);
+            cJSON_AddItemToArray(touches, t);
+        }
+        cJSON_AddItemToArray(writes, wo);
+    }
+    cJSON *decisions = cJSON_AddArrayToObject(o, "decisions");
+    for (size_t i = 0; i < d->decision_count; i++) {
+        const kp_decision *x = &d->decisions[i];
+        cJSON *xo = cJSON_CreateObject();
+        cJSON_AddStringToObject(xo, "subject", x->subject);
+        cJSON_AddStringToObject(xo, "choice", x->choice);
+        cJSON_AddStringToObject(xo, "why", x->why);
+        cJSON *ps = cJSON_AddArrayToObject(xo, "patterns");
+        for (size_t k = 0; k < x->pattern_count; k++) cJSON_AddItemToArray(ps, cJSON_CreateString(x->patterns[k]->name));
+        if (x->hint) cJSON_AddStringToObject(xo, "hint", x->hint->kind);
+        cJSON_AddItemToArray(decisions, xo);
+    }
+    cJSON_AddItemToObject(o, "defects", strings(d->defects, d->defect_count));
+    cJSON_AddItemToObject(o, "notes", strings(d->notes, d->note_count));
+    return o;
+}
+
+cJSON *kp_advise_json(const kp_model *model, const kp_mix *mix, kp_design *const *designs, size_t count)
+{
+    cJSON *doc = cJSON_CreateObject();
+    cJSON_AddNumberToObject(doc, "schema_version", KP_SCHEMA_VERSION);
+    cJSON_AddStringToObject(doc, "command", "advise");
+    cJSON_AddStringToObject(doc, "model", model->name);
+    cJSON_AddStringToObject(doc, "model_hash", model->hash);
+    if (mix) cJSON_AddStringToObject(doc, "mix", mix->name);
+    else cJSON_AddNullToObject(doc, "mix");
+    cJSON *arr = cJSON_AddArrayToObject(doc, "designs");
+    for (size_t i = 0; i < count; i++) cJSON_AddItemToArray(arr, kp_design_to_json(designs[i]));
+    return doc;
+}
+
+/* ---- text ------------------------------------------------------------------------------ */
+
+static const char *str(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static double num(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+static void print_keys(FILE *out, const cJSON *keys)
+{
+    int first = 1;
+    for (const cJSON *k = keys ? keys->child : NULL; k; k = k->next) {
+        fprintf(out, "%s%s (%s%s)", first ? "" : ", ", str(k, "name"), str(k, "role"),
+                cJSON_IsTrue(cJSON_GetObjectItem(k, "descending")) ? ", desc" : "");
+        first = 0;
+    }
+}
+
+void kp_advise_print_text(FILE *out, const cJSON *doc, int use_color)
+{
+    const char *bold = use_color ? "\033[1m" : "", *dim = use_color ? "\033[2m" : "", *red = use_color ? "\033[31m" : "",
+               *reset = use_color ? "\033[0m" : "";
+    const cJSON *designs = cJSON_GetObjectItemCaseSensitive(doc, "designs");
+    for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
+        fprintf(out, "%s%s design for %s%s (%s)%s\n", bold, str(d, "title"), str(doc, "model"),
+                cJSON_IsString(cJSON_GetObjectItem(doc, "mix")) ? "" : "", str(d, "candidate"), reset);
+        if (cJSON_IsString(cJSON_GetObjectItem(doc, "mix"))) fprintf(out, "  workload mix: %s\n", str(doc, "mix"));
+        fprintf(out, "  %s\n", str(d, "summary"));
+        const cJSON *containers = cJSON_GetObjectItem(d, "containers");
+        for (const cJSON *c = containers ? containers->child : NULL; c; c = c->next) {
+            fprintf(out, "\n%s%s %s%s  ", bold, str(c, "kind"), str(c, "name"), reset);
+            print_keys(out, cJSON_GetObjectItem(c, "keys"));
+            fprintf(out, "\n  ~%.0f items, %.1f MB\n", num(c, "items"), num(c, "bytes") / 1e6);
+            const cJSON *indexes = cJSON_GetObjectItem(c, "indexes");
+            for (const cJSON *x = indexes ? indexes->child : NULL; x; x = x->next) {
+                fprintf(out, "  %-6s %-4s ", str(x, "name"), str(x, "kind"));
+                print_keys(out, cJSON_GetObjectItem(x, "keys"));
+                if (cJSON_IsTrue(cJSON_GetObjectItem(x, "sparse"))) fprintf(out, "  sparse");
+                const cJSON *by = cJSON_GetObjectItem(x, "caused_by");
+                if (by && by->child) {
+                    fprintf(out, "  %sfor", dim);
+                    for (const cJSON *p = by->child; p; p = p->next) fprintf(out, " %s", p->valuestring);
+                    fprintf(out, "%s", reset);
+                }
+                fprintf(out, "\n");
+            }
+        }
+        fprintf(out, "\n%sDecisions%s\n", bold, reset);
+        const cJSON *decisions = cJSON_GetObjectItem(d, "decisions");
+        for (const cJSON *x = decisions ? decisions->child : NULL; x; x = x->next) {
+            fprintf(out, "  %s: %s\n", str(x, "subject"), str(x, "choice"));
+            fprintf(out, "    %swhy: %s", dim, str(x, "why"));
+            const cJSON *ps = cJSON_GetObjectItem(x, "patterns");
+            if (ps && ps->child) {
+                fprintf(out, " (");
+                for (const cJSON *p = ps->child; p; p = p->next) fprintf(out, "%s%s", p == ps->child ? "" : ", ", p->valuestring);
+                fprintf(out, ")");
+            }
+            fprintf(out, "%s\n", reset);
+        }
+        fprintf(out, "\n%sAccess patterns%s\n", bold, reset);
+        const cJSON *patterns = cJSON_GetObjectItem(d, "patterns");
+        for (const cJSON *p = patterns ? patterns->child : NULL; p; p = p->next) {
+            fprintf(out, "  %s%s%s  %g rps: %g request%s, %g round trip%s, ~%.0f items, %.1f KB", bold, str(p, "name"), reset,
+                    num(p, "rps"), num(p, "requests"), num(p, "requests") == 1 ? "" : "s", num(p, "round_trips"),
+                    num(p, "round_trips") == 1 ? "" : "s", num(p, "items_read"), num(p, "bytes_read") / 1024);
+            if (cJSON_GetObjectItem(p, "read_units")) fprintf(out, ", %.1f RCU", num(p, "read_units"));
+            if (cJSON_IsTrue(cJSON_GetObjectItem(p, "scan"))) fprintf(out, "  %sSCAN%s", red, reset);
+            fprintf(out, "\n");
+            const cJSON *ops = cJSON_GetObjectItem(p, "operations");
+            for (const cJSON *o = ops ? ops->child : NULL; o; o = o->next) {
+                fprintf(out, "    %s%s %s%s%s: %s\n", cJSON_IsTrue(cJSON_GetObjectItem(o, "waits_for_previous")) ? "then " : "",
+                        str(o, "op"), str(o, "container"), cJSON_IsString(cJSON_GetObjectItem(o, "index")) ? " index " : "",
+                        str(o, "index"), str(o, "condition"));
+                if (str(o, "why")[0]) fprintf(out, "      %s%s%s\n", dim, str(o, "why"), reset);
+            }
+            if (str(p, "why")[0]) fprintf(out, "    %swhy: %s%s\n", dim, str(p, "why"), reset);
+        }
+        const cJSON *writes = cJSON_GetObjectItem(d, "writes");
+        if (writes && writes->child) fprintf(out, "\n%sWrites%s\n", bold, reset);
+        for (const cJSON *w = writes ? writes->child : NULL; w; w = w->next) {
+            fprintf(out, "  %s%s%s  %g rps: %.1f items written", bold, str(w, "name"), reset, num(w, "rps"), num(w, "items_written"));
+            if (cJSON_GetObjectItem(w, "write_units")) fprintf(out, ", %.1f WCU", num(w, "write_units"));
+            fprintf(out, "  (%s)\n", str(w, "mechanism"));
+            const cJSON *touches = cJSON_GetObjectItem(w, "touches");
+            for (const cJSON *t = touches ? touches->child : NULL; t; t = t->next)
+                fprintf(out, "    %s%.1f x %s%s\n", dim, num(t, "count"), str(t, "what"), reset);
+        }
+        const cJSON *defects = cJSON_GetObjectItem(d, "defects");
+        fprintf(out, "\n%sDefects%s\n", bold, reset);
+        if (!defects || !defects->child) fprintf(out, "  none\n");
+        for (const cJSON *x = defects ? defects->child : NULL; x; x = x->next) fprintf(out, "  %s- %s%s\n", red, x->valuestring, reset);
+        const cJSON *notes = cJSON_GetObjectItem(d, "notes");
+        if (notes && notes->child) fprintf(out, "\n%sNotes%s\n", bold, reset);
+        for (const cJSON *x = notes ? notes->child : NULL; x; x = x->next) fprintf(out, "  - %s\n", x->valuestring);
+        if (d->next) fprintf(out, "\n");
+    }
+}
+
+void kp_advise_print_markdown(FILE *out, const cJSON *doc)
+{
+    const cJSON *designs = cJSON_GetObjectItemCaseSensitive(doc, "designs");
+    fprintf(out, "## keyplan advise: %s\n\n", str(doc, "model"));
+    for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
+        fprintf(out, "### %s (%s)\n\n%s\n\n", str(d, "title"), str(d, "candidate"), str(d, "summary"));
+        fprintf(out, "| pattern | rps | requests | round trips | items | KB | scan |\n|---|---:|---:|---:|---:|---:|---|\n");
+        const cJSON *patterns = cJSON_GetObjectItem(d, "patterns");
+        for (const cJSON *p = patterns ? patterns->child : NULL; p; p = p->next)
+            fprintf(out, "| %s | %g | %g | %g | %.0f | %.1f | %s |\n", str(p, "name"), num(p, "rps"), num(p, "requests"),
+                    num(p, "round_trips"), num(p, "items_read"), num(p, "bytes_read") / 1024,
+                    cJSON_IsTrue(cJSON_GetObjectItem(p, "scan")) ? "**yes**" : "no");
+        fprintf(out, "\n**Decisions**\n\n");
+        const cJSON *decisions = cJSON_GetObjectItem(d, "decisions");
+        for (const cJSON *x = decisions ? decisions->child : NULL; x; x = x->next)
+            fprintf(out, "- **%s**: %s — %s\n", str(x, "subject"), str(x, "choice"), str(x, "why"));
+        const cJSON *defects = cJSON_GetObjectItem(d, "defects");
+        fprintf(out, "\n**Defects**: %s\n", defects && defects->child ? "" : "none");
+        for (const cJSON *x = defects ? defects->child : NULL; x; x = x->next) fprintf(out, "- %s\n", x->valuestring);
+        fprintf(out, "\n");
+    }
+}

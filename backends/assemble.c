@@ -1,0 +1,383 @@
+/*
+ * assemble.c — the response, built from what a backend fetched (see assemble.h).
+ *
+ * Invariant: the JSON produced here has the oracle's conventions exactly — members in
+ * shape order, absent values as null, $one null when nothing was linked, epoch
+ * encodings of timestamps, numbers as exact text — so that verify's diff only ever
+ * shows differences in what the server returned.
+ */
+#include "backends/assemble.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/data.h"
+#include "core/value.h"
+
+typedef struct link_list {
+    const void *edge;
+    const kp_frec *parent;
+    kp_frec **items;
+    size_t count, cap;
+    long count_value;           /* set_count */
+    int has_count;
+} link_list;
+
+struct kp_fetched {
+    kp_frec **records;
+    size_t record_count, record_cap;
+    kp_frec **roots;
+    size_t root_count, root_cap;
+    link_list *links;           /* open addressing on (edge, parent) */
+    size_t link_cap, link_used;
+    const kp_shape **client_ordered;
+    size_t client_count, client_cap;
+};
+
+kp_fetched *kp_fetched_new(void)
+{
+    return calloc(1, sizeof(kp_fetched));
+}
+
+void kp_fetched_free(kp_fetched *f)
+{
+    if (!f) return;
+    for (size_t i = 0; i < f->record_count; i++) {
+        cJSON_Delete(f->records[i]->object);
+        free(f->records[i]);
+    }
+    free(f->records);
+    free(f->roots);
+    for (size_t i = 0; i < f->link_cap; i++) free(f->links[i].items);
+    free(f->links);
+    free(f->client_ordered);
+    free(f);
+}
+
+static int push(void ***items, size_t *count, size_t *cap, void *item)
+{
+    if (*count == *cap) {
+        size_t n = *cap ? *cap * 2 : 8;
+        void **bigger = realloc(*items, n * sizeof *bigger);
+        if (!bigger) return -1;
+        *items = bigger;
+        *cap = n;
+    }
+    (*items)[(*count)++] = item;
+    return 0;
+}
+
+static int same_key(const kp_entity *e, const cJSON *a, const cJSON *b)
+{
+    for (size_t k = 0; k < e->key_count; k++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(a, e->key[k]->name);
+        const cJSON *y = cJSON_GetObjectItemCaseSensitive(b, e->key[k]->name);
+        if (!x || !y || kp_data_compare(e->key[k]->type.kind, x, y, NULL) != 0) return 0;
+    }
+    return 1;
+}
+
+kp_frec *kp_fetched_add(kp_fetched *f, const kp_entity *entity, cJSON *object)
+{
+    for (size_t i = 0; i < f->record_count; i++)
+        if (f->records[i]->entity == entity && same_key(entity, f->records[i]->object, object)) {
+            cJSON_Delete(object);
+            return f->records[i];
+        }
+    kp_frec *r = malloc(sizeof *r);
+    if (!r) { cJSON_Delete(object); return NULL; }
+    r->entity = entity;
+    r->object = object;
+    if (push((void ***)&f->records, &f->record_count, &f->record_cap, r)) {
+        cJSON_Delete(object);
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+size_t kp_fetched_record_count(const kp_fetched *f) { return f->record_count; }
+
+int kp_fetched_add_root(kp_fetched *f, kp_frec *record)
+{
+    return push((void ***)&f->roots, &f->root_count, &f->root_cap, record);
+}
+
+static size_t hash_pair(const void *edge, const void *parent)
+{
+    uint64_t x = (uint64_t)(uintptr_t)edge * 0x9E3779B97F4A7C15ULL ^ (uint64_t)(uintptr_t)parent;
+    x ^= x >> 31;
+    x *= 0xBF58476D1CE4E5B9ULL;
+    x ^= x >> 29;
+    return (size_t)x;
+}
+
+static link_list *find_link(const kp_fetched *f, const void *edge, const kp_frec *parent)
+{
+    if (!f->link_cap) return NULL;
+    size_t i = hash_pair(edge, parent) & (f->link_cap - 1);
+    while (f->links[i].edge) {
+        if (f->links[i].edge == edge && f->links[i].parent == parent) return &f->links[i];
+        i = (i + 1) & (f->link_cap - 1);
+    }
+    return NULL;
+}
+
+static link_list *get_link(kp_fetched *f, const void *edge, const kp_frec *parent)
+{
+    link_list *l = find_link(f, edge, parent);
+    if (l) return l;
+    if ((f->link_used + 1) * 2 > f->link_cap) {
+        size_t cap = f->link_cap ? f->link_cap * 2 : 64;
+        link_list *bigger = calloc(cap, sizeof *bigger);
+        if (!bigger) return NULL;
+        for (size_t i = 0; i < f->link_cap; i++) {
+            if (!f->links[i].edge) continue;
+            size_t j = hash_pair(f->links[i].edge, f->links[i].parent) & (cap - 1);
+            while (bigger[j].edge) j = (j + 1) & (cap - 1);
+            bigger[j] = f->links[i];
+        }
+        free(f->links);
+        f->links = bigger;
+        f->link_cap = cap;
+    }
+    size_t i = hash_pair(edge, parent) & (f->link_cap - 1);
+    while (f->links[i].edge) i = (i + 1) & (f->link_cap - 1);
+    f->links[i].edge = edge;
+    f->links[i].parent = parent;
+    f->link_used++;
+    return &f->links[i];
+}
+
+int kp_fetched_link(kp_fetched *f, const void *edge, const kp_frec *parent, kp_frec *child)
+{
+    link_list *l = get_link(f, edge, parent);
+    if (!l) return -1;
+    return push((void ***)&l->items, &l->count, &l->cap, child);
+}
+
+int kp_fetched_set_count(kp_fetched *f, const kp_shape *shape, const kp_frec *parent, long count)
+{
+    link_list *l = get_link(f, shape, parent);
+    if (!l) return -1;
+    l->count_value = count;
+    l->has_count = 1;
+    return 0;
+}
+
+void kp_fetched_client_order(kp_fetched *f, const kp_shape *shape)
+{
+    for (size_t i = 0; i < f->client_count; i++)
+        if (f->client_ordered[i] == shape) return;
+    push((void ***)&f->client_ordered, &f->client_count, &f->client_cap, (void *)shape);
+}
+
+kp_frec *const *kp_fetched_children(const kp_fetched *f, const void *edge, const kp_frec *parent, size_t *count)
+{
+    const link_list *l = find_link(f, edge, parent);
+    *count = l ? l->count : 0;
+    return l ? l->items : NULL;
+}
+
+/* ---- building the response --------------------------------------------------------------- */
+
+typedef struct build {
+    const kp_fetched *f;
+    const kp_pattern *pattern;
+    const kp_params *params;
+    const char *token;
+    kp_error *err;
+} build;
+
+static cJSON *nomem(build *b)
+{
+    kp_error_set(b->err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory while assembling a response");
+    return NULL;
+}
+
+static cJSON *encode(const kp_attr *attr, const cJSON *v)
+{
+    if (!v || cJSON_IsNull(v)) return cJSON_CreateNull();
+    if (attr->type.kind == KP_T_TIMESTAMP && attr->encoding != KP_ENC_ISO && cJSON_IsString(v)) {
+        int64_t ms = 0;
+        if (kp_timestamp_parse(v->valuestring, &ms) == 0) {
+            if (attr->encoding == KP_ENC_EPOCH_MS) return kp_data_int(ms);
+            return kp_data_int(ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000));
+        }
+    }
+    if (attr->type.kind == KP_T_OBJECT && cJSON_IsObject(v)) {
+        cJSON *out = cJSON_CreateObject();
+        for (const cJSON *m = v->child; out && m; m = m->next) {
+            const kp_attr *field = NULL;
+            for (size_t i = 0; i < attr->type.field_count; i++)
+                if (strcmp(attr->type.fields[i]->name, m->string) == 0) field = attr->type.fields[i];
+            cJSON *item = field ? encode(field, m) : kp_data_copy(m, NULL);
+            if (!item) { cJSON_Delete(out); return NULL; }
+            cJSON_AddItemToObject(out, m->string, item);
+        }
+        return out;
+    }
+    return kp_data_copy(v, NULL);
+}
+
+/* The record reached from rec over to-one hops, or NULL. */
+static const kp_frec *hop(const build *b, const kp_frec *rec, kp_rel *const *path, size_t n)
+{
+    for (size_t i = 0; rec && i < n; i++) {
+        size_t count;
+        kp_frec *const *next = kp_fetched_children(b->f, path[i], rec, &count);
+        rec = count ? next[0] : NULL;
+    }
+    return rec;
+}
+
+/* A copy_of attribute of the entity that holds path.attr, if any. */
+static const kp_attr *copy_for(const kp_entity *e, kp_rel *const *path, size_t n, const kp_attr *attr)
+{
+    for (size_t i = 0; i < e->attr_count; i++) {
+        const kp_copy *c = e->attrs[i]->copy_of;
+        if (!c || c->source != attr || c->path_len != n) continue;
+        int same = 1;
+        for (size_t k = 0; k < n; k++) same &= c->path[k] == path[k];
+        if (same) return e->attrs[i];
+    }
+    return NULL;
+}
+
+static cJSON *leaf(build *b, const kp_shape *s, const kp_frec *rec)
+{
+    if (s->kind == KP_SHAPE_PARAM) {
+        const cJSON *v = kp_params_get(b->params, s->param->name);
+        return v ? kp_data_copy(v, NULL) : cJSON_CreateNull();
+    }
+    if (s->kind == KP_SHAPE_TOKEN) return b->token ? cJSON_CreateString(b->token) : cJSON_CreateNull();
+    if (!rec) return cJSON_CreateNull();
+    if (s->path_len) {
+        const kp_attr *copy = copy_for(rec->entity, s->path, s->path_len, s->attr);
+        if (copy) {
+            /* the value comes from the denormalised copy, rendered as the source */
+            return encode(s->attr, cJSON_GetObjectItemCaseSensitive(rec->object, copy->name));
+        }
+        const kp_frec *target = hop(b, rec, s->path, s->path_len);
+        return encode(s->attr, target ? cJSON_GetObjectItemCaseSensitive(target->object, s->attr->name) : NULL);
+    }
+    return encode(s->attr, cJSON_GetObjectItemCaseSensitive(rec->object, s->attr->name));
+}
+
+static cJSON *shape_value(build *b, const kp_shape *s, const kp_frec *rec);
+
+static cJSON *members(build *b, const kp_shape *s, const kp_frec *rec)
+{
+    cJSON *out = cJSON_CreateObject();
+    if (!out) return nomem(b);
+    for (size_t i = 0; i < s->member_count; i++) {
+        cJSON *v = shape_value(b, s->members[i], rec);
+        if (!v) { cJSON_Delete(out); return NULL; }
+        cJSON_AddItemToObject(out, s->members[i]->name, v);
+    }
+    return out;
+}
+
+static int compare_order(const kp_shape *s, const kp_frec *a, const kp_frec *b)
+{
+    for (size_t k = 0; k < s->order_count; k++) {
+        const kp_order_key *key = &s->order[k];
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(a->object, key->attr->name);
+        const cJSON *y = cJSON_GetObjectItemCaseSensitive(b->object, key->attr->name);
+        int xn = !x || cJSON_IsNull(x), yn = !y || cJSON_IsNull(y);
+        if (xn || yn) {
+            if (xn && yn) continue;
+            int first = key->is_nulls_first ? -1 : 1;
+            return xn ? first : -first;
+        }
+        int c = kp_data_compare(key->attr->type.kind, x, y, NULL);
+        if (c) return key->is_desc ? -c : c;
+    }
+    return 0;
+}
+
+static void sort_records(const kp_shape *s, kp_frec **items, size_t n)
+{
+    /* insertion sort: stable, and client-ordered lists are one page of a few hundred */
+    for (size_t i = 1; i < n; i++) {
+        kp_frec *x = items[i];
+        size_t j = i;
+        while (j > 0 && compare_order(s, x, items[j - 1]) < 0) {
+            items[j] = items[j - 1];
+            j--;
+        }
+        items[j] = x;
+    }
+}
+
+static int is_client_ordered(const build *b, const kp_shape *s)
+{
+    for (size_t i = 0; i < b->f->client_count; i++)
+        if (b->f->client_ordered[i] == s) return 1;
+    return 0;
+}
+
+static cJSON *each(build *b, const kp_shape *s, const kp_frec *rec)
+{
+    size_t n;
+    kp_frec *const *linked;
+    if (s->is_root_set) { linked = b->f->roots; n = b->f->root_count; }
+    else linked = kp_fetched_children(b->f, s, rec, &n);
+    kp_frec **items = malloc((n ? n : 1) * sizeof *items);
+    if (!items) return nomem(b);
+    if (n) memcpy(items, linked, n * sizeof *items);
+    if (is_client_ordered(b, s)) {
+        if (s->declared_order_count) sort_records(s, items, n);
+        if (s->limit > 0 && n > (size_t)s->limit && s != b->pattern->paged) n = (size_t)s->limit;
+    }
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t i = 0; arr && i < n; i++) {
+        cJSON *v = s->value ? leaf(b, s->value, items[i]) : members(b, s, items[i]);
+        if (!v) { cJSON_Delete(arr); arr = NULL; break; }
+        cJSON_AddItemToArray(arr, v);
+    }
+    free(items);
+    return arr ? arr : (b->err->code ? NULL : nomem(b));
+}
+
+static cJSON *shape_value(build *b, const kp_shape *s, const kp_frec *rec)
+{
+    switch (s->kind) {
+    case KP_SHAPE_OBJECT: return members(b, s, rec);
+    case KP_SHAPE_ATTR: case KP_SHAPE_PARAM: case KP_SHAPE_TOKEN: return leaf(b, s, rec);
+    case KP_SHAPE_EACH: return each(b, s, rec);
+    case KP_SHAPE_ONE: {
+        size_t n;
+        kp_frec *const *linked = kp_fetched_children(b->f, s, rec, &n);
+        if (!n) return cJSON_CreateNull();
+        return members(b, s, linked[0]);
+    }
+    case KP_SHAPE_COUNT: {
+        const link_list *l = find_link(b->f, s, rec);
+        if (l && l->has_count) return kp_data_int(l->count_value);
+        if (l) return kp_data_int((int64_t)l->count);
+        /* a derived count on the record */
+        for (size_t a = 0; rec && a < rec->entity->attr_count; a++) {
+            const kp_derived *d = rec->entity->attrs[a]->derived;
+            if (d && d->fn == KP_AGG_COUNT && d->path_len == s->hop_count &&
+                memcmp(d->path, s->hops, sizeof *d->path * d->path_len) == 0) {
+                const cJSON *v = cJSON_GetObjectItemCaseSensitive(rec->object, rec->entity->attrs[a]->name);
+                return v ? kp_data_copy(v, NULL) : kp_data_int(0);
+            }
+        }
+        return kp_data_int(0);
+    }
+    }
+    return cJSON_CreateNull();
+}
+
+cJSON *kp_assemble(const kp_fetched *f, const kp_pattern *pattern, const kp_params *params, const char *token,
+                   kp_error *err)
+{
+    kp_error_clear(err);
+    build b = {f, pattern, params, token, err};
+    if (pattern->is_root_set) return shape_value(&b, pattern->returns, NULL);
+    if (f->root_count == 0) return cJSON_CreateNull();
+    return shape_value(&b, pattern->returns, f->roots[0]);
+}

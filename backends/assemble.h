@@ -1,0 +1,57 @@
+/*
+ * assemble.h — turning what a backend read from a server into the declared response.
+ *
+ * A backend's execute fetches records with the requests its plan names, converts each
+ * item / document / row back into a neutral record (the entity's attributes in
+ * canonical JSON), and tells the assembler how they hang together: which records are
+ * the roots, and for each response-shape node (an $each, $one or $count) and each
+ * parent record, the children it read, in the order the server returned them. For a
+ * leaf reached through to-one relations ("author.surname") it links the hop records.
+ * kp_assemble then walks the shape and builds exactly the JSON the oracle would.
+ *
+ * Invariant: the assembler never reads anything the backend did not fetch, and never
+ * reorders what the server ordered — unless the backend marks a node as ordered in
+ * the client (the plan says so: a BatchGetItem, a scatter-gather), in which case it
+ * sorts with the same comparator as the oracle and applies the limit.
+ */
+#ifndef KP_ASSEMBLE_H
+#define KP_ASSEMBLE_H
+
+#include <cjson/cJSON.h>
+
+#include "core/error.h"
+#include "core/model.h"
+#include "core/params.h"
+
+typedef struct kp_fetched kp_fetched;
+typedef struct kp_frec {
+    const kp_entity *entity;
+    cJSON *object;              /* neutral record (owned by the kp_fetched) */
+} kp_frec;
+
+kp_fetched *kp_fetched_new(void);
+void kp_fetched_free(kp_fetched *f);
+
+/* Adds a record (taking object); the same entity and key added twice returns the
+ * first record (and frees the second object). NULL when out of memory. */
+kp_frec *kp_fetched_add(kp_fetched *f, const kp_entity *entity, cJSON *object);
+/* The root records (a single root: one; a root set: in server order). */
+int kp_fetched_add_root(kp_fetched *f, kp_frec *record);
+/* Appends child under (edge, parent): edge is a kp_shape (an $each / $one / $count
+ * node) or a kp_rel (a to-one hop of a leaf path). */
+int kp_fetched_link(kp_fetched *f, const void *edge, const kp_frec *parent, kp_frec *child);
+/* A $count read as a number (Select COUNT). */
+int kp_fetched_set_count(kp_fetched *f, const kp_shape *shape, const kp_frec *parent, long count);
+/* Marks an $each whose children the client must sort and limit. */
+void kp_fetched_client_order(kp_fetched *f, const kp_shape *shape);
+/* The records linked under (edge, parent), in order. */
+kp_frec *const *kp_fetched_children(const kp_fetched *f, const void *edge, const kp_frec *parent, size_t *count);
+size_t kp_fetched_record_count(const kp_fetched *f);
+
+/* Builds the response. `params` are the resolved parameter values; `token` is the
+ * value of "$token" leaves (NULL: null). A single root with no record gives JSON null.
+ * Returns a new tree (cJSON_Delete), or NULL with err filled. */
+cJSON *kp_assemble(const kp_fetched *f, const kp_pattern *pattern, const kp_params *params, const char *token,
+                   kp_error *err);
+
+#endif

@@ -1,0 +1,338 @@
+/*
+ * backend.h — the one interface every database implements, and the neutral
+ * description of a design that advisors and reports read.
+ *
+ * A backend is a table of function pointers (kp_backend). Design time needs no
+ * server: propose turns the model into one or more candidate designs, each with a
+ * neutral description (containers, indexes, a plan per access pattern, a write plan
+ * per write, the decisions and why) plus the backend's private layout; emit writes
+ * what a team applies; transform turns a neutral record into the items it becomes.
+ * Live: connect, inspect, apply_schema, submit/poll (seeding, asynchronous), execute
+ * (one access pattern, reassembled into the declared response), apply_write,
+ * read_back, drop.
+ *
+ * Invariants:
+ *  - code outside backends/<db>/ knows a database only through this header; facts
+ *    such as size limits are data (kp_limits), never an `if (db == ...)`;
+ *  - every number a plan claims (requests, sequential steps, items) is what execute
+ *    measures when the data matches the model's expectations, so verify can compare.
+ */
+#ifndef KP_BACKEND_H
+#define KP_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+
+#include "core/arena.h"
+#include "core/data.h"
+#include "core/error.h"
+#include "core/model.h"
+#include "core/params.h"
+
+typedef struct kp_backend kp_backend;
+typedef struct kp_design kp_design;
+typedef struct kp_conn kp_conn;
+
+/* ---- facts about a database, as data --------------------------------------------- */
+
+typedef struct kp_limits {
+    double max_item_bytes;           /* DynamoDB 400 KB item, MongoDB 16 MB document, Cassandra mutation */
+    double max_collection_bytes;     /* DynamoDB 10 GB item collection (with an LSI); Cassandra ~100 MB partition */
+    double max_partition_rows;       /* Cassandra ~100,000 rows; 0 = no such limit */
+    double partition_read_per_s;     /* DynamoDB 3,000 RCU per partition; 0 = not modelled */
+    double partition_write_per_s;    /* DynamoDB 1,000 WCU per partition */
+    double page_bytes;               /* a Query/find page: DynamoDB 1 MB */
+    int max_batch_write;             /* items per batch write (DynamoDB 25) */
+    int max_batch_get;               /* keys per batch get (DynamoDB 100) */
+    int max_secondary_indexes;       /* GSIs per table (20), indexes per collection (64) */
+    int max_local_indexes;           /* LSIs per table (5) */
+    const char *read_unit;           /* "RCU" or NULL when reads are not priced in units */
+    const char *write_unit;          /* "WCU" or NULL */
+} kp_limits;
+
+/* ---- the neutral description of a design -------------------------------------------- */
+
+typedef enum kp_key_role {
+    KP_KEY_PARTITION,   /* DynamoDB partition key, Cassandra partition key, MongoDB shard key */
+    KP_KEY_SORT,        /* DynamoDB sort key, Cassandra clustering column */
+    KP_KEY_STATIC,      /* Cassandra static column */
+    KP_KEY_FIELD        /* a field of a MongoDB index */
+} kp_key_role;
+
+typedef struct kp_key_part {
+    const char *name;           /* PK, SK, GSI1PK, workspace_id, workspaceId */
+    kp_key_role role;
+    int is_desc;                /* descending clustering / index order */
+    const char *format;         /* how values are built: "WS#<Workspace.id>" ("" when the attribute itself) */
+} kp_key_part;
+
+typedef struct kp_index_desc {
+    const char *name;           /* GSI1, userId_1_placedAt_-1 */
+    const char *kind;           /* "gsi", "lsi", "index", "unique index", "secondary index" */
+    kp_key_part *keys;
+    size_t key_count;
+    const char *projection;     /* "ALL", "KEYS_ONLY", ... or NULL */
+    int is_sparse;              /* only some items carry its keys */
+    const char **caused_by;     /* pattern / write names that need it */
+    size_t caused_by_count;
+} kp_index_desc;
+
+typedef struct kp_container {
+    const char *name;           /* table / collection (without the --prefix) */
+    const char *kind;           /* "table", "collection" */
+    kp_key_part *keys;
+    size_t key_count;
+    kp_index_desc *indexes;
+    size_t index_count;
+    const kp_entity **entities; /* the entities whose records live here (copies included) */
+    size_t entity_count;
+    double items;               /* estimated stored items / documents / rows */
+    double bytes;               /* estimated stored bytes, duplication included */
+    const char *why;
+} kp_container;
+
+typedef struct kp_operation {
+    const char *op;             /* "GetItem", "Query", "BatchGetItem", "find", "SELECT", ... */
+    const char *container;
+    const char *index;          /* NULL: the base table / collection */
+    const char *condition;      /* the key condition in the database's own terms */
+    cJSON *request;             /* a ready-to-run request (owned by the design), or NULL */
+    int is_scan;                /* Scan, collection scan, ALLOW FILTERING */
+    int waits_for_previous;     /* needs the previous operation's answer (a new round trip) */
+    double requests;            /* requests it sends (shards of a fan-out, expected pages) */
+    double items;               /* estimated items / documents / rows read */
+    double bytes;               /* estimated bytes read */
+    double read_units;          /* DynamoDB RCU (eventually consistent); 0 elsewhere */
+    const char *why;
+} kp_operation;
+
+typedef struct kp_plan {
+    const kp_pattern *pattern;
+    kp_operation *ops;          /* in order */
+    size_t op_count;
+    double requests;            /* every request sent, each shard and page counted */
+    int sequential_steps;       /* round trips: requests that wait for a previous answer, + 1 */
+    double items;               /* items / documents / rows read */
+    double bytes;
+    double read_units;
+    int is_scan;
+    const char *why;
+} kp_plan;
+
+typedef struct kp_write_touch {
+    const char *container;
+    const char *what;           /* "Project item", "GSI1 entry", "copy of Workspace.name in Project" */
+    double count;               /* per operation */
+    double bytes;
+    double write_units;         /* DynamoDB WCU; 0 elsewhere */
+} kp_write_touch;
+
+typedef struct kp_write_plan {
+    const kp_write *write;
+    kp_write_touch *touches;
+    size_t touch_count;
+    double requests;            /* requests per operation */
+    double items;               /* items / documents / rows written per operation (amplification) */
+    double write_units;
+    const char *mechanism;      /* "TransactWriteItems", "BatchWriteItem", "logged batch", ... */
+    const char *why;
+} kp_write_plan;
+
+typedef struct kp_decision {
+    const char *subject;        /* "Workspace.projects", "GSI1", "Project key" */
+    const char *choice;         /* "item collection under PK=WS#<id>" */
+    const char *why;            /* a sentence a reviewer reads */
+    const kp_pattern **patterns;/* the patterns that caused it */
+    size_t pattern_count;
+    const kp_hint *hint;        /* non-NULL when a hint forced it */
+} kp_decision;
+
+struct kp_design {
+    const kp_backend *backend;
+    const kp_model *model;
+    const kp_mix *mix;          /* the rates it was designed for (NULL: declared rates) */
+    const char *candidate;      /* "single-table", "table-per-entity", "embed", "reference", ... */
+    const char *summary;        /* one line */
+    kp_container *containers;
+    size_t container_count;
+    kp_plan *plans;             /* one per access pattern, in model order */
+    size_t plan_count;
+    kp_write_plan *write_plans; /* one per write, in model order */
+    size_t write_plan_count;
+    kp_decision *decisions;
+    size_t decision_count;
+    const char **defects;       /* scans, quota overruns, size-limit breaches: each a sentence */
+    size_t defect_count;
+    const char **notes;         /* things a reviewer should know that are not defects */
+    size_t note_count;
+    kp_arena arena;             /* everything above lives here */
+    void *layout;               /* the backend's private layout */
+    void (*free_layout)(void *layout);
+};
+
+typedef struct kp_design_list {
+    kp_design **items;          /* the first is the recommended candidate */
+    size_t count;
+} kp_design_list;
+
+void kp_design_free(kp_design *design);
+void kp_design_list_free(kp_design_list *list);
+
+/* Helpers backends use to fill a design (all allocate from design->arena). */
+kp_design *kp_design_new(const kp_backend *backend, const kp_model *model, const kp_mix *mix, const char *candidate);
+kp_container *kp_design_add_container(kp_design *design, const char *name, const char *kind);
+kp_decision *kp_design_decide(kp_design *design, const char *subject, const char *choice, const char *why);
+void kp_decision_add_pattern(kp_design *design, kp_decision *decision, const kp_pattern *pattern);
+int kp_design_defect(kp_design *design, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int kp_design_note(kp_design *design, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *kp_design_printf(kp_design *design, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+kp_operation *kp_plan_add_op(kp_design *design, kp_plan *plan, const char *op, const char *container);
+/* Sums a plan's operations into its totals (requests, steps, items, bytes, units, scan). */
+void kp_plan_total(kp_plan *plan);
+
+
+/* ---- live: targets, items, results ---------------------------------------------------- */
+
+typedef struct kp_target {
+    const char *database;       /* "dynamodb", ... */
+    const char *endpoint;       /* URL / URI / host:port; NULL: the conventional environment */
+    const char *prefix;         /* --prefix; "" for none */
+    int is_insecure;            /* --insecure: skip TLS verification (warned) */
+    int concurrency;            /* requests in flight (0: the backend's default) */
+} kp_target;
+
+/* One item / document / row a record becomes. */
+typedef struct kp_item {
+    const char *container;      /* without the prefix */
+    const kp_entity *entity;    /* the record's entity */
+    cJSON *body;                /* the database's own JSON (DynamoDB Item map, document, row values) */
+    char *id;                   /* stable identity: container + primary key, for checkpoints and dedupe */
+    size_t bytes;               /* size as the database counts it */
+    /* added for migrations/seed.c: the caller's mark, passed back unchanged with the
+     * item's ack (seeding stores the record's sequence number); transform leaves it 0 */
+    uint64_t tag;
+} kp_item;
+
+typedef struct kp_item_list {
+    kp_item *items;
+    size_t count, cap;
+} kp_item_list;
+
+void kp_item_list_clear(kp_item_list *list);   /* frees the items, keeps the list */
+void kp_item_list_free(kp_item_list *list);
+kp_item *kp_item_list_push(kp_item_list *list);
+
+/* Called once per submitted item when the server acknowledged it (ok) or gave up on
+ * it after retries (ok == 0, err says why). Acks may arrive out of order. */
+typedef void (*kp_ack_fn)(void *ctx, const kp_item *item, int ok, const kp_error *err);
+
+/* What a target holds for a design. */
+typedef struct kp_target_state {
+    int exists;                 /* the containers exist */
+    int is_empty;
+    cJSON *marker;              /* keyplan's seed marker (owned), NULL when absent */
+    int is_foreign;             /* containers exist but keyplan did not create them */
+} kp_target_state;
+
+/* One access pattern run against a live target. */
+typedef struct kp_result {
+    cJSON *response;            /* reassembled into the declared shape (owned) */
+    char *next_page;            /* the backend's continuation (malloc'd), NULL on the last page */
+    int requests;               /* every request sent */
+    int sequential_steps;       /* round trips */
+    long items_returned;
+    long items_scanned;         /* where the server reports it (DynamoDB ScannedCount); -1 if not */
+} kp_result;
+
+void kp_result_free(kp_result *result);
+
+/* Per-container counts and content checksums read back from a target. */
+typedef struct kp_readback_entry {
+    char *container;
+    long items;
+    uint64_t checksum;          /* order-independent: XOR/sum of item hashes over canonical item JSON */
+} kp_readback_entry;
+
+typedef struct kp_readback {
+    kp_readback_entry *entries;
+    size_t count;
+} kp_readback;
+
+void kp_readback_free(kp_readback *readback);
+
+/* Order-independent checksum of one item body (canonical JSON, keys sorted). */
+uint64_t kp_item_hash(const cJSON *body);
+
+typedef struct kp_propose_options {
+    const kp_mix *mix;          /* NULL: the model's default mix */
+    int all_candidates;         /* also the alternatives (compare) */
+} kp_propose_options;
+
+struct kp_backend {
+    const char *name;                 /* "dynamodb", "mongodb", "cassandra" */
+    const char *title;                /* "DynamoDB" */
+    const kp_limits *limits;
+
+    /* design time: no server */
+    int (*propose)(const kp_model *, const kp_propose_options *, kp_design_list *out, kp_error *);
+    int (*emit)(const kp_design *, const char *out_dir, kp_error *);
+    /* A neutral record (its entity, its canonical JSON) -> the items it becomes, each
+     * checked against the size limits (KP_ERR_DATA naming the record when too big).
+     * `data` lets a design copy parent attributes it denormalises. */
+    int (*transform)(const kp_design *, const kp_dataset *data, const kp_record *, kp_item_list *out, kp_error *);
+
+    /* live */
+    int (*connect)(const kp_target *, kp_conn **out, kp_error *);
+    int (*inspect)(kp_conn *, const kp_design *, kp_target_state *out, kp_error *);
+    int (*apply_schema)(kp_conn *, const kp_design *, kp_error *);
+    int (*drop)(kp_conn *, const kp_design *, kp_error *);
+    int (*write_marker)(kp_conn *, const kp_design *, const cJSON *marker, kp_error *);
+    int (*submit)(kp_conn *, kp_item_list *batch, kp_ack_fn on_ack, void *ctx, kp_error *);
+    int (*poll)(kp_conn *, int timeout_ms, kp_error *);   /* drives in-flight work; returns in-flight count */
+    int (*execute)(kp_conn *, const kp_design *, const kp_pattern *, const kp_params *, const char *page,
+                   kp_result *out, kp_error *);
+    /* Applies one write operation through the design's write plan. `before` is the
+     * neutral data before the write, `after` after it (the oracle's view), so a plan can
+     * find the items it must touch; `atomic_exercised` is set when the backend applied
+     * the steps atomically. */
+    int (*apply_write)(kp_conn *, const kp_design *, const kp_dataset *before, const kp_dataset *after,
+                       const void *request, int *atomic_exercised, kp_error *);
+    int (*read_back)(kp_conn *, const kp_design *, kp_readback *out, kp_error *);
+    /* The checksum of one transformed item body that read_back's checksums are built
+     * from (XOR over a container's items), so seeding and read-back compare. */
+    uint64_t (*item_checksum)(const cJSON *body);
+    void (*disconnect)(kp_conn *);
+
+    /* ---- added for migrations/ (seed.c, verify.c); optional: NULL when not provided ----
+     *
+     * Contracts the pipeline relies on (documented in migrations/seed.h):
+     *  - submit keeps what it needs of the batch (copies, or the items themselves by
+     *    leaving the list's count at 0); whatever is still in the list when submit
+     *    returns belongs to the caller, who clears it; on_ack receives each item (its
+     *    id, container and tag intact; body may be NULL) exactly once, from inside
+     *    submit or poll;
+     *  - inspect and read_back leave keyplan's marker out of exists/is_empty/counts;
+     *  - read_back's checksum is compared with the XOR of item_checksum over the items
+     *    transform made (not compared when item_checksum is NULL);
+     *  - drop removes the design's containers and keyplan's marker, nothing else. */
+
+    /* Write units one item costs (DynamoDB: 1 WCU per started KB, plus one per index
+     * that holds it), for `seed --dry-run`. NULL: the database has no write units. */
+    double (*item_write_units)(const kp_design *, const kp_item *item);
+    /* Deletes items by their primary key (the key is read from each item's body);
+     * synchronous; an item already absent is not an error. `verify --writes` uses it to
+     * undo the items its writes created. NULL: such undo is impossible (verify says so). */
+    int (*delete_items)(kp_conn *, const kp_design *, const kp_item_list *items, kp_error *);
+};
+
+/* ---- the registry: the only place that names every database ------------------------- */
+
+/* NULL-terminated list of the backends built in. */
+extern const kp_backend *const kp_backends[];
+const kp_backend *kp_backend_find(const char *name);
+/* Parses --db ("dynamodb", "mongodb,cassandra", "all") into a NULL-terminated list
+ * (at most 8). */
+int kp_backend_parse_list(const char *text, const kp_backend **out, size_t max, kp_error *err);
+
+#endif

@@ -1,0 +1,256 @@
+/*
+ * design.c — building and freeing kp_design, items, results and read-backs; the
+ * neutral design JSON (docs/output.md "advise").
+ *
+ * Invariant: everything a design points to lives in its arena (or is a cJSON request
+ * listed in it), so kp_design_free releases a design completely.
+ */
+#include "backends/backend.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+kp_design *kp_design_new(const kp_backend *backend, const kp_model *model, const kp_mix *mix, const char *candidate)
+{
+    kp_design *d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    d->backend = backend;
+    d->model = model;
+    d->mix = mix;
+    d->candidate = kp_arena_strdup(&d->arena, candidate);
+    d->plan_count = model->pattern_count;
+    d->plans = kp_arena_alloc(&d->arena, sizeof *d->plans * (model->pattern_count ? model->pattern_count : 1));
+    d->write_plan_count = model->write_count;
+    d->write_plans = kp_arena_alloc(&d->arena, sizeof *d->write_plans * (model->write_count ? model->write_count : 1));
+    if (!d->candidate || !d->plans || !d->write_plans) { kp_design_free(d); return NULL; }
+    for (size_t i = 0; i < model->pattern_count; i++) d->plans[i].pattern = model->patterns[i];
+    for (size_t i = 0; i < model->write_count; i++) d->write_plans[i].write = model->writes[i];
+    return d;
+}
+
+void kp_design_free(kp_design *d)
+{
+    if (!d) return;
+    for (size_t i = 0; i < d->plan_count; i++)
+        for (size_t k = 0; k < d->plans[i].op_count; k++) cJSON_Delete(d->plans[i].ops[k].request);
+    if (d->layout && d->free_layout) d->free_layout(d->layout);
+    kp_arena_free(&d->arena);
+    free(d);
+}
+
+void kp_design_list_free(kp_design_list *list)
+{
+    for (size_t i = 0; i < list->count; i++) kp_design_free(list->items[i]);
+    free(list->items);
+    list->items = NULL;
+    list->count = 0;
+}
+
+static void *grow(kp_design *d, void **items, size_t *count, size_t size)
+{
+    /* arrays here are small; copy on every push keeps the code simple */
+    void *bigger = kp_arena_alloc(&d->arena, size * (*count + 1));
+    if (!bigger) return NULL;
+    if (*count) memcpy(bigger, *items, size * *count);
+    *items = bigger;
+    return (char *)bigger + size * (*count)++;
+}
+
+kp_container *kp_design_add_container(kp_design *d, const char *name, const char *kind)
+{
+    kp_container *c = grow(d, (void **)&d->containers, &d->container_count, sizeof *c);
+    if (!c) return NULL;
+    c->name = kp_arena_strdup(&d->arena, name);
+    c->kind = kp_arena_strdup(&d->arena, kind);
+    return c;
+}
+
+kp_decision *kp_design_decide(kp_design *d, const char *subject, const char *choice, const char *why)
+{
+    kp_decision *x = grow(d, (void **)&d->decisions, &d->decision_count, sizeof *x);
+    if (!x) return NULL;
+    x->subject = kp_arena_strdup(&d->arena, subject);
+    x->choice = kp_arena_strdup(&d->arena, choice);
+    x->why = kp_arena_strdup(&d->arena, why);
+    return x;
+}
+
+void kp_decision_add_pattern(kp_design *d, kp_decision *x, const kp_pattern *p)
+{
+    for (size_t i = 0; i < x->pattern_count; i++)
+        if (x->patterns[i] == p) return;
+    const kp_pattern **slot = grow(d, (void **)&x->patterns, &x->pattern_count, sizeof *slot);
+    if (slot) *slot = p;
+}
+
+static const char *vformat(kp_design *d, const char *fmt, va_list ap)
+{
+    va_list copy;
+    va_copy(copy, ap);
+    int n = vsnprintf(NULL, 0, fmt, copy);
+    va_end(copy);
+    if (n < 0) return NULL;
+    char *s = kp_arena_alloc(&d->arena, (size_t)n + 1);
+    if (s) vsnprintf(s, (size_t)n + 1, fmt, ap);
+    return s;
+}
+
+const char *kp_design_printf(kp_design *d, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    const char *s = vformat(d, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+int kp_design_defect(kp_design *d, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    const char *s = vformat(d, fmt, ap);
+    va_end(ap);
+    const char **slot = grow(d, (void **)&d->defects, &d->defect_count, sizeof *slot);
+    if (!slot || !s) return -1;
+    *slot = s;
+    return 0;
+}
+
+int kp_design_note(kp_design *d, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    const char *s = vformat(d, fmt, ap);
+    va_end(ap);
+    const char **slot = grow(d, (void **)&d->notes, &d->note_count, sizeof *slot);
+    if (!slot || !s) return -1;
+    *slot = s;
+    return 0;
+}
+
+kp_operation *kp_plan_add_op(kp_design *d, kp_plan *plan, const char *op, const char *container)
+{
+    kp_operation *o = grow(d, (void **)&plan->ops, &plan->op_count, sizeof *o);
+    if (!o) return NULL;
+    o->op = kp_arena_strdup(&d->arena, op);
+    o->container = kp_arena_strdup(&d->arena, container);
+    o->requests = 1;
+    return o;
+}
+
+void kp_plan_total(kp_plan *plan)
+{
+    plan->requests = 0;
+    plan->sequential_steps = plan->op_count ? 1 : 0;
+    plan->items = plan->bytes = plan->read_units = 0;
+    plan->is_scan = 0;
+    for (size_t i = 0; i < plan->op_count; i++) {
+        const kp_operation *o = &plan->ops[i];
+        plan->requests += o->requests;
+        if (i > 0 && o->waits_for_previous) plan->sequential_steps++;
+        plan->items += o->items;
+        plan->bytes += o->bytes;
+        plan->read_units += o->read_units;
+        plan->is_scan |= o->is_scan;
+    }
+}
+
+/* ---- items, results, read-backs ------------------------------------------------------- */
+
+kp_item *kp_item_list_push(kp_item_list *list)
+{
+    if (list->count == list->cap) {
+        size_t cap = list->cap ? list->cap * 2 : 16;
+        kp_item *bigger = realloc(list->items, cap * sizeof *bigger);
+        if (!bigger) return NULL;
+        list->items = bigger;
+        list->cap = cap;
+    }
+    kp_item *item = &list->items[list->count++];
+    memset(item, 0, sizeof *item);
+    return item;
+}
+
+void kp_item_list_clear(kp_item_list *list)
+{
+    for (size_t i = 0; i < list->count; i++) {
+        cJSON_Delete(list->items[i].body);
+        free(list->items[i].id);
+    }
+    list->count = 0;
+}
+
+void kp_item_list_free(kp_item_list *list)
+{
+    kp_item_list_clear(list);
+    free(list->items);
+    list->items = NULL;
+    list->cap = 0;
+}
+
+void kp_result_free(kp_result *r)
+{
+    cJSON_Delete(r->response);
+    free(r->next_page);
+    memset(r, 0, sizeof *r);
+}
+
+void kp_readback_free(kp_readback *r)
+{
+    for (size_t i = 0; i < r->count; i++) free(r->entries[i].container);
+    free(r->entries);
+    r->entries = NULL;
+    r->count = 0;
+}
+
+static uint64_t fnv(uint64_t h, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) { h ^= (unsigned char)s[i]; h *= 1099511628211ULL; }
+    return h;
+}
+
+static int compare_members(const void *a, const void *b)
+{
+    return strcmp((*(const cJSON *const *)a)->string, (*(const cJSON *const *)b)->string);
+}
+
+static uint64_t hash_node(uint64_t h, const cJSON *n)
+{
+    if (cJSON_IsObject(n)) {
+        size_t count = 0;
+        for (const cJSON *c = n->child; c; c = c->next) count++;
+        const cJSON **members = malloc((count ? count : 1) * sizeof *members);
+        if (!members) return h;
+        size_t i = 0;
+        for (const cJSON *c = n->child; c; c = c->next) members[i++] = c;
+        qsort(members, count, sizeof *members, compare_members);
+        h = fnv(h, "{", 1);
+        for (i = 0; i < count; i++) {
+            h = fnv(h, members[i]->string, strlen(members[i]->string) + 1);
+            h = hash_node(h, members[i]);
+        }
+        free(members);
+        return fnv(h, "}", 1);
+    }
+    if (cJSON_IsArray(n)) {
+        h = fnv(h, "[", 1);
+        for (const cJSON *c = n->child; c; c = c->next) h = hash_node(h, c);
+        return fnv(h, "]", 1);
+    }
+    if (cJSON_IsString(n) || cJSON_IsRaw(n)) return fnv(fnv(h, cJSON_IsRaw(n) ? "#" : "\"", 1), n->valuestring, strlen(n->valuestring));
+    if (cJSON_IsNumber(n)) {
+        char buf[64];
+        snprintf(buf, sizeof buf, "#%.17g", n->valuedouble);
+        return fnv(h, buf, strlen(buf));
+    }
+    if (cJSON_IsTrue(n)) return fnv(h, "t", 1);
+    if (cJSON_IsFalse(n)) return fnv(h, "f", 1);
+    return fnv(h, "n", 1);
+}
+
+uint64_t kp_item_hash(const cJSON *body)
+{
+    return hash_node(1469598103934665603ULL, body);
+}

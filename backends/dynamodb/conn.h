@@ -1,0 +1,36 @@
+/*
+ * conn.h — a live DynamoDB connection as the backend sees it: the HTTP client and the
+ * table-name prefix.
+ */
+#ifndef KP_DDB_CONN_H
+#define KP_DDB_CONN_H
+
+#include "backends/backend.h"
+#include "backends/dynamodb/client.h"
+
+typedef struct kp_ddb_conn kp_ddb_conn;
+
+kp_ddb_client *kp_ddb_conn_client(kp_ddb_conn *conn);
+/* "<prefix><name>" (valid until the next call). */
+const char *kp_ddb_conn_table(kp_ddb_conn *conn, const char *name);
+
+/* execute.c */
+int kp_ddb_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const kp_params *params, const char *page,
+                   kp_result *out, kp_error *err);
+
+/* live.c: the CreateTable request of a design (table name with the prefix), and the
+ * live functions of the backend table. */
+cJSON *kp_ddb_create_table_request(const kp_design *d, const char *prefix);
+int kp_ddb_connect(const kp_target *t, kp_conn **out, kp_error *err);
+void kp_ddb_disconnect(kp_conn *conn);
+int kp_ddb_inspect(kp_conn *conn, const kp_design *d, kp_target_state *out, kp_error *err);
+int kp_ddb_apply_schema(kp_conn *conn, const kp_design *d, kp_error *err);
+int kp_ddb_drop(kp_conn *conn, const kp_design *d, kp_error *err);
+int kp_ddb_write_marker(kp_conn *conn, const kp_design *d, const cJSON *marker, kp_error *err);
+int kp_ddb_submit_items(kp_conn *conn, kp_item_list *batch, kp_ack_fn on_ack, void *ctx, kp_error *err);
+int kp_ddb_poll_conn(kp_conn *conn, int timeout_ms, kp_error *err);
+int kp_ddb_read_back(kp_conn *conn, const kp_design *d, kp_readback *out, kp_error *err);
+/* The checksum of an item body that read-back and seeding agree on (numbers canonical). */
+uint64_t kp_ddb_item_checksum(const cJSON *body);
+
+#endif

@@ -1,0 +1,148 @@
+/*
+ * ddb.h — the DynamoDB backend's private layout, shared by its files.
+ *
+ * A single-table design: one table with generic key attributes PK/SK, local indexes
+ * LSI<n> (same PK, sort LSI<n>SK) and overloaded global indexes GSI<n> (GSI<n>PK /
+ * GSI<n>SK). Every entity is *placed* in one or more of these indexes: its items carry
+ * the index's key attributes, built from its own attribute values by a key format
+ * ("WS#<id>", "PROJ#<createdAt>#<id>"). Every access pattern has a fetch tree that
+ * mirrors its response shape: each node is one request kind (GetItem, Query,
+ * BatchGetItem, a COUNT Query) whose key values come from the parameters or from the
+ * records its parent fetched.
+ *
+ * Invariant: key formats only concatenate literals and escaped attribute values, so a
+ * key value never depends on anything but the record itself (transform is pure), and
+ * sort keys compare in the order the pattern declares (zero-padded numbers, ISO
+ * times, escaped separators).
+ */
+#ifndef KP_DDB_H
+#define KP_DDB_H
+
+#include "backends/backend.h"
+
+#define KP_DDB_MAX_GSI 20
+#define KP_DDB_MAX_LSI 5
+#define KP_DDB_TYPE_ATTR "_et"   /* every item names its entity: how execute tells items apart */
+
+/* ---- key formats ---------------------------------------------------------------- */
+
+typedef struct ddb_segment {
+    const char *literal;        /* exactly one of literal / attr */
+    const kp_attr *attr;
+    int width;                  /* zero-padding width for ints (0: none) */
+} ddb_segment;
+
+typedef struct ddb_format {
+    ddb_segment *segs;
+    size_t count;
+} ddb_format;
+
+/* ---- indexes and placements ------------------------------------------------------ */
+
+typedef enum ddb_index_kind { DDB_BASE, DDB_LSI, DDB_GSI } ddb_index_kind;
+
+typedef struct ddb_index {
+    ddb_index_kind kind;
+    const char *name;           /* NULL for the base table */
+    const char *pk_attr;        /* "PK", "GSI1PK" */
+    const char *sk_attr;        /* "SK", "LSI1SK", "GSI1SK" */
+    int number;                 /* 1.. for LSI/GSI */
+} ddb_index;
+
+typedef struct ddb_placement {
+    const ddb_index *index;
+    ddb_format pk, sk;
+    int shards;                 /* > 1: PK gets "#<n>" (n from a hash of the item key) */
+    const kp_cond *only_when;   /* sparse: literal conditions an item must meet to carry the keys */
+    size_t only_when_count;
+    const char *sentinel_sk;    /* header placement: a fixed SK instead of sk (parent item in a child collection) */
+    const kp_pattern *cause;
+} ddb_placement;
+
+typedef struct ddb_entity {
+    const kp_entity *entity;
+    const char *prefix;         /* "WS", "PROJ" */
+    ddb_placement *placements;  /* [0] is the base table */
+    size_t placement_count, placement_cap;
+    int is_in_parent_collection;/* base PK is a parent's key (an item collection) */
+    const kp_relation *home;    /* the relation whose parent holds the collection */
+} ddb_entity;
+
+/* ---- fetch trees ------------------------------------------------------------------- */
+
+typedef enum ddb_fetch_kind { DDB_GET, DDB_QUERY, DDB_BATCH_GET, DDB_COUNT } ddb_fetch_kind;
+
+/* Where a key value comes from at run time. */
+typedef enum ddb_source { DDB_FROM_PARAMS, DDB_FROM_PARENT, DDB_FROM_CONSTANT } ddb_source;
+
+typedef struct ddb_fetch ddb_fetch;
+struct ddb_fetch {
+    ddb_fetch_kind kind;
+    const ddb_placement *placement; /* index + key formats of the items read */
+    const ddb_entity *entity;       /* the items it returns */
+    const ddb_entity *header;       /* a Query that also returns the parent's header item */
+    const char *header_sk;          /* that header's sentinel sort key */
+    /* the hop this fetch follows from its parent's records (NULL for the root) */
+    const kp_rel *rel;
+    const kp_shape *shape;          /* the EACH / ONE / COUNT node it feeds (NULL: a to-one path hop) */
+    /* key values: for a root fetch from parameters (pk_params[i] binds the pk format's
+     * i-th attribute segment); for a child fetch from the parent record's attributes */
+    ddb_source source;
+    const kp_attr **pk_from;        /* parent attribute for each attribute segment of pk (DDB_FROM_PARENT) */
+    const kp_param **pk_params;     /* parameter for each attribute segment of pk (DDB_FROM_PARAMS) */
+    const char *sk_prefix;          /* begins_with / range prefix */
+    const kp_cond *range;           /* a key-range condition on the first sort attribute, or NULL */
+    const kp_cond **sk_eq;          /* equality conditions folded into the sort-key prefix */
+    size_t sk_eq_count;
+    const kp_cond **filters;        /* conditions the server applies after reading (FilterExpression) */
+    size_t filter_count;
+    int is_forward;                 /* ScanIndexForward */
+    int is_server_ordered;          /* the index returns the declared order (else the client sorts) */
+    int64_t limit;                  /* Limit sent (0: none); with a header, one more */
+    int is_paged;                   /* the pattern's paged $each: continued with ExclusiveStartKey */
+    int shards;                     /* scatter-gather over PK#0..#n-1 */
+    ddb_fetch **children;           /* run for each record this fetch returns */
+    size_t child_count, child_cap;
+    ddb_fetch *next_hop;            /* multi-hop: run on each record of this fetch, elements come from the last */
+};
+
+typedef struct ddb_layout {
+    const char *table;              /* without the prefix */
+    ddb_index base;
+    ddb_index lsi[KP_DDB_MAX_LSI];
+    size_t lsi_count;
+    ddb_index gsi[KP_DDB_MAX_GSI + 8]; /* more than 20 is reported as a defect */
+    size_t gsi_count;
+    ddb_entity *entities;           /* one per model entity, same index */
+    size_t entity_count;
+    ddb_fetch **roots;              /* one fetch tree per pattern, model order */
+    kp_arena arena;
+} ddb_layout;
+
+/* keys.c */
+/* Renders a key value of a record (its canonical JSON object) into buf; -1 when an
+ * attribute the format needs is absent (the item does not carry this key). */
+int kp_ddb_format_value(const ddb_format *f, const cJSON *object, char *buf, size_t size);
+/* The same from explicit values: values[i] is the value of the i-th attribute segment. */
+int kp_ddb_format_values(const ddb_format *f, const cJSON *const *values, size_t value_count, char *buf, size_t size);
+/* The literal prefix of a format up to (not including) its first attribute segment. */
+const char *kp_ddb_format_prefix(kp_arena *arena, const ddb_format *f);
+/* "WS#<id>" for messages and reports. */
+const char *kp_ddb_format_describe(kp_arena *arena, const ddb_format *f);
+/* One attribute value as it appears inside a key: escaped, numbers zero-padded. */
+int kp_ddb_key_text(const kp_attr *attr, int width, const cJSON *value, char *buf, size_t size);
+/* Neutral value <-> DynamoDB AttributeValue JSON ({"S": ...}, {"N": ...}, {"M": ...}, ...). */
+cJSON *kp_ddb_to_attribute_value(const kp_type *type, const cJSON *value);
+cJSON *kp_ddb_from_attribute_value(const kp_type *type, const cJSON *av, kp_error *err);
+/* The item size DynamoDB bills: attribute names plus values. */
+size_t kp_ddb_item_size(const cJSON *item);
+/* A short entity prefix: "Workspace" -> "WS"-like upper-case abbreviations, unique per model. */
+const char *kp_ddb_entity_prefix(kp_arena *arena, const kp_model *model, const kp_entity *entity);
+
+/* backend.c: the item a record becomes (PK, SK, index keys, type tag, attributes). */
+int kp_ddb_item_for(const kp_design *d, const kp_record *r, cJSON **out, kp_error *err);
+
+/* propose.c */
+int kp_ddb_propose(const kp_model *model, const kp_propose_options *options, kp_design_list *out, kp_error *err);
+
+#endif

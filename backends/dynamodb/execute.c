@@ -1,0 +1,804 @@
+/*
+ * execute.c — runs an access pattern's fetch tree against a live table and
+ * reassembles the declared response.
+ *
+ * A fetch node is run level by level over all the records its parent produced: a
+ * GetItem or Query per input record, or one BatchGetItem (100 keys per request) for
+ * all of them. Key values come from a "virtual record": the attributes of the target
+ * that the relation fixes (or the pattern's parameters at the root), rendered by the
+ * same key formats transform used to write the items — so a read can never miss a
+ * written item by a formatting difference.
+ * Invariant: what is measured (requests from the client's own counter, round trips
+ * as the depth of the dependency chain of requests actually sent, items returned and
+ * scanned from the service's answers) is never estimated here.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/assemble.h"
+#include "backends/dynamodb/client.h"
+#include "backends/dynamodb/conn.h"
+#include "backends/dynamodb/ddb.h"
+#include "core/data.h"
+#include "core/value.h"
+
+/* A record read, the record it was read from, and the context record it belongs to
+ * (the parent of the $each it is an element of). */
+typedef struct pair { kp_frec *rec; kp_frec *origin; kp_frec *from; } pair;
+typedef struct pairs { pair *items; size_t count, cap; } pairs;
+
+typedef struct run {
+    kp_ddb_conn *conn;
+    const kp_design *design;
+    const ddb_layout *L;
+    const kp_pattern *pattern;
+    const kp_params *params;
+    kp_fetched *fetched;
+    cJSON *start_key;           /* ExclusiveStartKey of the paged fetch (a later page), owned */
+    cJSON *next_key;            /* its continuation after this page, owned */
+    kp_frec *root;              /* the single root record, once read */
+    int max_depth;
+    long items_returned;
+    long items_scanned;
+    kp_error *err;
+} run;
+
+static int pairs_push3(pairs *p, kp_frec *rec, kp_frec *origin, kp_frec *from)
+{
+    if (p->count == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 16;
+        pair *bigger = realloc(p->items, cap * sizeof *bigger);
+        if (!bigger) return -1;
+        p->items = bigger;
+        p->cap = cap;
+    }
+    p->items[p->count++] = (pair){rec, origin, from};
+    return 0;
+}
+
+static int pairs_push(pairs *p, kp_frec *rec, kp_frec *origin) { return pairs_push3(p, rec, origin, NULL); }
+
+static int nomem(run *R) { return kp_error_set(R->err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
+
+static cJSON *av_string(const char *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "S", s);
+    return o;
+}
+
+static const char *table_name(run *R) { return kp_ddb_conn_table(R->conn, R->L->table); }
+
+static int call(run *R, const char *op, const cJSON *req, cJSON **resp)
+{
+    return kp_ddb_call(kp_ddb_conn_client(R->conn), op, req, resp, R->err);
+}
+
+/* The neutral record of an item (only its entity's attributes). */
+static kp_frec *record_of(run *R, const cJSON *item)
+{
+    const cJSON *tag = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(item, KP_DDB_TYPE_ATTR), "S");
+    const kp_entity *e = cJSON_IsString(tag) ? kp_model_entity(R->design->model, tag->valuestring) : NULL;
+    if (!e) {
+        kp_error_set(R->err, KP_ERR_TARGET, NULL, 0, 0,
+                     "an item in table %s has no %s attribute naming its entity; the table holds items keyplan's seed did not "
+                     "write", table_name(R), KP_DDB_TYPE_ATTR);
+        return NULL;
+    }
+    cJSON *object = cJSON_CreateObject();
+    for (size_t i = 0; object && i < e->attr_count; i++) {
+        const cJSON *av = cJSON_GetObjectItemCaseSensitive(item, e->attrs[i]->name);
+        if (!av) continue;
+        cJSON *v = kp_ddb_from_attribute_value(&e->attrs[i]->type, av, R->err);
+        if (!v) { cJSON_Delete(object); return NULL; }
+        if (cJSON_IsNull(v)) { cJSON_Delete(v); continue; }
+        cJSON_AddItemToObject(object, e->attrs[i]->name, v);
+    }
+    if (!object) { nomem(R); return NULL; }
+    kp_frec *rec = kp_fetched_add(R->fetched, e, object);
+    if (!rec) nomem(R);
+    R->items_returned++;
+    return rec;
+}
+
+/* ---- virtual records: the target attributes a hop fixes ------------------------------------ */
+
+static cJSON *copy_into(cJSON *o, const char *name, const cJSON *v)
+{
+    if (o && v) cJSON_AddItemToObject(o, name, kp_data_copy(v, NULL));
+    return o;
+}
+
+/* Appends to out (an array) one object per target the hop reaches from `from` (NULL:
+ * the pattern's parameters). */
+static void virtual_targets(run *R, const ddb_fetch *f, const kp_frec *from, cJSON *out)
+{
+    if (!from) {
+        cJSON *o = cJSON_CreateObject();
+        for (size_t i = 0; i < R->pattern->where_count; i++) {
+            const kp_cond *c = &R->pattern->where[i];
+            if (c->op != KP_OP_EQ || c->path_len) continue;
+            copy_into(o, c->attr->name, c->value.param ? kp_params_get(R->params, c->value.param->name) : c->value.literal);
+        }
+        cJSON_AddItemToArray(out, o);
+        return;
+    }
+    const kp_rel *r = f->rel;
+    const kp_relation *rel = r->relation;
+    const cJSON *src = from->object;
+    if (rel->link == KP_LINK_FOREIGN_KEY) {
+        int holder_is_source = rel->holder == r->source;
+        cJSON *o = cJSON_CreateObject();
+        for (size_t i = 0; i < rel->fk_count; i++) {
+            const kp_attr *a = holder_is_source ? rel->fk_attrs[i] : rel->ref_attrs[i];
+            const kp_attr *b = holder_is_source ? rel->ref_attrs[i] : rel->fk_attrs[i];
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(src, a->name);
+            if (!v) { cJSON_Delete(o); return; } /* no reference: nothing to read */
+            copy_into(o, b->name, v);
+        }
+        cJSON_AddItemToArray(out, o);
+    } else if (rel->link == KP_LINK_THROUGH) {
+        int forward = !r->is_inverse;
+        cJSON *o = cJSON_CreateObject();
+        if (f->entity->entity == rel->through) {
+            /* the join items of `from` */
+            const kp_entity *side = forward ? rel->from : rel->to;
+            kp_attr **attrs = forward ? rel->through_from : rel->through_to;
+            for (size_t i = 0; i < side->key_count; i++)
+                copy_into(o, attrs[i]->name, cJSON_GetObjectItemCaseSensitive(src, side->key[i]->name));
+        } else {
+            /* the target named by a join item */
+            const kp_entity *side = forward ? rel->to : rel->from;
+            kp_attr **attrs = forward ? rel->through_to : rel->through_from;
+            for (size_t i = 0; i < side->key_count; i++)
+                copy_into(o, side->key[i]->name, cJSON_GetObjectItemCaseSensitive(src, attrs[i]->name));
+        }
+        cJSON_AddItemToArray(out, o);
+    } else {
+        const cJSON *arr = cJSON_GetObjectItemCaseSensitive(src, rel->array_attr->name);
+        for (const cJSON *e = arr ? arr->child : NULL; e; e = e->next)
+            cJSON_AddItemToArray(out, copy_into(cJSON_CreateObject(), rel->to->key[0]->name, e));
+    }
+}
+
+/* ---- expressions --------------------------------------------------------------------------- */
+
+typedef struct expr {
+    char text[4096];
+    cJSON *names, *values;
+    int next;
+} expr;
+
+static void expr_init(expr *x)
+{
+    x->text[0] = '\0';
+    x->names = cJSON_CreateObject();
+    x->values = cJSON_CreateObject();
+    x->next = 0;
+}
+
+static void expr_free(expr *x)
+{
+    cJSON_Delete(x->names);
+    cJSON_Delete(x->values);
+}
+
+static const char *expr_name(expr *x, const char *attr)
+{
+    for (const cJSON *n = x->names->child; n; n = n->next)
+        if (strcmp(n->valuestring, attr) == 0) return n->string;
+    char key[32];
+    snprintf(key, sizeof key, "#n%d", x->next++);
+    cJSON_AddStringToObject(x->names, key, attr);
+    return cJSON_GetObjectItemCaseSensitive(x->names, key)->string;
+}
+
+static const char *expr_value(expr *x, cJSON *av)
+{
+    char key[32];
+    snprintf(key, sizeof key, ":v%d", x->next++);
+    cJSON_AddItemToObject(x->values, key, av);
+    return cJSON_GetObjectItemCaseSensitive(x->values, key)->string;
+}
+
+static void expr_append(expr *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void expr_append(expr *x, const char *fmt, ...)
+{
+    size_t len = strlen(x->text);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(x->text + len, sizeof x->text - len, fmt, ap);
+    va_end(ap);
+}
+
+static const cJSON *operand(run *R, const kp_operand *o)
+{
+    return o->param ? kp_params_get(R->params, o->param->name) : o->literal;
+}
+
+/* The sort-key text up to the first attribute that no equality fixes (or `stop`). */
+static int sk_prefix(run *R, const ddb_fetch *f, const kp_attr *stop, char *buf, size_t size)
+{
+    const ddb_format *sk = &f->placement->sk;
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sk->count; i++) {
+        const ddb_segment *s = &sk->segs[i];
+        char part[1024];
+        if (s->literal) {
+            snprintf(part, sizeof part, "%s", s->literal);
+        } else {
+            if (s->attr == stop) break;
+            const kp_cond *eq = NULL;
+            for (size_t k = 0; k < f->sk_eq_count; k++)
+                if (f->sk_eq[k]->attr == s->attr) eq = f->sk_eq[k];
+            if (!eq) break;
+            const cJSON *v = operand(R, &eq->value);
+            if (!v || kp_ddb_key_text(s->attr, s->width, v, part, sizeof part)) return -1;
+        }
+        size_t n = strlen(part);
+        if (len + n + 1 > size) return -1;
+        memcpy(buf + len, part, n + 1);
+        len += n;
+    }
+    return 0;
+}
+
+/* "#pk = :pk AND <sort key condition>" */
+static int key_condition(run *R, const ddb_fetch *f, const char *pk, int with_header, expr *x)
+{
+    expr_append(x, "%s = %s", expr_name(x, f->placement->index->pk_attr), expr_value(x, av_string(pk)));
+    const char *sk = expr_name(x, f->placement->index->sk_attr);
+    if (with_header) {
+        /* the header's sentinel sorts just before (!) or after ($) the "<CHILD>#" items */
+        char lo[300], hi[300];
+        snprintf(lo, sizeof lo, "%s!", f->entity->prefix);
+        snprintf(hi, sizeof hi, "%s$", f->entity->prefix);
+        expr_append(x, " AND %s BETWEEN %s AND %s", sk, expr_value(x, av_string(lo)), expr_value(x, av_string(hi)));
+        return 0;
+    }
+    const kp_cond *range = f->range;
+    const cJSON *rv = range ? operand(R, &range->value) : NULL;
+    if (range && !rv) range = NULL; /* an optional parameter left out */
+    char base[2048];
+    if (sk_prefix(R, f, range ? range->attr : NULL, base, sizeof base))
+        return kp_error_set(R->err, KP_ERR_USAGE, NULL, 0, 0, "a parameter value does not fit the sort key of %s",
+                            f->placement->index->name ? f->placement->index->name : "the table");
+    if (!range) {
+        if (base[0]) expr_append(x, " AND begins_with(%s, %s)", sk, expr_value(x, av_string(base)));
+        return 0;
+    }
+    int width = 0;
+    for (size_t i = 0; i < f->placement->sk.count; i++)
+        if (f->placement->sk.segs[i].attr == range->attr) width = f->placement->sk.segs[i].width;
+    char v1[1024], v2[1024], a[3200], b[3200];
+    if (kp_ddb_key_text(range->attr, width, rv, v1, sizeof v1))
+        return kp_error_set(R->err, KP_ERR_USAGE, NULL, 0, 0, "the value of %s does not fit the sort key", range->attr->name);
+    /* values of the range attribute are followed by "#..." in the key; '$' sorts just after '#' */
+    switch (range->op) {
+    case KP_OP_GE:
+        snprintf(a, sizeof a, "%s%s", base, v1);
+        expr_append(x, " AND %s >= %s", sk, expr_value(x, av_string(a)));
+        break;
+    case KP_OP_GT:
+        snprintf(a, sizeof a, "%s%s$", base, v1);
+        expr_append(x, " AND %s > %s", sk, expr_value(x, av_string(a)));
+        break;
+    case KP_OP_LT:
+        snprintf(a, sizeof a, "%s%s", base, v1);
+        expr_append(x, " AND %s < %s", sk, expr_value(x, av_string(a)));
+        break;
+    case KP_OP_LE:
+        snprintf(a, sizeof a, "%s%s$", base, v1);
+        expr_append(x, " AND %s < %s", sk, expr_value(x, av_string(a)));
+        break;
+    case KP_OP_BETWEEN: {
+        const cJSON *up = operand(R, &range->upper);
+        if (!up || kp_ddb_key_text(range->attr, width, up, v2, sizeof v2))
+            return kp_error_set(R->err, KP_ERR_USAGE, NULL, 0, 0, "the upper bound of %s does not fit the sort key", range->attr->name);
+        snprintf(a, sizeof a, "%s%s", base, v1);
+        snprintf(b, sizeof b, "%s%s$", base, v2);
+        expr_append(x, " AND %s BETWEEN %s AND %s", sk, expr_value(x, av_string(a)), expr_value(x, av_string(b)));
+        break;
+    }
+    case KP_OP_BEGINS_WITH:
+        snprintf(a, sizeof a, "%s%s", base, v1);
+        expr_append(x, " AND begins_with(%s, %s)", sk, expr_value(x, av_string(a)));
+        break;
+    case KP_OP_EQ:
+        snprintf(a, sizeof a, "%s%s#", base, v1);
+        expr_append(x, " AND begins_with(%s, %s)", sk, expr_value(x, av_string(a)));
+        break;
+    }
+    /* the range only covers this entity's items: a lower bound below the prefix is fine
+     * because the partition holds only "<PREFIX>#..." items of this index */
+    return 0;
+}
+
+/* The attribute a condition reads on the items (a copy for a path), or NULL. */
+static const kp_attr *filter_attr(const ddb_fetch *f, const kp_cond *c)
+{
+    if (!c->path_len) return c->attr;
+    const kp_entity *e = f->entity->entity;
+    for (size_t a = 0; a < e->attr_count; a++) {
+        const kp_copy *cp = e->attrs[a]->copy_of;
+        if (cp && cp->source == c->attr && cp->path_len == c->path_len &&
+            memcmp(cp->path, c->path, sizeof *cp->path * cp->path_len) == 0)
+            return e->attrs[a];
+    }
+    return NULL;
+}
+
+static void filter_expression(run *R, const ddb_fetch *f, expr *x)
+{
+    for (size_t i = 0; i < f->filter_count; i++) {
+        const kp_cond *c = f->filters[i];
+        const kp_attr *attr = filter_attr(f, c);
+        const cJSON *v = operand(R, &c->value);
+        if (!attr || !v) continue;
+        const char *name = expr_name(x, attr->name);
+        const char *a = expr_value(x, kp_ddb_to_attribute_value(&attr->type, v));
+        expr_append(x, "%s", x->text[0] ? " AND " : "");
+        switch (c->op) {
+        case KP_OP_EQ: expr_append(x, "%s = %s", name, a); break;
+        case KP_OP_LT: expr_append(x, "%s < %s", name, a); break;
+        case KP_OP_LE: expr_append(x, "%s <= %s", name, a); break;
+        case KP_OP_GT: expr_append(x, "%s > %s", name, a); break;
+        case KP_OP_GE: expr_append(x, "%s >= %s", name, a); break;
+        case KP_OP_BEGINS_WITH: expr_append(x, "begins_with(%s, %s)", name, a); break;
+        case KP_OP_BETWEEN:
+            expr_append(x, "%s BETWEEN %s AND %s", name, a,
+                        expr_value(x, kp_ddb_to_attribute_value(&attr->type, operand(R, &c->upper))));
+            break;
+        }
+    }
+}
+
+/* ---- requests -------------------------------------------------------------------------------- */
+
+static int64_t int_param(run *R, const kp_param *param, int64_t fallback)
+{
+    const cJSON *v = param ? kp_params_get(R->params, param->name) : NULL;
+    char buf[64];
+    const char *t = v ? kp_data_number_text(v, NULL, buf, sizeof buf) : NULL;
+    int64_t n = fallback;
+    if (t && kp_int_parse(t, strlen(t), &n)) n = fallback;
+    return n;
+}
+
+/* Items a listing asks the server for (0: all). */
+static int64_t limit_for(run *R, const ddb_fetch *f)
+{
+    const kp_shape *s = f->shape;
+    if (!s || s->kind != KP_SHAPE_EACH || !f->is_server_ordered || f->filter_count || f->shards > 1) return 0;
+    int64_t limit = s->limit_param ? int_param(R, s->limit_param, s->limit) : s->limit;
+    if (limit <= 0) return 0;
+    if (s->page == KP_PAGE_OFFSET) limit += int_param(R, s->offset_param, 0);
+    return limit;
+}
+
+/* One Query (as many pages as the limit needs) for one partition value. */
+static int run_query(run *R, const ddb_fetch *f, const char *pk, int with_header, cJSON *items, long *count)
+{
+    int is_paged = f->shape && f->shape == R->pattern->paged && f->shards == 1;
+    int64_t limit = limit_for(R, f);
+    if (limit > 0 && with_header) limit += 1;
+    cJSON *start = is_paged && R->start_key ? cJSON_Duplicate(R->start_key, 1) : NULL;
+    long got = 0;
+    int rc = 0;
+    for (;;) {
+        expr x;
+        expr_init(&x);
+        if (key_condition(R, f, pk, with_header, &x)) { expr_free(&x); rc = -1; break; }
+        char key_text[sizeof x.text];
+        snprintf(key_text, sizeof key_text, "%s", x.text);
+        x.text[0] = '\0';
+        filter_expression(R, f, &x);
+        cJSON *req = cJSON_CreateObject();
+        cJSON_AddStringToObject(req, "TableName", table_name(R));
+        if (f->placement->index->kind != DDB_BASE) cJSON_AddStringToObject(req, "IndexName", f->placement->index->name);
+        cJSON_AddStringToObject(req, "KeyConditionExpression", key_text);
+        if (x.text[0]) cJSON_AddStringToObject(req, "FilterExpression", x.text);
+        cJSON_AddItemToObject(req, "ExpressionAttributeNames", x.names);
+        cJSON_AddItemToObject(req, "ExpressionAttributeValues", x.values);
+        cJSON_AddBoolToObject(req, "ScanIndexForward", f->is_forward);
+        if (f->kind == DDB_COUNT) cJSON_AddStringToObject(req, "Select", "COUNT");
+        if (limit > 0) cJSON_AddNumberToObject(req, "Limit", (double)(limit - got));
+        if (start) cJSON_AddItemToObject(req, "ExclusiveStartKey", start);
+        start = NULL;
+        cJSON *resp = NULL;
+        rc = call(R, "Query", req, &resp);
+        cJSON_Delete(req);
+        if (rc) break;
+        const cJSON *scanned = cJSON_GetObjectItemCaseSensitive(resp, "ScannedCount");
+        if (cJSON_IsNumber(scanned)) R->items_scanned += (long)scanned->valuedouble;
+        if (f->kind == DDB_COUNT) {
+            const cJSON *c = cJSON_GetObjectItemCaseSensitive(resp, "Count");
+            if (cJSON_IsNumber(c)) *count += (long)c->valuedouble;
+        } else {
+            const cJSON *list = cJSON_GetObjectItemCaseSensitive(resp, "Items");
+            for (const cJSON *it = list ? list->child : NULL; it; it = it->next) {
+                cJSON_AddItemToArray(items, cJSON_Duplicate(it, 1));
+                got++;
+            }
+        }
+        const cJSON *last = cJSON_GetObjectItemCaseSensitive(resp, "LastEvaluatedKey");
+        int more = cJSON_IsObject(last) && last->child;
+        int full = limit > 0 && got >= limit;
+        if (is_paged) {
+            cJSON_Delete(R->next_key);
+            R->next_key = more && full ? cJSON_Duplicate(last, 1) : NULL;
+        }
+        if (more && !full && !(is_paged && got == 0 && limit > 0)) start = cJSON_Duplicate(last, 1);
+        cJSON_Delete(resp);
+        if (!start) break;
+    }
+    cJSON_Delete(start);
+    return rc;
+}
+
+static int get_item(run *R, const char *pk, const char *sk, cJSON *items)
+{
+    cJSON *req = cJSON_CreateObject();
+    cJSON_AddStringToObject(req, "TableName", table_name(R));
+    cJSON *key = cJSON_AddObjectToObject(req, "Key");
+    cJSON_AddItemToObject(key, "PK", av_string(pk));
+    cJSON_AddItemToObject(key, "SK", av_string(sk));
+    cJSON *resp = NULL;
+    int rc = call(R, "GetItem", req, &resp);
+    cJSON_Delete(req);
+    if (rc) return -1;
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(resp, "Item");
+    if (cJSON_IsObject(item) && item->child) {
+        cJSON_AddItemToArray(items, cJSON_Duplicate(item, 1));
+        R->items_scanned++;
+    }
+    cJSON_Delete(resp);
+    return 0;
+}
+
+/* BatchGetItem for keys (an array of {PK, SK}), 100 per request, unprocessed keys resent. */
+static int batch_get(run *R, cJSON *keys, cJSON *items)
+{
+    int rc = 0;
+    while (rc == 0 && keys->child) {
+        cJSON *chunk = cJSON_CreateArray();
+        for (int k = 0; k < 100 && keys->child; k++) cJSON_AddItemToArray(chunk, cJSON_DetachItemFromArray(keys, 0));
+        for (int round = 0; rc == 0 && chunk; round++) {
+            if (round > 8) {
+                cJSON_Delete(chunk);
+                return kp_error_set(R->err, KP_ERR_TARGET, NULL, 0, 0,
+                                    "BatchGetItem still returned unprocessed keys after 8 rounds; the table is overloaded");
+            }
+            cJSON *req = cJSON_CreateObject();
+            cJSON *t = cJSON_AddObjectToObject(cJSON_AddObjectToObject(req, "RequestItems"), table_name(R));
+            cJSON_AddItemToObject(t, "Keys", chunk);
+            chunk = NULL;
+            cJSON *resp = NULL;
+            rc = call(R, "BatchGetItem", req, &resp);
+            cJSON_Delete(req);
+            if (rc) break;
+            const cJSON *got = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(resp, "Responses"), table_name(R));
+            for (const cJSON *it = got ? got->child : NULL; it; it = it->next) {
+                cJSON_AddItemToArray(items, cJSON_Duplicate(it, 1));
+                R->items_scanned++;
+            }
+            const cJSON *un = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(resp, "UnprocessedKeys"), table_name(R));
+            const cJSON *uk = un ? cJSON_GetObjectItemCaseSensitive(un, "Keys") : NULL;
+            if (uk && uk->child) chunk = cJSON_Duplicate(uk, 1);
+            cJSON_Delete(resp);
+        }
+    }
+    return rc;
+}
+
+static int item_matches(run *R, const kp_frec *rec, const cJSON *target)
+{
+    const kp_entity *e = rec->entity;
+    for (size_t k = 0; k < e->key_count; k++) {
+        const cJSON *want = cJSON_GetObjectItemCaseSensitive(target, e->key[k]->name);
+        const cJSON *have = cJSON_GetObjectItemCaseSensitive(rec->object, e->key[k]->name);
+        if (!want || !have || kp_data_compare(e->key[k]->type.kind, want, have, NULL) != 0) return 0;
+    }
+    (void)R;
+    return 1;
+}
+
+/* Reads what f reads for each input, appending (record, origin) pairs in order. */
+static int fetch_level(run *R, const ddb_fetch *f, const pairs *in, pairs *out)
+{
+    if (f->kind == DDB_BATCH_GET || (f->kind == DDB_GET && in->count > 1)) {
+        /* one BatchGetItem for every input's targets; then the results in reference order */
+        cJSON *targets = cJSON_CreateArray(), *keys = cJSON_CreateArray(), *items = cJSON_CreateArray();
+        int *owner = malloc(sizeof *owner * 1);
+        size_t owner_cap = 1, owner_count = 0;
+        for (size_t i = 0; i < in->count; i++) {
+            int before = cJSON_GetArraySize(targets);
+            virtual_targets(R, f, in->items[i].rec, targets);
+            for (int t = before; t < cJSON_GetArraySize(targets); t++) {
+                if (owner_count == owner_cap) {
+                    owner_cap *= 2;
+                    int *bigger = realloc(owner, sizeof *owner * owner_cap);
+                    if (!bigger) { free(owner); cJSON_Delete(targets); cJSON_Delete(keys); cJSON_Delete(items); return nomem(R); }
+                    owner = bigger;
+                }
+                owner[owner_count++] = (int)i;
+                char pk[2048], sk[2048];
+                const cJSON *target = cJSON_GetArrayItem(targets, t);
+                if (kp_ddb_format_value(&f->placement->pk, target, pk, sizeof pk) ||
+                    kp_ddb_format_value(&f->placement->sk, target, sk, sizeof sk))
+                    continue;
+                int dup = 0;
+                for (const cJSON *k = keys->child; k && !dup; k = k->next)
+                    dup = !strcmp(cJSON_GetObjectItem(cJSON_GetObjectItem(k, "PK"), "S")->valuestring, pk) &&
+                          !strcmp(cJSON_GetObjectItem(cJSON_GetObjectItem(k, "SK"), "S")->valuestring, sk);
+                if (dup) continue;
+                cJSON *key = cJSON_CreateObject();
+                cJSON_AddItemToObject(key, "PK", av_string(pk));
+                cJSON_AddItemToObject(key, "SK", av_string(sk));
+                cJSON_AddItemToArray(keys, key);
+            }
+        }
+        int rc = batch_get(R, keys, items);
+        kp_frec **recs = NULL;
+        size_t rn = 0;
+        if (rc == 0) {
+            recs = malloc(sizeof *recs * ((size_t)cJSON_GetArraySize(items) + 1));
+            for (const cJSON *it = items->child; recs && it && rc == 0; it = it->next) {
+                kp_frec *rec = record_of(R, it);
+                if (!rec) rc = -1;
+                else recs[rn++] = rec;
+            }
+            if (!recs) rc = nomem(R);
+        }
+        size_t t = 0;
+        for (const cJSON *target = targets->child; rc == 0 && target; target = target->next, t++)
+            for (size_t k = 0; k < rn; k++)
+                if (item_matches(R, recs[k], target)) {
+                    const pair *src = &in->items[owner[t]];
+                    if (pairs_push3(out, recs[k], src->origin ? src->origin : src->rec, src->rec)) rc = nomem(R);
+                    break;
+                }
+        free(recs);
+        free(owner);
+        cJSON_Delete(targets);
+        cJSON_Delete(keys);
+        cJSON_Delete(items);
+        return rc;
+    }
+    for (size_t i = 0; i < in->count; i++) {
+        kp_frec *from = in->items[i].rec;
+        kp_frec *origin = in->items[i].origin ? in->items[i].origin : from;
+        cJSON *targets = cJSON_CreateArray(), *items = cJSON_CreateArray();
+        virtual_targets(R, f, from, targets);
+        long count = 0;
+        int rc = 0;
+        for (const cJSON *target = targets->child; rc == 0 && target; target = target->next) {
+            char pk[2048], sk[2048];
+            if (kp_ddb_format_value(&f->placement->pk, target, pk, sizeof pk)) continue;
+            if (f->kind == DDB_GET) {
+                if (kp_ddb_format_value(&f->placement->sk, target, sk, sizeof sk)) continue;
+                rc = get_item(R, pk, sk, items);
+                continue;
+            }
+            int with_header = f->header && !(R->start_key && f->shape == R->pattern->paged);
+            for (int s = 0; s < f->shards && rc == 0; s++) {
+                char spk[2100];
+                if (f->shards > 1) snprintf(spk, sizeof spk, "%s#%d", pk, s);
+                else snprintf(spk, sizeof spk, "%s", pk);
+                rc = run_query(R, f, spk, with_header, items, &count);
+            }
+        }
+        if (rc == 0 && f->kind == DDB_COUNT && f->shape && from) rc = kp_fetched_set_count(R->fetched, f->shape, from, count);
+        for (const cJSON *it = items->child; rc == 0 && it; it = it->next) {
+            kp_frec *rec = record_of(R, it);
+            if (!rec) { rc = -1; break; }
+            if (f->header && rec->entity == f->header->entity) {
+                R->root = rec;
+                continue;
+            }
+            if (pairs_push3(out, rec, origin, from)) rc = nomem(R);
+        }
+        cJSON_Delete(targets);
+        cJSON_Delete(items);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+/* Reads the single root's header item when a later page's Query did not return it. */
+static int read_header(run *R, const ddb_fetch *f)
+{
+    const ddb_placement *base = &f->header->placements[0];
+    cJSON *targets = cJSON_CreateArray(), *items = cJSON_CreateArray();
+    virtual_targets(R, f, NULL, targets);
+    char pk[2048], sk[2048];
+    int rc = 0;
+    if (targets->child && kp_ddb_format_value(&base->pk, targets->child, pk, sizeof pk) == 0 &&
+        kp_ddb_format_value(&base->sk, targets->child, sk, sizeof sk) == 0)
+        rc = get_item(R, pk, sk, items);
+    if (rc == 0 && items->child) {
+        R->root = record_of(R, items->child);
+        if (!R->root) rc = -1;
+    }
+    cJSON_Delete(targets);
+    cJSON_Delete(items);
+    return rc;
+}
+
+static int exec_fetch(run *R, const ddb_fetch *f, const pairs *in, int depth);
+
+/* Runs f's children on the records it produced (the header's own children on it). */
+static int exec_children(run *R, const ddb_fetch *f, const pairs *produced, int depth)
+{
+    for (size_t i = 0; i < f->child_count; i++) {
+        const ddb_fetch *c = f->children[i];
+        pairs in = {0};
+        int rc = 0;
+        if (f->header && c->rel && c->rel->source == f->header->entity) {
+            if (R->root) rc = pairs_push(&in, R->root, NULL) ? nomem(R) : 0;
+        } else {
+            for (size_t k = 0; k < produced->count && rc == 0; k++)
+                if (pairs_push(&in, produced->items[k].rec, NULL)) rc = nomem(R);
+        }
+        if (rc == 0 && in.count) rc = exec_fetch(R, c, &in, depth + 1);
+        free(in.items);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+/* Links a level's records under the records they were read from (to-one leaf hops). */
+static int link_hops(run *R, const ddb_fetch *f, const pairs *level)
+{
+    if (f->shape || f->kind == DDB_COUNT) return 0;
+    for (size_t k = 0; k < level->count; k++)
+        if (level->items[k].from && kp_fetched_link(R->fetched, f->rel, level->items[k].from, level->items[k].rec))
+            return nomem(R);
+    return 0;
+}
+
+/* Runs a fetch (and its next hops) over its inputs, links what it read, then its children. */
+static int exec_fetch(run *R, const ddb_fetch *f, const pairs *in, int depth)
+{
+    if (depth > R->max_depth) R->max_depth = depth;
+    pairs level = {0};
+    int rc = fetch_level(R, f, in, &level);
+    if (rc == 0) rc = link_hops(R, f, &level);
+    const ddb_fetch *last = f;
+    int level_depth = depth;
+    while (rc == 0 && last->next_hop) {
+        /* the next hop reads from each record; the context record stays the origin */
+        pairs next = {0};
+        last = last->next_hop;
+        if (++level_depth > R->max_depth) R->max_depth = level_depth;
+        rc = fetch_level(R, last, &level, &next);
+        if (rc == 0) rc = link_hops(R, last, &next);
+        free(level.items);
+        level = next;
+    }
+    const int is_root = in->count == 1 && !in->items[0].rec;
+    if (rc == 0 && last->shape && last->kind != DDB_COUNT) {
+        const kp_shape *s = last->shape;
+        if (is_root && !f->header) {
+            /* a root set (or a single root looked up on an index) */
+            for (size_t k = 0; k < level.count && rc == 0; k++) {
+                if (kp_fetched_add_root(R->fetched, level.items[k].rec)) rc = nomem(R);
+                if (!s->is_root_set) R->root = level.items[k].rec;
+            }
+        } else {
+            kp_frec *owner_root = NULL;
+            if (is_root) {
+                /* a merged header Query: the header is the root; a later page reads it */
+                if (!R->root) rc = read_header(R, f);
+                owner_root = R->root;
+                if (rc == 0 && owner_root && kp_fetched_add_root(R->fetched, owner_root)) rc = nomem(R);
+            }
+            for (size_t k = 0; k < level.count && rc == 0; k++) {
+                kp_frec *owner = is_root ? owner_root : level.items[k].origin;
+                if (owner && kp_fetched_link(R->fetched, s, owner, level.items[k].rec)) rc = nomem(R);
+            }
+        }
+        if (rc == 0 && s->kind == KP_SHAPE_EACH &&
+            (!last->is_server_ordered || last->shards > 1 || last->kind == DDB_BATCH_GET || last != f) &&
+            !(last->rel && last->rel->relation->link == KP_LINK_ARRAY && !last->rel->is_inverse && !s->declared_order_count))
+            kp_fetched_client_order(R->fetched, s);
+    } else if (rc == 0 && is_root) {
+        /* a single root read by key */
+        for (size_t k = 0; k < level.count && rc == 0; k++) {
+            if (kp_fetched_add_root(R->fetched, level.items[k].rec)) rc = nomem(R);
+            R->root = level.items[k].rec;
+        }
+    }
+    if (rc == 0) rc = exec_children(R, last, &level, level_depth);
+    free(level.items);
+    return rc;
+}
+
+/* ---- tokens -------------------------------------------------------------------------------- */
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+static char *token_encode(const cJSON *key)
+{
+    char *json = cJSON_PrintUnformatted(key);
+    if (!json) return NULL;
+    size_t n = strlen(json);
+    char *out = malloc(n * 4 / 3 + 8);
+    size_t o = 0;
+    for (size_t i = 0; out && i < n; i += 3) {
+        unsigned v = (unsigned char)json[i] << 16 | (i + 1 < n ? (unsigned char)json[i + 1] << 8 : 0) |
+                     (i + 2 < n ? (unsigned char)json[i + 2] : 0);
+        out[o++] = b64[v >> 18 & 63];
+        out[o++] = b64[v >> 12 & 63];
+        if (i + 1 < n) out[o++] = b64[v >> 6 & 63];
+        if (i + 2 < n) out[o++] = b64[v & 63];
+    }
+    if (out) out[o] = '\0';
+    cJSON_free(json);
+    return out;
+}
+
+static cJSON *token_decode(const char *token)
+{
+    size_t n = strlen(token), o = 0;
+    char *json = malloc(n + 1);
+    unsigned acc = 0;
+    int bits = 0;
+    for (size_t i = 0; json && i < n; i++) {
+        const char *p = strchr(b64, token[i]);
+        if (!p || !token[i]) { free(json); return NULL; }
+        acc = acc << 6 | (unsigned)(p - b64);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            json[o++] = (char)(acc >> bits & 0xFF);
+        }
+    }
+    if (!json) return NULL;
+    json[o] = '\0';
+    cJSON *key = cJSON_Parse(json);
+    free(json);
+    return key;
+}
+
+int kp_ddb_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const kp_params *params, const char *page,
+                   kp_result *out, kp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->items_scanned = -1;
+    kp_error_clear(err);
+    const ddb_layout *L = d->layout;
+    run R = {(kp_ddb_conn *)conn, d, L, p, params, kp_fetched_new(), NULL, NULL, NULL, 0, 0, 0, err};
+    if (!R.fetched) return nomem(&R);
+    if (page && page[0]) {
+        R.start_key = token_decode(page);
+        if (!cJSON_IsObject(R.start_key)) {
+            kp_fetched_free(R.fetched);
+            cJSON_Delete(R.start_key);
+            return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "the page token is not one this design produced");
+        }
+    }
+    long before = kp_ddb_requests_sent(kp_ddb_conn_client(R.conn));
+    const ddb_fetch *root = L->roots[p->index];
+    pairs in = {0};
+    int rc = pairs_push(&in, NULL, NULL) ? nomem(&R) : exec_fetch(&R, root, &in, 1);
+    free(in.items);
+    if (rc == 0) {
+        char *token = R.next_key ? token_encode(R.next_key) : NULL;
+        out->response = kp_assemble(R.fetched, p, params, token, err);
+        out->next_page = token;
+        if (!out->response) rc = -1;
+    }
+    out->requests = (int)(kp_ddb_requests_sent(kp_ddb_conn_client(R.conn)) - before);
+    out->sequential_steps = R.max_depth;
+    out->items_returned = R.items_returned;
+    out->items_scanned = R.items_scanned;
+    cJSON_Delete(R.start_key);
+    cJSON_Delete(R.next_key);
+    kp_fetched_free(R.fetched);
+    if (rc) kp_result_free(out);
+    return rc;
+}

@@ -1,0 +1,292 @@
+/*
+ * keys.c — building DynamoDB key strings and converting values to AttributeValues.
+ *
+ * Key strings concatenate literals and attribute values with '#' as the separator.
+ * So that string order is the declared order, every value byte at or below '%'
+ * (controls, space, ! " # $ %) is written as %XX: escaped bytes keep their relative
+ * order, still sort below every unescaped byte, and can never be taken for the
+ * separator '#' (0x23), which is lower than every byte of an escaped value — so a
+ * shorter value sorts before a longer one that extends it ("Ann" < "Ann Lee").
+ * Integers are zero-padded to a fixed width (non-negative ranges) or offset by 2^63
+ * (signed ranges); timestamps and dates are ISO text, which sorts by time.
+ * Invariant: for two values a < b of the same attribute (as the oracle orders them),
+ * kp_ddb_key_text(a) < kp_ddb_key_text(b) bytewise — except decimals and doubles with
+ * negative values, which the report flags when they are used in a sort key.
+ */
+#include "backends/dynamodb/ddb.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/value.h"
+
+static const char *value_text(const cJSON *value, char *buf, size_t size)
+{
+    if (cJSON_IsString(value) || cJSON_IsRaw(value)) return value->valuestring;
+    if (cJSON_IsBool(value)) return cJSON_IsTrue(value) ? "true" : "false";
+    if (cJSON_IsNumber(value)) {
+        size_t n;
+        return kp_number_text(value, NULL, buf, size, &n);
+    }
+    return NULL;
+}
+
+static int append(char *buf, size_t size, size_t *len, const char *s, size_t n)
+{
+    if (*len + n + 1 > size) return -1;
+    memcpy(buf + *len, s, n);
+    *len += n;
+    buf[*len] = '\0';
+    return 0;
+}
+
+static int append_escaped(char *buf, size_t size, size_t *len, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p <= '%') {
+            char esc[4];
+            snprintf(esc, sizeof esc, "%%%02X", *p);
+            if (append(buf, size, len, esc, 3)) return -1;
+        } else if (append(buf, size, len, (const char *)p, 1)) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int kp_ddb_key_text(const kp_attr *attr, int width, const cJSON *value, char *buf, size_t size)
+{
+    char scratch[64];
+    const char *text = value_text(value, scratch, sizeof scratch);
+    if (!text) return -1;
+    size_t len = 0;
+    buf[0] = '\0';
+    kp_type_kind kind = attr->type.kind;
+    if (kind == KP_T_INT || kind == KP_T_COUNTER) {
+        int64_t v;
+        if (kp_int_parse(text, strlen(text), &v)) return -1;
+        char digits[48];
+        if (width > 0 && width <= 20 && v >= 0) {
+            snprintf(digits, sizeof digits, "%0*lld", width, (long long)v);
+        } else {
+            /* offset binary: order-preserving for the whole int64 range */
+            uint64_t u = (uint64_t)v ^ 0x8000000000000000ULL;
+            snprintf(digits, sizeof digits, "%020llu", (unsigned long long)u);
+        }
+        return append(buf, size, &len, digits, strlen(digits));
+    }
+    if (kind == KP_T_DECIMAL || kind == KP_T_DOUBLE) {
+        /* non-negative: integer part padded to 20 digits, the fraction as written */
+        const char *dot = strchr(text, '.');
+        size_t int_len = dot ? (size_t)(dot - text) : strlen(text);
+        if (text[0] != '-' && int_len < 20) {
+            char pad[24];
+            memset(pad, '0', 20 - int_len);
+            if (append(buf, size, &len, pad, 20 - int_len)) return -1;
+        }
+        return append(buf, size, &len, text, strlen(text));
+    }
+    return append_escaped(buf, size, &len, text);
+}
+
+static int render(const ddb_format *f, const cJSON *object, const cJSON *const *values, size_t value_count, char *buf,
+                  size_t size)
+{
+    size_t len = 0, k = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < f->count; i++) {
+        const ddb_segment *s = &f->segs[i];
+        if (s->literal) {
+            if (append(buf, size, &len, s->literal, strlen(s->literal))) return -1;
+            continue;
+        }
+        const cJSON *v = values ? (k < value_count ? values[k] : NULL) : cJSON_GetObjectItemCaseSensitive(object, s->attr->name);
+        k++;
+        if (!v || cJSON_IsNull(v)) return -1;
+        char part[1024];
+        if (kp_ddb_key_text(s->attr, s->width, v, part, sizeof part)) return -1;
+        if (append(buf, size, &len, part, strlen(part))) return -1;
+    }
+    return 0;
+}
+
+int kp_ddb_format_value(const ddb_format *f, const cJSON *object, char *buf, size_t size)
+{
+    return render(f, object, NULL, 0, buf, size);
+}
+
+int kp_ddb_format_values(const ddb_format *f, const cJSON *const *values, size_t value_count, char *buf, size_t size)
+{
+    return render(f, NULL, values, value_count, buf, size);
+}
+
+const char *kp_ddb_format_prefix(kp_arena *arena, const ddb_format *f)
+{
+    char buf[512];
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < f->count && f->segs[i].literal; i++) append(buf, sizeof buf, &len, f->segs[i].literal, strlen(f->segs[i].literal));
+    return kp_arena_strdup(arena, buf);
+}
+
+const char *kp_ddb_format_describe(kp_arena *arena, const ddb_format *f)
+{
+    char buf[512];
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < f->count; i++) {
+        const ddb_segment *s = &f->segs[i];
+        if (s->literal) append(buf, sizeof buf, &len, s->literal, strlen(s->literal));
+        else {
+            char part[200];
+            if (s->width) snprintf(part, sizeof part, "<%s:%d>", s->attr->name, s->width);
+            else snprintf(part, sizeof part, "<%s>", s->attr->name);
+            append(buf, sizeof buf, &len, part, strlen(part));
+        }
+    }
+    return kp_arena_strdup(arena, buf);
+}
+
+/* ---- AttributeValues ------------------------------------------------------------------ */
+
+cJSON *kp_ddb_to_attribute_value(const kp_type *type, const cJSON *value)
+{
+    if (!value || cJSON_IsNull(value)) return NULL;
+    char scratch[64];
+    cJSON *av = cJSON_CreateObject();
+    if (!av) return NULL;
+    switch (type->kind) {
+    case KP_T_INT: case KP_T_DECIMAL: case KP_T_DOUBLE: case KP_T_COUNTER: {
+        const char *text = value_text(value, scratch, sizeof scratch);
+        cJSON_AddStringToObject(av, "N", text ? text : "0");
+        break;
+    }
+    case KP_T_BOOL: cJSON_AddBoolToObject(av, "BOOL", cJSON_IsTrue(value)); break;
+    case KP_T_BLOB: cJSON_AddStringToObject(av, "B", value->valuestring); break;
+    case KP_T_OBJECT: {
+        cJSON *m = cJSON_AddObjectToObject(av, "M");
+        for (size_t i = 0; i < type->field_count; i++) {
+            const cJSON *field = cJSON_GetObjectItemCaseSensitive(value, type->fields[i]->name);
+            cJSON *fv = kp_ddb_to_attribute_value(&type->fields[i]->type, field);
+            if (fv) cJSON_AddItemToObject(m, type->fields[i]->name, fv);
+        }
+        break;
+    }
+    case KP_T_MAP: {
+        cJSON *m = cJSON_AddObjectToObject(av, "M");
+        for (const cJSON *e = value->child; e; e = e->next) {
+            cJSON *ev = kp_ddb_to_attribute_value(type->item, e);
+            if (ev) cJSON_AddItemToObject(m, e->string, ev);
+        }
+        break;
+    }
+    case KP_T_ARRAY: {
+        cJSON *l = cJSON_AddArrayToObject(av, "L");
+        for (const cJSON *e = value->child; e; e = e->next) {
+            cJSON *ev = kp_ddb_to_attribute_value(type->item, e);
+            cJSON_AddItemToArray(l, ev ? ev : cJSON_CreateObject());
+        }
+        break;
+    }
+    default: {
+        const char *text = value_text(value, scratch, sizeof scratch);
+        cJSON_AddStringToObject(av, "S", text ? text : "");
+        break;
+    }
+    }
+    return av;
+}
+
+cJSON *kp_ddb_from_attribute_value(const kp_type *type, const cJSON *av, kp_error *err)
+{
+    if (!cJSON_IsObject(av) || !av->child) {
+        kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "DynamoDB returned a malformed attribute value");
+        return NULL;
+    }
+    const char *tag = av->child->string;
+    const cJSON *v = av->child;
+    if (strcmp(tag, "NULL") == 0) return cJSON_CreateNull();
+    switch (type->kind) {
+    case KP_T_INT: case KP_T_DECIMAL: case KP_T_DOUBLE: case KP_T_COUNTER:
+        if (strcmp(tag, "N") || !cJSON_IsString(v)) break;
+        return cJSON_CreateRaw(v->valuestring);
+    case KP_T_BOOL:
+        if (strcmp(tag, "BOOL") || !cJSON_IsBool(v)) break;
+        return cJSON_CreateBool(cJSON_IsTrue(v));
+    case KP_T_BLOB:
+        if (strcmp(tag, "B") || !cJSON_IsString(v)) break;
+        return cJSON_CreateString(v->valuestring);
+    case KP_T_OBJECT: {
+        if (strcmp(tag, "M") || !cJSON_IsObject(v)) break;
+        cJSON *o = cJSON_CreateObject();
+        for (size_t i = 0; i < type->field_count; i++) {
+            const cJSON *f = cJSON_GetObjectItemCaseSensitive(v, type->fields[i]->name);
+            if (!f) continue;
+            cJSON *fv = kp_ddb_from_attribute_value(&type->fields[i]->type, f, err);
+            if (!fv) { cJSON_Delete(o); return NULL; }
+            cJSON_AddItemToObject(o, type->fields[i]->name, fv);
+        }
+        return o;
+    }
+    case KP_T_MAP: {
+        if (strcmp(tag, "M") || !cJSON_IsObject(v)) break;
+        cJSON *o = cJSON_CreateObject();
+        for (const cJSON *e = v->child; e; e = e->next) {
+            cJSON *ev = kp_ddb_from_attribute_value(type->item, e, err);
+            if (!ev) { cJSON_Delete(o); return NULL; }
+            cJSON_AddItemToObject(o, e->string, ev);
+        }
+        return o;
+    }
+    case KP_T_ARRAY: {
+        if (strcmp(tag, "L") || !cJSON_IsArray(v)) break;
+        cJSON *a = cJSON_CreateArray();
+        for (const cJSON *e = v->child; e; e = e->next) {
+            cJSON *ev = kp_ddb_from_attribute_value(type->item, e, err);
+            if (!ev) { cJSON_Delete(a); return NULL; }
+            cJSON_AddItemToArray(a, ev);
+        }
+        return a;
+    }
+    default:
+        if (strcmp(tag, "S") || !cJSON_IsString(v)) break;
+        return cJSON_CreateString(v->valuestring);
+    }
+    kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "DynamoDB returned a %s value where a %s was expected", tag,
+                 kp_type_name(type->kind));
+    return NULL;
+}
+
+static size_t av_size(const cJSON *av)
+{
+    if (!cJSON_IsObject(av) || !av->child) return 0;
+    const char *tag = av->child->string;
+    const cJSON *v = av->child;
+    if (strcmp(tag, "S") == 0 || strcmp(tag, "B") == 0) return strlen(v->valuestring);
+    if (strcmp(tag, "N") == 0) return (strlen(v->valuestring) + 1) / 2 + 1;
+    if (strcmp(tag, "BOOL") == 0 || strcmp(tag, "NULL") == 0) return 1;
+    size_t total = 3;
+    for (const cJSON *e = v->child; e; e = e->next) total += 1 + (e->string ? strlen(e->string) : 0) + av_size(e);
+    return total;
+}
+
+size_t kp_ddb_item_size(const cJSON *item)
+{
+    size_t total = 0;
+    for (const cJSON *a = item->child; a; a = a->next) total += strlen(a->string) + av_size(a);
+    return total;
+}
+
+const char *kp_ddb_entity_prefix(kp_arena *arena, const kp_model *model, const kp_entity *entity)
+{
+    /* the upper-cased name: readable, and unique because entity names are */
+    char buf[160];
+    size_t n = 0;
+    for (const char *c = entity->name; *c && n + 1 < sizeof buf; c++)
+        if (isalnum((unsigned char)*c)) buf[n++] = (char)toupper((unsigned char)*c);
+    buf[n] = '\0';
+    (void)model;
+    return kp_arena_strdup(arena, buf);
+}

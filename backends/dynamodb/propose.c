@@ -1,0 +1,1417 @@
+/*
+ * propose.c — the DynamoDB single-table design: where each entity's items live, which
+ * indexes exist and why, and for every access pattern the requests that serve it.
+ *
+ * The rules, in the order they are applied (each recorded as a kp_decision naming the
+ * patterns that caused it):
+ *  1. Item collections. A child entity whose parent's patterns list it (an $each over
+ *     a 1:N relation) lives in the parent's partition: PK = <PARENT>#<parent key>,
+ *     SK = <CHILD>#<child key>. The most-read such relation wins.
+ *  2. Headers. When a pattern returns the parent's attributes with its children, the
+ *     parent's item sorts at the head of the child collection in the read's direction
+ *     (SK <CHILD>! for ascending reads, <CHILD>$ for descending; every value byte that
+ *     low is escaped in keys), so parent + children is ONE Query.
+ *  3. Orders other than the key: a local secondary index on the same partition whose
+ *     sort key is <CHILD>#<equalities>#<order attributes>#<key> (LSIs cost nothing in
+ *     writes beyond the item, but bound the collection to 10 GB: checked).
+ *  4. Everything the base table cannot serve — a root set (feeds, cross-partition
+ *     listings), a lookup by a unique attribute, a child listed from the other side of
+ *     a relation — gets a global secondary index slot. Slots are overloaded: GSI<n>PK /
+ *     GSI<n>SK carry different entities' keys, so a model needs as many GSIs as the
+ *     largest number of such needs of one entity, not one per need.
+ *  5. Sparse indexes: a root set filtered by a literal (status = "ACTIVE") only puts the
+ *     matching items in the index.
+ *  6. Write sharding: when the skewed load on one partition key passes 3,000 RCU or
+ *     1,000 WCU (or a hint asks), the index key gets N suffixes and reads scatter-gather.
+ *  7. Anything that would need a Scan is a defect of the design, never a silent plan.
+ * Invariant: a plan's claimed requests and round trips are what execute.c sends for
+ * a first page when the data matches the model's averages.
+ */
+#include "backends/dynamodb/ddb.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct builder {
+    const kp_model *m;
+    const kp_mix *mix;
+    kp_design *d;
+    ddb_layout *L;
+    kp_arena *arena;   /* the layout's arena */
+    kp_error *err;
+} builder;
+
+static const char *bprintf(builder *B, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static const char *bprintf(builder *B, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return kp_arena_strdup(B->arena, buf);
+}
+
+static ddb_entity *entity_of(builder *B, const kp_entity *e) { return &B->L->entities[e->index]; }
+
+/* ---- key formats ------------------------------------------------------------------ */
+
+static void fmt_literal(builder *B, ddb_format *f, const char *text)
+{
+    ddb_segment *segs = kp_arena_alloc(B->arena, sizeof *segs * (f->count + 1));
+    if (f->count) memcpy(segs, f->segs, sizeof *segs * f->count);
+    segs[f->count].literal = kp_arena_strdup(B->arena, text);
+    f->segs = segs;
+    f->count++;
+}
+
+static int int_width(const kp_attr *a)
+{
+    if (!a->min || !a->max) return 0;
+    double lo = a->min->valuedouble, hi = a->max->valuedouble;
+    if (lo < 0) return 0;
+    int w = 1;
+    while (hi >= 10) { hi /= 10; w++; }
+    return w;
+}
+
+static void fmt_attr(builder *B, ddb_format *f, const kp_attr *a)
+{
+    ddb_segment *segs = kp_arena_alloc(B->arena, sizeof *segs * (f->count + 1));
+    if (f->count) memcpy(segs, f->segs, sizeof *segs * f->count);
+    segs[f->count].attr = a;
+    segs[f->count].width = (a->type.kind == KP_T_INT || a->type.kind == KP_T_COUNTER) ? int_width(a) : 0;
+    f->segs = segs;
+    f->count++;
+}
+
+/* "<PREFIX>#<a1>#<a2>" */
+static ddb_format fmt_keyed(builder *B, const char *prefix, const kp_attr *const *attrs, size_t n)
+{
+    ddb_format f = {0};
+    fmt_literal(B, &f, prefix);
+    for (size_t i = 0; i < n; i++) {
+        fmt_literal(B, &f, "#");
+        fmt_attr(B, &f, attrs[i]);
+    }
+    return f;
+}
+
+static size_t fmt_attr_count(const ddb_format *f)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < f->count; i++) n += f->segs[i].attr != NULL;
+    return n;
+}
+
+/* ---- placements ------------------------------------------------------------------- */
+
+static ddb_placement *add_placement(builder *B, ddb_entity *e)
+{
+    if (e->placement_count == e->placement_cap) {
+        size_t cap = e->placement_cap ? e->placement_cap * 2 : 4;
+        ddb_placement *bigger = kp_arena_alloc(B->arena, sizeof *bigger * cap);
+        if (e->placement_count) memcpy(bigger, e->placements, sizeof *bigger * e->placement_count);
+        e->placements = bigger;
+        e->placement_cap = cap;
+    }
+    ddb_placement *p = &e->placements[e->placement_count++];
+    memset(p, 0, sizeof *p);
+    p->shards = 1;
+    return p;
+}
+
+/* The lowest GSI slot this entity does not use yet (overloading). */
+static const ddb_index *gsi_slot(builder *B, ddb_entity *e)
+{
+    for (size_t n = 0; n < sizeof B->L->gsi / sizeof *B->L->gsi; n++) {
+        int taken = 0;
+        for (size_t i = 0; i < e->placement_count; i++) taken |= e->placements[i].index == &B->L->gsi[n];
+        if (taken) continue;
+        if (n == B->L->gsi_count) {
+            ddb_index *g = &B->L->gsi[n];
+            g->kind = DDB_GSI;
+            g->number = (int)n + 1;
+            g->name = bprintf(B, "GSI%d", g->number);
+            g->pk_attr = bprintf(B, "GSI%dPK", g->number);
+            g->sk_attr = bprintf(B, "GSI%dSK", g->number);
+            B->L->gsi_count++;
+        }
+        return &B->L->gsi[n];
+    }
+    return NULL;
+}
+
+static const ddb_index *lsi_slot(builder *B, ddb_entity *e)
+{
+    for (size_t n = 0; n < KP_DDB_MAX_LSI; n++) {
+        int taken = 0;
+        for (size_t i = 0; i < e->placement_count; i++) taken |= e->placements[i].index == &B->L->lsi[n];
+        if (taken) continue;
+        if (n == B->L->lsi_count) {
+            ddb_index *l = &B->L->lsi[n];
+            l->kind = DDB_LSI;
+            l->number = (int)n + 1;
+            l->name = bprintf(B, "LSI%d", l->number);
+            l->pk_attr = "PK";
+            l->sk_attr = bprintf(B, "LSI%dSK", l->number);
+            B->L->lsi_count++;
+        }
+        return &B->L->lsi[n];
+    }
+    return NULL;
+}
+
+static int same_format(const ddb_format *a, const ddb_format *b)
+{
+    if (a->count != b->count) return 0;
+    for (size_t i = 0; i < a->count; i++) {
+        if ((a->segs[i].literal == NULL) != (b->segs[i].literal == NULL)) return 0;
+        if (a->segs[i].literal ? strcmp(a->segs[i].literal, b->segs[i].literal) : a->segs[i].attr != b->segs[i].attr) return 0;
+    }
+    return 1;
+}
+
+static int same_conditions(const kp_cond *a, size_t an, const kp_cond *b, size_t bn)
+{
+    if (an != bn) return 0;
+    for (size_t i = 0; i < an; i++)
+        if (a[i].attr != b[i].attr || a[i].op != b[i].op || !a[i].value.literal || !b[i].value.literal ||
+            !cJSON_Compare(a[i].value.literal, b[i].value.literal, 1))
+            return 0;
+    return 1;
+}
+
+/* Finds an existing placement of e on a secondary index with the same keys, or adds one. */
+static ddb_placement *secondary(builder *B, ddb_entity *e, int local, ddb_format pk, ddb_format sk, const kp_cond *only,
+                                size_t only_count, const kp_pattern *cause, int *is_new)
+{
+    for (size_t i = 1; i < e->placement_count; i++) {
+        ddb_placement *p = &e->placements[i];
+        if ((p->index->kind == DDB_LSI) != (local != 0)) continue;
+        if (same_format(&p->pk, &pk) && same_format(&p->sk, &sk) &&
+            same_conditions(p->only_when, p->only_when_count, only, only_count)) {
+            if (is_new) *is_new = 0;
+            return p;
+        }
+    }
+    const ddb_index *slot = local ? lsi_slot(B, e) : gsi_slot(B, e);
+    if (!slot) return NULL;
+    ddb_placement *p = add_placement(B, e);
+    p->index = slot;
+    p->pk = pk;
+    p->sk = sk;
+    p->only_when = only;
+    p->only_when_count = only_count;
+    p->cause = cause;
+    if (is_new) *is_new = 1;
+    return p;
+}
+
+/* ---- sizes and rates ----------------------------------------------------------------- */
+
+static double attr_bytes(const kp_attr *a)
+{
+    if (a->avg_size > 0) return a->avg_size;
+    switch (a->type.kind) {
+    case KP_T_STRING: return 16;
+    case KP_T_TIMESTAMP: return 24;
+    case KP_T_DATE: return 10;
+    case KP_T_UUID: case KP_T_TIMEUUID: return 36;
+    case KP_T_BOOL: return 1;
+    case KP_T_ENUM: return 8;
+    case KP_T_BLOB: return 64;
+    case KP_T_OBJECT: {
+        double t = 3;
+        for (size_t i = 0; i < a->type.field_count; i++) t += strlen(a->type.fields[i]->name) + attr_bytes(a->type.fields[i]);
+        return t;
+    }
+    case KP_T_ARRAY: case KP_T_MAP: return 3 + (a->type.avg_items > 0 ? a->type.avg_items : 3) * 16;
+    default: return 8;
+    }
+}
+
+static double item_bytes(const kp_entity *e)
+{
+    double t = 60; /* PK, SK, type tag and their names */
+    for (size_t i = 0; i < e->attr_count; i++) t += (strlen(e->attrs[i]->name) + attr_bytes(e->attrs[i])) * e->attrs[i]->presence;
+    return t;
+}
+
+static double read_units(double bytes)
+{
+    /* eventually consistent reads: half a unit per 4 KB, rounded up per request */
+    return ceil((bytes > 0 ? bytes : 1) / 4096.0) * 0.5;
+}
+
+static double write_units(double bytes) { return ceil((bytes > 0 ? bytes : 1) / 1024.0); }
+
+static double pattern_rate(builder *B, const kp_pattern *p) { return kp_pattern_rps(p, B->mix); }
+
+/* Share of requests that hit the most popular of n keys under Zipf(s). */
+static double zipf_top_share(double n, double s)
+{
+    if (n <= 1) return 1;
+    if (s <= 0) return 1 / n;
+    double sum = 0;
+    double limit = n < 100000 ? n : 100000;
+    for (double k = 1; k <= limit; k++) sum += 1 / pow(k, s);
+    return 1 / sum;
+}
+
+/* ---- rule 1 and 2: homes ---------------------------------------------------------------- */
+
+static void each_shape(const kp_shape *s, void (*fn)(builder *, const kp_pattern *, const kp_shape *), builder *B,
+                       const kp_pattern *p)
+{
+    fn(B, p, s);
+    for (size_t i = 0; i < s->member_count; i++) each_shape(s->members[i], fn, B, p);
+}
+
+typedef struct home_vote { const kp_relation *relation; double weight; } home_vote;
+static home_vote *votes; /* per entity, during propose (single-threaded) */
+
+static void vote_homes(builder *B, const kp_pattern *p, const kp_shape *s)
+{
+    if ((s->kind != KP_SHAPE_EACH && s->kind != KP_SHAPE_COUNT) || s->is_root_set || s->hop_count == 0) return;
+    const kp_rel *r = s->hops[0];
+    const kp_relation *rel = r->relation;
+    if (r->is_inverse || rel->link != KP_LINK_FOREIGN_KEY || rel->holder != rel->to || rel->from == rel->to) return;
+    double w = pattern_rate(B, p) + 1e-6;
+    home_vote *v = &votes[rel->to->index];
+    if (!v->relation || w > v->weight) {
+        if (v->relation != rel) v->weight = 0;
+        v->relation = rel;
+    }
+    if (v->relation == rel) v->weight += w;
+}
+
+static int place_entities(builder *B)
+{
+    const kp_model *m = B->m;
+    votes = calloc(m->entity_count ? m->entity_count : 1, sizeof *votes);
+    if (!votes) return kp_error_set(B->err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    for (size_t i = 0; i < m->pattern_count; i++) each_shape(m->patterns[i]->returns, vote_homes, B, m->patterns[i]);
+    /* a join entity lives with the "from" side of its N:M relation */
+    for (size_t i = 0; i < m->entity_count; i++) {
+        const kp_entity *e = m->entities[i];
+        ddb_entity *de = entity_of(B, e);
+        de->entity = e;
+        de->prefix = kp_ddb_entity_prefix(B->arena, m, e);
+        ddb_placement *base = add_placement(B, de);
+        base->index = &B->L->base;
+        const kp_relation *home = votes[i].relation;
+        const kp_relation *through = NULL;
+        for (size_t r = 0; r < m->relation_count; r++)
+            if (m->relations[r]->link == KP_LINK_THROUGH && m->relations[r]->through == e) through = m->relations[r];
+        if (home) {
+            const kp_entity *parent = home->from;
+            base->pk = fmt_keyed(B, entity_of(B, parent)->prefix ? entity_of(B, parent)->prefix
+                                                                 : kp_ddb_entity_prefix(B->arena, m, parent),
+                                 (const kp_attr *const *)home->fk_attrs, home->fk_count);
+            /* the sort key: the child's key attributes that are not the foreign key */
+            const kp_attr *rest[32];
+            size_t n = 0;
+            for (size_t k = 0; k < e->key_count && n < 32; k++) {
+                int in_fk = 0;
+                for (size_t f = 0; f < home->fk_count; f++) in_fk |= home->fk_attrs[f] == e->key[k];
+                if (!in_fk) rest[n++] = e->key[k];
+            }
+            base->sk = fmt_keyed(B, de->prefix, rest, n);
+            de->is_in_parent_collection = 1;
+            de->home = home;
+            char why[512];
+            snprintf(why, sizeof why,
+                     "%s items live in the partition of their %s (an item collection), so listing a %s's %s is one Query "
+                     "on PK with begins_with(SK, \"%s#\")", e->name, parent->name, parent->name, home->name, de->prefix);
+            kp_decision *x = kp_design_decide(B->d, kp_design_printf(B->d, "%s.%s", parent->name, home->name),
+                                              kp_design_printf(B->d, "item collection: PK=%s, SK=%s",
+                                                               kp_ddb_format_describe(B->arena, &base->pk),
+                                                               kp_ddb_format_describe(B->arena, &base->sk)),
+                                              why);
+            for (size_t p = 0; p < m->pattern_count; p++) {
+                const kp_pattern *pat = m->patterns[p];
+                for (size_t k = 0; k < pat->returns->member_count + 1; k++) {
+                    const kp_shape *s = k < pat->returns->member_count ? pat->returns->members[k] : pat->returns;
+                    if ((s->kind == KP_SHAPE_EACH || s->kind == KP_SHAPE_COUNT) && s->hop_count && s->hops[0]->relation == home &&
+                        !s->hops[0]->is_inverse)
+                        kp_decision_add_pattern(B->d, x, pat);
+                }
+            }
+        } else if (through) {
+            /* a join record sits in the partition of its "from" record */
+            base->pk = fmt_keyed(B, kp_ddb_entity_prefix(B->arena, m, through->from), (const kp_attr *const *)through->through_from,
+                                 through->through_from_count);
+            base->sk = fmt_keyed(B, de->prefix, (const kp_attr *const *)through->through_to, through->through_to_count);
+            de->is_in_parent_collection = 1;
+            kp_design_decide(B->d, kp_design_printf(B->d, "%s.%s", through->from->name, through->name),
+                             kp_design_printf(B->d, "join items in the %s partition: PK=%s, SK=%s", through->from->name,
+                                              kp_ddb_format_describe(B->arena, &base->pk),
+                                              kp_ddb_format_describe(B->arena, &base->sk)),
+                             kp_design_printf(B->d, "the N:M relation '%s' is held by %s items under each %s, so its "
+                                                    "forward side is one Query", through->name, e->name, through->from->name));
+        } else {
+            base->pk = fmt_keyed(B, de->prefix, (const kp_attr *const *)e->key, e->key_count);
+            base->sk = (ddb_format){0};
+            fmt_literal(B, &base->sk, "META");
+        }
+    }
+    free(votes);
+    votes = NULL;
+    return 0;
+}
+
+/* ---- fetch trees ---------------------------------------------------------------------- */
+
+static ddb_fetch *new_fetch(builder *B, ddb_fetch_kind kind, const ddb_placement *pl, const ddb_entity *e)
+{
+    ddb_fetch *f = kp_arena_alloc(B->arena, sizeof *f);
+    f->kind = kind;
+    f->placement = pl;
+    f->entity = e;
+    f->is_forward = 1;
+    f->is_server_ordered = 1;
+    f->shards = pl ? pl->shards : 1;
+    return f;
+}
+
+static void add_child(builder *B, ddb_fetch *parent, ddb_fetch *child)
+{
+    if (parent->child_count == parent->child_cap) {
+        size_t cap = parent->child_cap ? parent->child_cap * 2 : 4;
+        ddb_fetch **bigger = kp_arena_alloc(B->arena, sizeof *bigger * cap);
+        if (parent->child_count) memcpy(bigger, parent->children, sizeof *bigger * parent->child_count);
+        parent->children = bigger;
+        parent->child_cap = cap;
+    }
+    parent->children[parent->child_count++] = child;
+}
+
+/* The parameter bound by an = condition on attr (NULL when none). */
+static const kp_cond *eq_cond(const kp_cond *conds, size_t n, const kp_attr *attr)
+{
+    for (size_t i = 0; i < n; i++)
+        if (conds[i].op == KP_OP_EQ && conds[i].path_len == 0 && conds[i].attr == attr) return &conds[i];
+    return NULL;
+}
+
+/* Binds each attribute segment of a format to a parameter of the pattern's where. */
+static int bind_params(builder *B, ddb_fetch *f, const ddb_format *pk, const kp_pattern *p)
+{
+    size_t n = fmt_attr_count(pk), k = 0;
+    f->pk_params = kp_arena_alloc(B->arena, sizeof *f->pk_params * (n ? n : 1));
+    for (size_t i = 0; i < pk->count; i++) {
+        if (!pk->segs[i].attr) continue;
+        const kp_cond *c = eq_cond(p->where, p->where_count, pk->segs[i].attr);
+        if (!c || !c->value.param) return -1;
+        f->pk_params[k++] = c->value.param;
+    }
+    f->source = DDB_FROM_PARAMS;
+    return 0;
+}
+
+/* Does the pattern's where give every attribute of the format (by = with a parameter)? */
+static int params_cover(const ddb_format *f, const kp_pattern *p)
+{
+    for (size_t i = 0; i < f->count; i++)
+        if (f->segs[i].attr) {
+            const kp_cond *c = eq_cond(p->where, p->where_count, f->segs[i].attr);
+            if (!c || !c->value.param) return 0;
+        }
+    return 1;
+}
+
+static double expected_items(const kp_shape *s, const kp_rel *last)
+{
+    double n = last && last->fanout ? last->fanout->avg : 1;
+    if (s && s->expect.is_given) n = s->expect.avg;
+    if (s && s->limit > 0 && n > (double)s->limit) n = (double)s->limit;
+    if (s && s->limit_param && s->limit_param->default_value && n > s->limit_param->default_value->valuedouble)
+        n = s->limit_param->default_value->valuedouble;
+    return n;
+}
+
+static int order_is_key(const kp_shape *s, const ddb_entity *e, const ddb_format *sk, int *forward)
+{
+    /* server order on the base table: the declared order is the sort key's attributes in
+     * order, all one direction */
+    if (s->declared_order_count == 0) { *forward = 1; return 1; }
+    size_t k = 0;
+    int dir = s->order[0].is_desc;
+    for (size_t i = 0; i < sk->count; i++) {
+        if (!sk->segs[i].attr) continue;
+        if (k >= s->order_count) break;
+        if (s->order[k].attr != sk->segs[i].attr || s->order[k].is_desc != dir) return 0;
+        k++;
+    }
+    (void)e;
+    if (k < s->declared_order_count) return 0;
+    *forward = !dir;
+    return 1;
+}
+
+/* A sort-key format for an ordered listing: <PREFIX>#<eq attrs>#<order attrs>#<key rest>. */
+static ddb_format ordered_sk(builder *B, const ddb_entity *e, const kp_cond *const *eqs, size_t eq_count, const kp_shape *s,
+                             const kp_attr *const *exclude, size_t exclude_count)
+{
+    const kp_attr *attrs[64];
+    size_t n = 0;
+    for (size_t i = 0; i < eq_count && n < 64; i++) attrs[n++] = eqs[i]->attr;
+    for (size_t i = 0; s && i < s->order_count && n < 64; i++) {
+        int skip = 0;
+        for (size_t x = 0; x < exclude_count; x++) skip |= exclude[x] == s->order[i].attr;
+        for (size_t x = 0; x < n; x++) skip |= attrs[x] == s->order[i].attr;
+        if (!skip) attrs[n++] = s->order[i].attr;
+    }
+    for (size_t k = 0; k < e->entity->key_count && n < 64; k++) {
+        int skip = 0;
+        for (size_t x = 0; x < exclude_count; x++) skip |= exclude[x] == e->entity->key[k];
+        for (size_t x = 0; x < n; x++) skip |= attrs[x] == e->entity->key[k];
+        if (!skip) attrs[n++] = e->entity->key[k];
+    }
+    return fmt_keyed(B, e->prefix, attrs, n);
+}
+
+static int mixed_directions(const kp_shape *s)
+{
+    for (size_t i = 1; i < s->declared_order_count; i++)
+        if (s->order[i].is_desc != s->order[0].is_desc) return 1;
+    return 0;
+}
+
+/* Splits $where conditions into equalities (foldable into a sort key) and the rest. */
+static void split_where(builder *B, const kp_shape *s, const kp_cond ***eqs, size_t *eq_count, const kp_cond **range,
+                        const kp_cond ***filters, size_t *filter_count)
+{
+    *eqs = kp_arena_alloc(B->arena, sizeof **eqs * (s->where_count + 1));
+    *filters = kp_arena_alloc(B->arena, sizeof **filters * (s->where_count + 1));
+    *eq_count = *filter_count = 0;
+    *range = NULL;
+    for (size_t i = 0; i < s->where_count; i++) {
+        const kp_cond *c = &s->where[i];
+        int optional = c->value.param && c->value.param->is_optional;
+        if (c->path_len == 0 && c->op == KP_OP_EQ && !optional) (*eqs)[(*eq_count)++] = c;
+        else if (c->path_len == 0 && !*range && c->op != KP_OP_EQ && s->declared_order_count &&
+                 s->order[0].attr == c->attr && !optional)
+            *range = c;
+        else (*filters)[(*filter_count)++] = c;
+    }
+}
+
+static void describe_conditions(char *buf, size_t size, const kp_cond *const *conds, size_t n)
+{
+    size_t len = strlen(buf);
+    for (size_t i = 0; i < n && len + 2 < size; i++) {
+        snprintf(buf + len, size - len, "%s%s %s ", len ? ", " : "", conds[i]->attr->name, kp_op_name(conds[i]->op));
+        len = strlen(buf);
+        if (conds[i]->value.param) snprintf(buf + len, size - len, ":%s", conds[i]->value.param->name);
+        else {
+            char *t = cJSON_PrintUnformatted(conds[i]->value.literal);
+            snprintf(buf + len, size - len, "%s", t ? t : "?");
+            cJSON_free(t);
+        }
+        len = strlen(buf);
+    }
+}
+
+static int plan_shape_children(builder *B, const kp_pattern *p, ddb_fetch *parent, const kp_shape *s,
+                               const ddb_entity *ctx);
+
+/* A listing of `child` items by relation hop r from a parent record: rules 1, 3, 4. */
+static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r, const kp_shape *s, int allow_header_on)
+{
+    const kp_relation *rel = r->relation;
+    ddb_entity *child = entity_of(B, r->target);
+    (void)allow_header_on;
+    if (!r->is_inverse && rel->link == KP_LINK_FOREIGN_KEY && rel->holder == rel->to) {
+        /* forward 1:N (or 1:1 with the key on the child) */
+        const kp_cond **eqs, **filters, *range;
+        size_t eq_count, filter_count;
+        if (s && s->kind == KP_SHAPE_EACH) split_where(B, s, &eqs, &eq_count, &range, &filters, &filter_count);
+        else if (s) split_where(B, s, &eqs, &eq_count, &range, &filters, &filter_count);
+        else { eqs = filters = NULL; eq_count = filter_count = 0; range = NULL; }
+        const ddb_placement *pl = NULL;
+        int forward = 1, server_ordered = 1;
+        const char *prefix;
+        if (child->home == rel) {
+            int ok = s && s->kind == KP_SHAPE_EACH ? order_is_key(s, child, &child->placements[0].sk, &forward) : 1;
+            if (ok && eq_count == 0 && !range) {
+                pl = &child->placements[0];
+            } else if (s && !mixed_directions(s)) {
+                /* rule 3: an LSI on the collection ordered as declared */
+                const kp_attr *const *fk = (const kp_attr *const *)rel->fk_attrs;
+                ddb_format sk = ordered_sk(B, child, eqs, eq_count, s, fk, rel->fk_count);
+                int is_new = 0;
+                ddb_placement *lp = secondary(B, child, 1, child->placements[0].pk, sk, NULL, 0, p, &is_new);
+                if (lp) {
+                    pl = lp;
+                    forward = s->declared_order_count ? !s->order[0].is_desc : 1;
+                    if (is_new) {
+                        kp_decision *x = kp_design_decide(
+                            B->d, kp_design_printf(B->d, "%s %s", lp->index->name, r->target->name),
+                            kp_design_printf(B->d, "local index on the %s collection: %s=%s", r->source->name, lp->index->sk_attr,
+                                             kp_ddb_format_describe(B->arena, &sk)),
+                            kp_design_printf(B->d, "'%s' lists %s in an order the base sort key does not have; a local index "
+                                                   "keeps it one Query on the same partition (LSIs must exist at table "
+                                                   "creation and bound the item collection to 10 GB)",
+                                             p->name, r->target->name));
+                        kp_decision_add_pattern(B->d, x, p);
+                    }
+                } else {
+                    pl = &child->placements[0];
+                    server_ordered = 0;
+                }
+            } else {
+                pl = &child->placements[0];
+                server_ordered = 0;
+            }
+        } else {
+            /* rule 4: the child lives elsewhere; a GSI keyed by the parent reference */
+            ddb_format pk = fmt_keyed(B, kp_ddb_entity_prefix(B->arena, B->m, r->source), (const kp_attr *const *)rel->fk_attrs,
+                                      rel->fk_count);
+            ddb_format sk = s && !mixed_directions(s) ? ordered_sk(B, child, eqs, eq_count, s, NULL, 0)
+                                                      : fmt_keyed(B, child->prefix, (const kp_attr *const *)r->target->key,
+                                                                  r->target->key_count);
+            int is_new = 0;
+            ddb_placement *gp = secondary(B, child, 0, pk, sk, NULL, 0, p, &is_new);
+            if (!gp) return NULL;
+            pl = gp;
+            forward = s && s->declared_order_count ? !s->order[0].is_desc : 1;
+            server_ordered = !(s && mixed_directions(s));
+            if (is_new) {
+                kp_decision *x = kp_design_decide(
+                    B->d, kp_design_printf(B->d, "%s %s", gp->index->name, r->target->name),
+                    kp_design_printf(B->d, "%s=%s, %s=%s", gp->index->pk_attr, kp_ddb_format_describe(B->arena, &pk),
+                                     gp->index->sk_attr, kp_ddb_format_describe(B->arena, &sk)),
+                    kp_design_printf(B->d, "%s items live in another collection, so listing them by their %s needs a global "
+                                           "index keyed by the reference", r->target->name, r->source->name));
+                kp_decision_add_pattern(B->d, x, p);
+            }
+        }
+        ddb_fetch *f = new_fetch(B, (s && s->kind == KP_SHAPE_COUNT) ? DDB_COUNT : DDB_QUERY, pl, child);
+        f->rel = r;
+        f->shape = s;
+        f->source = DDB_FROM_PARENT;
+        /* the partition value comes from the parent record's referenced attributes */
+        size_t n = fmt_attr_count(&pl->pk), k = 0;
+        f->pk_from = kp_arena_alloc(B->arena, sizeof *f->pk_from * (n ? n : 1));
+        for (size_t i = 0; i < pl->pk.count; i++) {
+            if (!pl->pk.segs[i].attr) continue;
+            const kp_attr *parent_attr = NULL;
+            for (size_t x = 0; x < rel->fk_count; x++)
+                if (rel->fk_attrs[x] == pl->pk.segs[i].attr) parent_attr = rel->ref_attrs[x];
+            f->pk_from[k++] = parent_attr;
+        }
+        prefix = kp_ddb_format_prefix(B->arena, &pl->sk);
+        f->sk_prefix = prefix;
+        f->sk_eq = eqs;
+        f->sk_eq_count = (pl == &child->placements[0]) ? 0 : eq_count;
+        if (pl == &child->placements[0] && eq_count) {
+            /* equalities the base sort key cannot hold become filters */
+            const kp_cond **all = kp_arena_alloc(B->arena, sizeof *all * (eq_count + filter_count + 1));
+            size_t t = 0;
+            for (size_t i = 0; i < eq_count; i++) all[t++] = eqs[i];
+            for (size_t i = 0; i < filter_count; i++) all[t++] = filters[i];
+            filters = all;
+            filter_count = t;
+        }
+        f->range = pl == &child->placements[0] ? NULL : range;
+        if (range && !f->range) filters[filter_count++] = range;
+        f->filters = filters;
+        f->filter_count = filter_count;
+        f->is_forward = forward;
+        f->is_server_ordered = server_ordered;
+        if (s && s->kind == KP_SHAPE_EACH && server_ordered && filter_count == 0) f->limit = s->limit;
+        return f;
+    }
+    if (r->is_inverse && rel->link == KP_LINK_FOREIGN_KEY && rel->holder == rel->to) {
+        /* to-one towards the referenced parent: a key look-up */
+        ddb_entity *target = entity_of(B, r->target);
+        ddb_fetch *f = new_fetch(B, DDB_GET, &target->placements[0], target);
+        f->rel = r;
+        f->shape = s;
+        f->source = DDB_FROM_PARENT;
+        if (target->is_in_parent_collection && fmt_attr_count(&target->placements[0].pk) + fmt_attr_count(&target->placements[0].sk) >
+                                                   r->target->key_count) {
+            /* the parent's own key does not give its partition: look it up by key on a GSI */
+            ddb_format pk = fmt_keyed(B, target->prefix, (const kp_attr *const *)r->target->key, r->target->key_count);
+            ddb_format sk = {0};
+            fmt_literal(B, &sk, target->prefix);
+            int is_new = 0;
+            ddb_placement *gp = secondary(B, target, 0, pk, sk, NULL, 0, p, &is_new);
+            if (!gp) return NULL;
+            f->kind = DDB_QUERY;
+            f->placement = gp;
+            f->shards = 1;
+            if (is_new) {
+                kp_decision *x = kp_design_decide(
+                    B->d, kp_design_printf(B->d, "%s %s", gp->index->name, r->target->name),
+                    kp_design_printf(B->d, "%s=%s (inverted: find a %s by its own key)", gp->index->pk_attr,
+                                     kp_ddb_format_describe(B->arena, &pk), r->target->name),
+                    kp_design_printf(B->d, "%s items live in their parent's collection, so looking one up by its own key needs "
+                                           "an index keyed by it", r->target->name));
+                kp_decision_add_pattern(B->d, x, p);
+            }
+        }
+        return f;
+    }
+    if (rel->link == KP_LINK_FOREIGN_KEY && rel->holder == rel->from) {
+        /* 1:1 with the key on the "from" side: forward is a look-up by key */
+        ddb_entity *target = entity_of(B, r->target);
+        if (!r->is_inverse) {
+            ddb_fetch *f = new_fetch(B, DDB_GET, &target->placements[0], target);
+            f->rel = r;
+            f->shape = s;
+            f->source = DDB_FROM_PARENT;
+            return f;
+        }
+        ddb_format pk = fmt_keyed(B, kp_ddb_entity_prefix(B->arena, B->m, r->source), (const kp_attr *const *)rel->fk_attrs,
+                                  rel->fk_count);
+        ddb_format sk = {0};
+        fmt_literal(B, &sk, target->prefix);
+        ddb_placement *gp = secondary(B, target, 0, pk, sk, NULL, 0, p, NULL);
+        if (!gp) return NULL;
+        ddb_fetch *f = new_fetch(B, DDB_QUERY, gp, target);
+        f->rel = r;
+        f->shape = s;
+        f->source = DDB_FROM_PARENT;
+        f->sk_prefix = target->prefix;
+        return f;
+    }
+    if (rel->link == KP_LINK_THROUGH) {
+        /* join items, then the targets by key (BatchGetItem) */
+        ddb_entity *join = entity_of(B, rel->through);
+        const ddb_placement *pl = &join->placements[0];
+        if (r->is_inverse) {
+            ddb_format pk = fmt_keyed(B, kp_ddb_entity_prefix(B->arena, B->m, rel->to), (const kp_attr *const *)rel->through_to,
+                                      rel->through_to_count);
+            ddb_format sk = fmt_keyed(B, join->prefix, (const kp_attr *const *)rel->through_from, rel->through_from_count);
+            int is_new = 0;
+            ddb_placement *gp = secondary(B, join, 0, pk, sk, NULL, 0, p, &is_new);
+            if (!gp) return NULL;
+            pl = gp;
+            if (is_new) {
+                kp_decision *x = kp_design_decide(
+                    B->d, kp_design_printf(B->d, "%s %s", gp->index->name, rel->through->name),
+                    kp_design_printf(B->d, "inverted index on the join items: %s=%s", gp->index->pk_attr,
+                                     kp_ddb_format_describe(B->arena, &pk)),
+                    kp_design_printf(B->d, "'%s' walks %s.%s from the %s side; the join items are indexed by that side's key",
+                                     p->name, rel->to->name, r->name, rel->to->name));
+                kp_decision_add_pattern(B->d, x, p);
+            }
+        }
+        ddb_fetch *f = new_fetch(B, DDB_QUERY, pl, join);
+        f->rel = r;
+        f->shape = NULL;
+        f->source = DDB_FROM_PARENT;
+        f->sk_prefix = join->prefix;
+        ddb_entity *target = entity_of(B, r->target);
+        ddb_fetch *g = new_fetch(B, (s && s->kind == KP_SHAPE_COUNT) ? DDB_COUNT : DDB_BATCH_GET, &target->placements[0], target);
+        g->rel = r;
+        g->shape = s;
+        g->source = DDB_FROM_PARENT;
+        g->is_server_ordered = 0;
+        if (s && s->kind == KP_SHAPE_COUNT) {
+            /* counting join items is enough */
+            f->kind = DDB_COUNT;
+            f->shape = s;
+            return f;
+        }
+        f->next_hop = g;
+        return f;
+    }
+    if (rel->link == KP_LINK_ARRAY) {
+        ddb_entity *target = entity_of(B, r->target);
+        if (r->is_inverse) {
+            kp_design_defect(B->d, "'%s' walks %s.%s backwards through the array %s.%s: DynamoDB cannot index array elements, "
+                                   "so only a Scan would serve it; hold the relation through a join entity instead",
+                             p->name, r->source->name, r->name, rel->from->name, rel->array_attr->name);
+            ddb_fetch *f = new_fetch(B, DDB_QUERY, &target->placements[0], target);
+            f->rel = r;
+            f->shape = s;
+            f->source = DDB_FROM_PARENT;
+            f->is_server_ordered = 0;
+            return f;
+        }
+        ddb_fetch *f = new_fetch(B, (s && s->kind == KP_SHAPE_COUNT) ? DDB_COUNT : DDB_BATCH_GET, &target->placements[0], target);
+        f->rel = r;
+        f->shape = s;
+        f->source = DDB_FROM_PARENT;
+        f->is_server_ordered = 0;
+        return f;
+    }
+    return NULL;
+}
+
+/* A copy_of attribute of e that equals path.attr, if any. */
+static const kp_attr *copy_for(const kp_entity *e, kp_rel *const *path, size_t n, const kp_attr *attr)
+{
+    for (size_t i = 0; i < e->attr_count; i++) {
+        const kp_copy *c = e->attrs[i]->copy_of;
+        if (!c || c->source != attr || c->path_len != n) continue;
+        int same = 1;
+        for (size_t k = 0; k < n; k++) same &= c->path[k] == path[k];
+        if (same) return e->attrs[i];
+    }
+    return NULL;
+}
+
+static int plan_hops(builder *B, const kp_pattern *p, ddb_fetch *parent, const kp_shape *s, kp_rel *const *hops,
+                     size_t hop_count)
+{
+    ddb_fetch *first = NULL, *last = NULL;
+    for (size_t i = 0; i < hop_count; i++) {
+        const kp_shape *for_shape = i + 1 == hop_count ? s : NULL;
+        ddb_fetch *f = plan_listing(B, p, hops[i], for_shape, 0);
+        if (!f) return kp_error_set(B->err, KP_ERR_INTERNAL, NULL, 0, 0,
+                                    "no DynamoDB access path for relation '%s' (too many indexes?)", hops[i]->name ? hops[i]->name : "?");
+        if (i + 1 < hop_count) f->shape = NULL;
+        if (hop_count > 1) f->is_server_ordered = 0, f->limit = 0;
+        if (!first) first = f;
+        else {
+            ddb_fetch *tail = last;
+            while (tail->next_hop) tail = tail->next_hop;
+            tail->next_hop = f;
+        }
+        last = f;
+    }
+    add_child(B, parent, first);
+    ddb_fetch *end = last;
+    while (end->next_hop) end = end->next_hop;
+    if (s && (s->kind == KP_SHAPE_EACH || s->kind == KP_SHAPE_ONE))
+        return plan_shape_children(B, p, end, s, end->entity);
+    return 0;
+}
+
+/* Plans what a shape node needs below a fetch whose records are of entity ctx. */
+static int plan_shape_children(builder *B, const kp_pattern *p, ddb_fetch *parent, const kp_shape *s, const ddb_entity *ctx)
+{
+    for (size_t i = 0; i < s->member_count; i++) {
+        const kp_shape *m = s->members[i];
+        if (m->kind == KP_SHAPE_ATTR && m->path_len > 0) {
+            if (copy_for(ctx->entity, m->path, m->path_len, m->attr)) continue; /* a denormalised copy answers it */
+            if (plan_hops(B, p, parent, NULL, m->path, m->path_len)) return -1;
+        } else if (m->kind == KP_SHAPE_EACH || m->kind == KP_SHAPE_ONE) {
+            if (plan_hops(B, p, parent, m, m->hops, m->hop_count)) return -1;
+        } else if (m->kind == KP_SHAPE_COUNT) {
+            /* a derived count on the record answers it without a request */
+            int derived = 0;
+            for (size_t a = 0; a < ctx->entity->attr_count; a++) {
+                const kp_derived *d = ctx->entity->attrs[a]->derived;
+                if (d && d->fn == KP_AGG_COUNT && d->path_len == m->hop_count && d->where_count == m->where_count &&
+                    memcmp(d->path, m->hops, sizeof *d->path * d->path_len) == 0)
+                    derived = 1;
+            }
+            if (!derived && plan_hops(B, p, parent, m, m->hops, m->hop_count)) return -1;
+        } else if (m->kind == KP_SHAPE_OBJECT) {
+            if (plan_shape_children(B, p, parent, m, ctx)) return -1;
+        }
+    }
+    if (s->kind == KP_SHAPE_EACH && s->value && s->value->kind == KP_SHAPE_ATTR && s->value->path_len > 0 &&
+        !copy_for(ctx->entity, s->value->path, s->value->path_len, s->value->attr))
+        return plan_hops(B, p, parent, NULL, s->value->path, s->value->path_len);
+    /* where conditions through to-one paths need the related record too */
+    for (size_t i = 0; i < s->where_count; i++)
+        if (s->where[i].path_len > 0 && !copy_for(ctx->entity, s->where[i].path, s->where[i].path_len, s->where[i].attr))
+            kp_design_note(B->d, "'%s' filters %s by %s through a relation; the condition is applied after reading",
+                           p->name, ctx->entity->name, s->where[i].attr->name);
+    return 0;
+}
+
+/* Rule 6: shards for a partition key that takes a skewed share of the load. */
+static int shards_for(builder *B, const kp_pattern *p, const ddb_entity *e, double share_items, double read_share,
+                      double bytes_per_read)
+{
+    for (size_t i = 0; i < B->m->hint_count; i++) {
+        const kp_hint *h = &B->m->hints[i];
+        if (strcmp(h->database, "dynamodb") == 0 && strcmp(h->kind, "shards") == 0 && h->pattern == p) return (int)h->number;
+    }
+    double reads = pattern_rate(B, p) * read_share * read_units(bytes_per_read);
+    double writes = 0;
+    for (size_t w = 0; w < B->m->write_count; w++) {
+        const kp_write *wr = B->m->writes[w];
+        for (size_t s = 0; s < wr->step_count; s++)
+            if (wr->steps[s].entity == e->entity && wr->steps[s].op != KP_WRITE_DELETE)
+                writes += kp_write_rps(wr, B->mix) * wr->steps[s].rows * share_items * write_units(item_bytes(e->entity));
+    }
+    int n = 1;
+    if (reads > 3000) n = (int)ceil(reads / 3000 * 2);
+    if (writes > 1000 && (int)ceil(writes / 1000 * 2) > n) n = (int)ceil(writes / 1000 * 2);
+    return n > 100 ? 100 : n;
+}
+
+static int plan_root(builder *B, const kp_pattern *p, ddb_fetch **out)
+{
+    ddb_entity *e = entity_of(B, p->root);
+    const ddb_placement *base = &e->placements[0];
+    ddb_fetch *f = NULL;
+    if (!p->is_root_set) {
+        const kp_cond *unique = NULL;
+        int by_key = 1;
+        for (size_t k = 0; k < p->root->key_count; k++) by_key &= eq_cond(p->where, p->where_count, p->root->key[k]) != NULL;
+        if (!by_key)
+            for (size_t i = 0; i < p->where_count; i++)
+                if (p->where[i].op == KP_OP_EQ && p->where[i].path_len == 0 && p->where[i].attr->is_unique) unique = &p->where[i];
+        if (by_key && params_cover(&base->pk, p) && params_cover(&base->sk, p)) {
+            f = new_fetch(B, DDB_GET, base, e);
+            bind_params(B, f, &base->pk, p);
+        } else {
+            /* a look-up by a unique attribute, or by a key the base partition does not hold */
+            const kp_attr *const *attrs = unique ? (const kp_attr *const *)&unique->attr : (const kp_attr *const *)p->root->key;
+            size_t n = unique ? 1 : p->root->key_count;
+            ddb_format pk = {0};
+            char label[300];
+            snprintf(label, sizeof label, "%s%s%s", e->prefix, unique ? "#" : "", unique ? unique->attr->name : "");
+            for (char *c = label; *c; c++) if (*c >= 'a' && *c <= 'z') *c = (char)(*c - 'a' + 'A');
+            pk = fmt_keyed(B, label, attrs, n);
+            ddb_format sk = {0};
+            fmt_literal(B, &sk, e->prefix);
+            int is_new = 0;
+            ddb_placement *gp = secondary(B, e, 0, pk, sk, NULL, 0, p, &is_new);
+            if (!gp) return kp_error_set(B->err, KP_ERR_INTERNAL, NULL, 0, 0, "out of index slots");
+            f = new_fetch(B, DDB_QUERY, gp, e);
+            f->sk_prefix = e->prefix;
+            bind_params(B, f, &gp->pk, p);
+            if (is_new) {
+                kp_decision *x = kp_design_decide(
+                    B->d, kp_design_printf(B->d, "%s %s", gp->index->name, p->root->name),
+                    kp_design_printf(B->d, "%s=%s", gp->index->pk_attr, kp_ddb_format_describe(B->arena, &pk)),
+                    unique ? kp_design_printf(B->d, "'%s' finds a %s by its unique %s: a global index keyed by it makes that "
+                                                    "one Query (writes keep it unique with a condition on a uniqueness item)",
+                                              p->name, p->root->name, unique->attr->name)
+                           : kp_design_printf(B->d, "%s items live in a parent's collection; '%s' knows only the %s's own key",
+                                              p->root->name, p->name, p->root->name));
+                kp_decision_add_pattern(B->d, x, p);
+            }
+        }
+        f->shape = NULL;
+        *out = f;
+        return plan_shape_children(B, p, f, p->returns->kind == KP_SHAPE_EACH ? p->returns : p->returns, e);
+    }
+    /* a root set: rule 4/5/6 — a GSI keyed by the equalities, sorted as declared */
+    const kp_shape *each = p->returns->kind == KP_SHAPE_EACH ? p->returns : NULL;
+    for (size_t i = 0; !each && i < p->returns->member_count; i++)
+        if (p->returns->members[i]->kind == KP_SHAPE_EACH && p->returns->members[i]->is_root_set) each = p->returns->members[i];
+    const kp_cond **eqs = kp_arena_alloc(B->arena, sizeof *eqs * (p->where_count + 1));
+    const kp_cond **literal_eqs = kp_arena_alloc(B->arena, sizeof *literal_eqs * (p->where_count + 1));
+    const kp_cond **filters = kp_arena_alloc(B->arena, sizeof *filters * (p->where_count + 1));
+    kp_cond *sparse = kp_arena_alloc(B->arena, sizeof *sparse * (p->where_count + 1));
+    size_t eq_count = 0, literal_count = 0, filter_count = 0, sparse_count = 0;
+    const kp_cond *range = NULL;
+    for (size_t i = 0; i < p->where_count; i++) {
+        const kp_cond *c = &p->where[i];
+        int optional = c->value.param && c->value.param->is_optional;
+        const kp_attr *copy = c->path_len ? copy_for(p->root, c->path, c->path_len, c->attr) : NULL;
+        if (c->path_len && !copy) {
+            kp_design_defect(B->d, "'%s' filters %s by %s.%s, a value of another entity: without a copy (copy_of) on %s "
+                                   "every candidate item is read and filtered",
+                             p->name, p->root->name, c->path[0]->name, c->attr->name, p->root->name);
+            filters[filter_count++] = c;
+            continue;
+        }
+        if (c->op == KP_OP_EQ && !optional && c->value.literal) {
+            literal_eqs[literal_count++] = c;
+            sparse[sparse_count++] = *c;
+        } else if (c->op == KP_OP_EQ && !optional && !c->path_len) {
+            eqs[eq_count++] = c;
+        } else if (!range && !optional && each && each->declared_order_count && each->order[0].attr == c->attr && !c->path_len) {
+            range = c;
+        } else {
+            filters[filter_count++] = c;
+        }
+    }
+    /* the index partition: <ENTITY>[#<literal values>]#<param equalities> */
+    char label[512];
+    snprintf(label, sizeof label, "%s", e->prefix);
+    for (size_t i = 0; i < literal_count; i++) {
+        char part[256];
+        if (kp_ddb_key_text(literal_eqs[i]->attr, 0, literal_eqs[i]->value.literal, part, sizeof part) == 0)
+            snprintf(label + strlen(label), sizeof label - strlen(label), "#%s", part);
+    }
+    const kp_attr *eq_attrs[32] = {0};
+    for (size_t i = 0; i < eq_count && i < 32; i++) eq_attrs[i] = eqs[i]->attr;
+    ddb_format pk = fmt_keyed(B, label, eq_attrs, eq_count < 32 ? eq_count : 32);
+    ddb_format sk = ordered_sk(B, e, NULL, 0, each, eq_attrs, eq_count);
+    double rows = p->root->count;
+    for (size_t i = 0; i < literal_count; i++)
+        if (literal_eqs[i]->attr->type.kind == KP_T_ENUM) rows /= (double)literal_eqs[i]->attr->type.enum_count;
+    int is_new = 0;
+    ddb_placement *gp = secondary(B, e, 0, pk, sk, sparse_count ? sparse : NULL, sparse_count, p, &is_new);
+    if (!gp) return kp_error_set(B->err, KP_ERR_INTERNAL, NULL, 0, 0, "out of index slots");
+    double items = expected_items(each, NULL);
+    if (!each || (!each->limit && !each->limit_param)) items = rows;
+    /* the hottest partition key's share: one value of the equalities under the pattern's
+     * skew, or all of it when the key is a constant */
+    double partitions = eq_count ? (rows / (items > 1 ? items : 1)) : 1;
+    double hot = eq_count ? zipf_top_share(partitions, kp_pattern_skew(B->m, p)) : 1.0;
+    double written_share = eq_count ? hot : (literal_count ? 1.0 / (double)(literal_count + 1) : 1.0);
+    int shards = shards_for(B, p, e, written_share, hot, items * item_bytes(p->root));
+    if (is_new || gp->shards < shards) gp->shards = shards;
+    if (is_new) {
+        kp_decision *x = kp_design_decide(
+            B->d, kp_design_printf(B->d, "%s %s", gp->index->name, p->root->name),
+            kp_design_printf(B->d, "%s=%s%s, %s=%s%s", gp->index->pk_attr, kp_ddb_format_describe(B->arena, &pk),
+                             gp->shards > 1 ? kp_design_printf(B->d, "#<0..%d>", gp->shards - 1) : "", gp->index->sk_attr,
+                             kp_ddb_format_describe(B->arena, &sk), sparse_count ? " (sparse)" : ""),
+            kp_design_printf(B->d, "'%s' lists %s across partitions%s; a global index %s serves it as one Query%s",
+                             p->name, p->root->name, sparse_count ? " filtered by a literal" : "",
+                             sparse_count ? "that only matching items enter (sparse)" : "keyed by its equalities",
+                             gp->shards > 1 ? kp_design_printf(B->d, "; its key is write-sharded into %d suffixes (the load on one "
+                                                                      "partition key would pass the per-partition limits), "
+                                                                      "so reads scatter-gather %d Queries in parallel",
+                                                               gp->shards, gp->shards)
+                                            : ""));
+        kp_decision_add_pattern(B->d, x, p);
+    }
+    f = new_fetch(B, DDB_QUERY, gp, e);
+    f->shape = each;
+    f->shards = gp->shards;
+    bind_params(B, f, &gp->pk, p);
+    f->sk_prefix = e->prefix;
+    f->range = range;
+    f->filters = filters;
+    f->filter_count = filter_count;
+    f->is_forward = each && each->declared_order_count ? !each->order[0].is_desc : 1;
+    f->is_server_ordered = !(each && mixed_directions(each)) && f->shards == 1;
+    f->limit = each && filter_count == 0 ? each->limit : 0;
+    f->is_paged = each && each->page != KP_PAGE_NONE;
+    *out = f;
+    if (each) return plan_shape_children(B, p, f, each, e);
+    return 0;
+}
+
+/* Rule 2: a pinned root fetched with GetItem whose first listing is its own collection
+ * becomes one Query returning the header and the children. */
+static void merge_header(builder *B, const kp_pattern *p, ddb_fetch *root)
+{
+    if (root->kind != DDB_GET || root->placement != &root->entity->placements[0] || root->entity->is_in_parent_collection) return;
+    for (size_t i = 0; i < root->child_count; i++) {
+        ddb_fetch *c = root->children[i];
+        if (c->kind != DDB_QUERY || !c->shape || c->shape->kind != KP_SHAPE_EACH || c->next_hop) continue;
+        if (c->entity->home == NULL || c->entity->home->from != root->entity->entity || c->rel->relation != c->entity->home) continue;
+        /* the header must sort first in the read's direction, on the index the children use */
+        ddb_entity *parent = (ddb_entity *)root->entity;
+        const char *sentinel = bprintf(B, "%s%s", c->entity->prefix, c->is_forward ? "!" : "$");
+        if (c->placement->index->kind == DDB_BASE) {
+            /* the parent's base SK becomes the sentinel, if no other read claimed it */
+            ddb_placement *base = &parent->placements[0];
+            if (base->sentinel_sk && strcmp(base->sentinel_sk, sentinel) != 0) continue;
+            base->sentinel_sk = sentinel;
+            base->sk = (ddb_format){0};
+            fmt_literal(B, &base->sk, sentinel);
+        } else {
+            /* the parent item also carries the LSI's sort key, set to the sentinel */
+            int found = 0;
+            for (size_t k = 1; k < parent->placement_count; k++)
+                if (parent->placements[k].index == c->placement->index) {
+                    found = 1;
+                    if (!parent->placements[k].sentinel_sk || strcmp(parent->placements[k].sentinel_sk, sentinel)) found = 2;
+                }
+            if (found == 2) continue;
+            if (!found) {
+                ddb_placement *hp = add_placement(B, parent);
+                hp->index = c->placement->index;
+                hp->pk = parent->placements[0].pk;
+                hp->sentinel_sk = sentinel;
+                hp->sk = (ddb_format){0};
+                fmt_literal(B, &hp->sk, sentinel);
+                hp->cause = p;
+            }
+        }
+        c->header = parent;
+        c->header_sk = sentinel;
+        c->source = DDB_FROM_PARAMS;
+        c->pk_params = root->pk_params;
+        /* the root fetch is now this Query: move the other children under it */
+        root->kind = DDB_QUERY;
+        root->placement = c->placement;
+        root->header = parent;
+        root->header_sk = sentinel;
+        root->rel = c->rel;
+        root->shape = c->shape;
+        root->sk_prefix = c->sk_prefix;
+        root->range = c->range;
+        root->sk_eq = c->sk_eq;
+        root->sk_eq_count = c->sk_eq_count;
+        root->filters = c->filters;
+        root->filter_count = c->filter_count;
+        root->is_forward = c->is_forward;
+        root->is_server_ordered = c->is_server_ordered;
+        root->limit = c->limit;
+        root->entity = c->entity;
+        root->is_paged = c->shape == p->paged;
+        ddb_fetch **rest = kp_arena_alloc(B->arena, sizeof *rest * (root->child_count + c->child_count + 1));
+        size_t n = 0;
+        for (size_t k = 0; k < root->child_count; k++)
+            if (k != i) rest[n++] = root->children[k];
+        for (size_t k = 0; k < c->child_count; k++) rest[n++] = c->children[k];
+        root->children = rest;
+        root->child_count = n;
+        root->child_cap = n;
+        kp_decision *x = kp_design_decide(
+            B->d, kp_design_printf(B->d, "%s header", parent->entity->name),
+            kp_design_printf(B->d, "the %s item sorts at the head of its %s (%s=\"%s\")", parent->entity->name,
+                             c->rel->name, c->placement->index->sk_attr, sentinel),
+            kp_design_printf(B->d, "'%s' returns the %s with its %s; placing its item first in the %s read makes the "
+                                   "header and the first page one Query instead of a GetItem and a Query",
+                             p->name, parent->entity->name, c->rel->name, c->is_forward ? "ascending" : "descending"));
+        kp_decision_add_pattern(B->d, x, p);
+        return;
+    }
+}
+
+/* ---- neutral plans from fetch trees ------------------------------------------------------ */
+
+static const char *index_name(const ddb_fetch *f)
+{
+    return f->placement && f->placement->index->kind != DDB_BASE ? f->placement->index->name : NULL;
+}
+
+static void describe_fetch(builder *B, const kp_pattern *p, const ddb_fetch *f, char *buf, size_t size)
+{
+    const ddb_placement *pl = f->placement;
+    const char *pk_attr = pl ? pl->index->pk_attr : "PK";
+    const char *sk_attr = pl ? pl->index->sk_attr : "SK";
+    const char *pk = pl ? kp_ddb_format_describe(B->arena, &pl->pk) : "?";
+    if (f->kind == DDB_GET) {
+        snprintf(buf, size, "%s = %s AND %s = %s", pk_attr, pk, sk_attr, kp_ddb_format_describe(B->arena, &pl->sk));
+    } else if (f->kind == DDB_BATCH_GET) {
+        snprintf(buf, size, "keys %s = %s, %s = %s for each reference", pk_attr, pk, sk_attr,
+                 kp_ddb_format_describe(B->arena, &pl->sk));
+    } else {
+        char sk[400];
+        if (f->header) snprintf(sk, sizeof sk, "%s BETWEEN \"%s!\" AND \"%s$\"", sk_attr, f->entity->prefix, f->entity->prefix);
+        else if (f->range) snprintf(sk, sizeof sk, "%s %s (%s range)", sk_attr, kp_op_name(f->range->op), f->range->attr->name);
+        else snprintf(sk, sizeof sk, "begins_with(%s, \"%s\")", sk_attr, f->sk_prefix ? f->sk_prefix : "");
+        snprintf(buf, size, "%s = %s%s AND %s", pk_attr, pk, f->shards > 1 ? "#<shard>" : "", sk);
+        if (f->filter_count) {
+            size_t len = strlen(buf);
+            snprintf(buf + len, size - len, " FILTER ");
+            buf[strlen(buf)] = '\0';
+            char conds[300] = "";
+            describe_conditions(conds, sizeof conds, f->filters, f->filter_count);
+            snprintf(buf + strlen(buf), size - strlen(buf), "%s", conds);
+        }
+    }
+    (void)p;
+}
+
+static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fetch *f, double parents, int waits)
+{
+    static const char *const ops[] = {"GetItem", "Query", "BatchGetItem", "Query (COUNT)"};
+    kp_operation *o = kp_plan_add_op(B->d, plan, ops[f->kind], B->L->table);
+    const char *idx = index_name(f);
+    o->index = idx ? kp_design_printf(B->d, "%s", idx) : NULL;
+    char cond[1024];
+    describe_fetch(B, p, f, cond, sizeof cond);
+    o->condition = kp_design_printf(B->d, "%s", cond);
+    o->waits_for_previous = waits;
+    double per = 1;
+    const kp_shape *s = f->shape;
+    if (f->kind == DDB_GET) per = 1;
+    else if (f->kind == DDB_BATCH_GET) per = f->rel && f->rel->fanout ? f->rel->fanout->avg : 1;
+    else if (f->rel) per = expected_items(s && s->kind == KP_SHAPE_EACH ? s : NULL, f->rel);
+    else per = expected_items(s, NULL);
+    if (!f->rel && !s) per = 1;
+    if (f->kind == DDB_QUERY && !f->rel && s && !s->limit && !s->limit_param && s->is_root_set) {
+        per = p->root->count;
+    }
+    if (f->header) per += 1;
+    double count = parents * per;
+    double bytes = count * item_bytes(f->entity->entity);
+    o->items = f->kind == DDB_COUNT ? 0 : count;
+    o->bytes = bytes;
+    double requests = f->kind == DDB_BATCH_GET ? ceil(parents * per / 100.0) : parents * f->shards;
+    if (requests < 1) requests = 1;
+    /* pages: a Query page stops at 1 MB */
+    if (f->kind == DDB_QUERY && bytes / (parents > 0 ? parents : 1) > 1048576) requests *= ceil(bytes / parents / 1048576);
+    o->requests = requests;
+    o->read_units = f->kind == DDB_GET || f->kind == DDB_BATCH_GET ? count * read_units(item_bytes(f->entity->entity))
+                                                                    : requests * read_units(bytes / requests);
+    o->is_scan = 0;
+    o->why = f->header ? kp_design_printf(B->d, "returns the %s header and the first %s items in one request",
+                                          f->header->entity->name, f->entity->entity->name)
+                       : NULL;
+    if (!f->is_server_ordered && f->shape && f->shape->kind == KP_SHAPE_EACH && f->shape->declared_order_count)
+        o->why = kp_design_printf(B->d, "results are merged and sorted in the client (%s)",
+                                  f->shards > 1 ? "scatter-gather over shards" : "the index cannot hold this order");
+    /* children: one more round trip below this one */
+    double produced = f->kind == DDB_COUNT ? 0 : count - (f->header ? parents : 0);
+    if (f->header) {
+        /* children of the header run on the header record (one per parent) */
+    }
+    const ddb_fetch *hop = f->next_hop;
+    double hop_parents = produced;
+    while (hop) {
+        add_ops(B, p, plan, hop, hop_parents > 0 ? hop_parents : 1, 1);
+        hop_parents = plan->ops[plan->op_count - 1].items;
+        hop = hop->next_hop;
+    }
+    for (size_t i = 0; i < f->child_count; i++) {
+        const ddb_fetch *c = f->children[i];
+        /* children whose keys come from parameters run in parallel with their parent */
+        double n = c->source == DDB_FROM_PARAMS ? 1 : (f->header && c->rel && c->rel->source == f->header->entity ? parents : produced);
+        add_ops(B, p, plan, c, n > 0 ? n : 1, c->source != DDB_FROM_PARAMS);
+    }
+}
+
+/* ---- write plans ---------------------------------------------------------------------------- */
+
+static void plan_writes(builder *B)
+{
+    const kp_model *m = B->m;
+    for (size_t w = 0; w < m->write_count; w++) {
+        const kp_write *wr = m->writes[w];
+        kp_write_plan *wp = &B->d->write_plans[w];
+        double items = 0, units = 0, requests = 0;
+        kp_write_touch *touches = kp_arena_alloc(&B->d->arena, sizeof *touches * 64);
+        size_t tn = 0;
+        for (size_t s = 0; s < wr->step_count && tn < 60; s++) {
+            const kp_write_step *st = &wr->steps[s];
+            const ddb_entity *e = entity_of(B, st->entity);
+            double rows = st->rows;
+            if (st->for_each) {
+                double fan = 1;
+                for (size_t h = 0; h < st->for_each_len; h++) fan *= st->for_each[h]->fanout ? st->for_each[h]->fanout->avg : 1;
+                rows *= fan;
+            }
+            double size = item_bytes(st->entity);
+            double wcu = write_units(size);
+            kp_write_touch *t = &touches[tn++];
+            t->container = B->L->table;
+            t->what = kp_design_printf(B->d, "%s item (%s)", st->entity->name,
+                                       st->op == KP_WRITE_INSERT ? "PutItem" : st->op == KP_WRITE_DELETE ? "DeleteItem" : "UpdateItem");
+            t->count = rows;
+            t->bytes = rows * size;
+            t->write_units = rows * wcu * (wr->is_atomic ? 2 : 1);
+            items += rows;
+            units += t->write_units;
+            requests += st->for_each ? rows : 1;
+            /* every GSI the item is in is one more write */
+            for (size_t k = 1; k < e->placement_count && tn < 60; k++) {
+                if (e->placements[k].index->kind != DDB_GSI) continue;
+                kp_write_touch *g = &touches[tn++];
+                g->container = B->L->table;
+                g->what = kp_design_printf(B->d, "%s entry of the %s item", e->placements[k].index->name, st->entity->name);
+                g->count = rows * (e->placements[k].only_when_count ? 0.5 : 1);
+                g->bytes = g->count * size;
+                g->write_units = g->count * wcu;
+                items += g->count;
+                units += g->write_units;
+            }
+            if (st->op == KP_WRITE_UPDATE || st->op == KP_WRITE_UPSERT || st->op == KP_WRITE_DELETE) {
+                /* denormalised copies of the changed attributes, elsewhere */
+                for (size_t i = 0; i < m->entity_count && tn < 60; i++) {
+                    const kp_entity *other = m->entities[i];
+                    for (size_t a = 0; a < other->attr_count && tn < 60; a++) {
+                        const kp_copy *c = other->attrs[a]->copy_of;
+                        if (!c || c->source->entity != st->entity) continue;
+                        int changed = st->op == KP_WRITE_DELETE;
+                        for (size_t x = 0; x < st->assign_count; x++) changed |= st->assigns[x].attr == c->source;
+                        if (!changed || st->op == KP_WRITE_DELETE) continue;
+                        double fan = 1;
+                        for (size_t h = 0; h < c->path_len; h++) {
+                            const kp_relation *rel = c->path[h]->relation;
+                            fan *= c->path[h]->is_inverse ? rel->fanout.avg : 1;
+                        }
+                        kp_write_touch *cp = &touches[tn++];
+                        cp->container = B->L->table;
+                        cp->what = kp_design_printf(B->d, "copy of %s.%s in %s items (Query, then UpdateItem each)",
+                                                    st->entity->name, c->source->name, other->name);
+                        cp->count = rows * fan;
+                        cp->bytes = cp->count * item_bytes(other);
+                        cp->write_units = cp->count * write_units(item_bytes(other));
+                        items += cp->count;
+                        units += cp->write_units;
+                        requests += 1 + cp->count;
+                    }
+                }
+            }
+            /* derived aggregates on related items change with inserts and deletes */
+            for (size_t i = 0; i < m->entity_count && tn < 60; i++) {
+                const kp_entity *other = m->entities[i];
+                for (size_t a = 0; a < other->attr_count && tn < 60; a++) {
+                    const kp_derived *d = other->attrs[a]->derived;
+                    if (!d || d->path_len == 0 || d->path[d->path_len - 1]->target != st->entity) continue;
+                    kp_write_touch *dt = &touches[tn++];
+                    dt->container = B->L->table;
+                    dt->what = kp_design_printf(B->d, "%s.%s on the %s item (UpdateItem)", other->name, other->attrs[a]->name,
+                                                other->name);
+                    dt->count = rows;
+                    dt->bytes = rows * item_bytes(other);
+                    dt->write_units = rows * write_units(item_bytes(other));
+                    items += dt->count;
+                    units += dt->write_units;
+                    requests += 1;
+                }
+            }
+            for (size_t a = 0; a < st->entity->attr_count && tn < 60; a++)
+                if (st->entity->attrs[a]->is_unique && st->op == KP_WRITE_INSERT) {
+                    kp_write_touch *u = &touches[tn++];
+                    u->container = B->L->table;
+                    u->what = kp_design_printf(B->d, "uniqueness item for %s.%s (conditional put)", st->entity->name,
+                                               st->entity->attrs[a]->name);
+                    u->count = rows;
+                    u->bytes = rows * 64;
+                    u->write_units = rows;
+                    items += rows;
+                    units += rows;
+                }
+        }
+        wp->touches = touches;
+        wp->touch_count = tn;
+        wp->items = items;
+        wp->write_units = units;
+        wp->requests = wr->is_atomic ? 1 : requests;
+        wp->mechanism = wr->is_atomic ? "TransactWriteItems (all steps or none; 2 WCU per KB)"
+                      : wr->schedule_every_s > 0 ? "BatchWriteItem (25 items per request)"
+                      : wr->step_count > 1 ? "one request per step, in order" : "one request";
+        if (wr->is_atomic) wp->requests = 1;
+    }
+}
+
+/* ---- containers and limits --------------------------------------------------------------------- */
+
+static kp_key_part key_part(builder *B, const char *name, kp_key_role role, const char *format)
+{
+    kp_key_part k = {kp_design_printf(B->d, "%s", name), role, 0, format ? kp_design_printf(B->d, "%s", format) : ""};
+    return k;
+}
+
+static void describe_table(builder *B)
+{
+    const kp_model *m = B->m;
+    kp_container *c = kp_design_add_container(B->d, B->L->table, "table");
+    c->key_count = 2;
+    c->keys = kp_arena_alloc(&B->d->arena, sizeof *c->keys * 2);
+    c->keys[0] = key_part(B, "PK", KP_KEY_PARTITION, NULL);
+    c->keys[1] = key_part(B, "SK", KP_KEY_SORT, NULL);
+    c->entity_count = m->entity_count;
+    c->entities = kp_arena_alloc(&B->d->arena, sizeof *c->entities * (m->entity_count ? m->entity_count : 1));
+    double items = 0, bytes = 0;
+    for (size_t i = 0; i < m->entity_count; i++) {
+        c->entities[i] = m->entities[i];
+        items += m->entities[i]->count;
+        bytes += m->entities[i]->count * item_bytes(m->entities[i]);
+        const ddb_entity *e = entity_of(B, m->entities[i]);
+        for (size_t k = 1; k < e->placement_count; k++)
+            if (e->placements[k].index->kind == DDB_GSI) bytes += m->entities[i]->count * item_bytes(m->entities[i]);
+    }
+    c->items = items;
+    c->bytes = bytes;
+    c->why = "one table for every entity (single-table design): related items share partitions so one request reads them together";
+    size_t n = B->L->lsi_count + B->L->gsi_count;
+    c->indexes = kp_arena_alloc(&B->d->arena, sizeof *c->indexes * (n ? n : 1));
+    for (size_t i = 0; i < B->L->lsi_count + B->L->gsi_count; i++) {
+        const ddb_index *ix = i < B->L->lsi_count ? &B->L->lsi[i] : &B->L->gsi[i - B->L->lsi_count];
+        kp_index_desc *d = &c->indexes[c->index_count++];
+        d->name = kp_design_printf(B->d, "%s", ix->name);
+        d->kind = ix->kind == DDB_LSI ? "lsi" : "gsi";
+        d->key_count = 2;
+        d->keys = kp_arena_alloc(&B->d->arena, sizeof *d->keys * 2);
+        d->keys[0] = key_part(B, ix->pk_attr, KP_KEY_PARTITION, NULL);
+        d->keys[1] = key_part(B, ix->sk_attr, KP_KEY_SORT, NULL);
+        d->projection = "ALL";
+        /* causes and formats */
+        const char **causes = kp_arena_alloc(&B->d->arena, sizeof *causes * (m->pattern_count + 1));
+        size_t cn = 0;
+        int sparse = 0;
+        for (size_t e = 0; e < m->entity_count; e++) {
+            const ddb_entity *de = &B->L->entities[e];
+            for (size_t k = 1; k < de->placement_count; k++) {
+                const ddb_placement *pl = &de->placements[k];
+                if (pl->index != ix) continue;
+                sparse |= pl->only_when_count > 0;
+                if (pl->cause) {
+                    int seen = 0;
+                    for (size_t x = 0; x < cn; x++) seen |= strcmp(causes[x], pl->cause->name) == 0;
+                    if (!seen) causes[cn++] = pl->cause->name;
+                }
+            }
+        }
+        d->caused_by = causes;
+        d->caused_by_count = cn;
+        d->is_sparse = sparse;
+    }
+    if (B->L->gsi_count > KP_DDB_MAX_GSI)
+        kp_design_defect(B->d, "the design needs %zu global secondary indexes, more than DynamoDB's quota of %d per table; "
+                               "split the model into two tables (the entities of the least related patterns) or hint "
+                               "separate_table", B->L->gsi_count, KP_DDB_MAX_GSI);
+    /* LSIs bound every item collection to 10 GB */
+    if (B->L->lsi_count) {
+        for (size_t i = 0; i < m->relation_count; i++) {
+            const kp_relation *r = m->relations[i];
+            const ddb_entity *child = entity_of(B, r->to);
+            if (child->home != r) continue;
+            double bytes_max = r->fanout.max * item_bytes(r->to);
+            if (bytes_max > 10e9)
+                kp_design_defect(B->d, "the %s collection of one %s can reach %.1f GB (fan-out max %.0f), above the 10 GB "
+                                       "item-collection limit that local indexes impose", r->name, r->from->name, bytes_max / 1e9,
+                                 r->fanout.max);
+        }
+    }
+    for (size_t i = 0; i < m->entity_count; i++) {
+        double size = item_bytes(m->entities[i]);
+        if (size > 400 * 1024)
+            kp_design_defect(B->d, "a %s item averages %.0f KB, above DynamoDB's 400 KB item limit", m->entities[i]->name, size / 1024);
+    }
+}
+
+static void free_layout(void *layout)
+{
+    ddb_layout *L = layout;
+    kp_arena_free(&L->arena);
+    free(L);
+}
+
+int kp_ddb_propose(const kp_model *m, const kp_propose_options *options, kp_design_list *out, kp_error *err)
+{
+    extern const kp_backend kp_dynamodb_backend;
+    out->items = NULL;
+    out->count = 0;
+    const kp_mix *mix = options && options->mix ? options->mix : m->default_mix;
+    kp_design *d = kp_design_new(&kp_dynamodb_backend, m, mix, "single-table");
+    ddb_layout *L = calloc(1, sizeof *L);
+    if (!d || !L) {
+        kp_design_free(d);
+        free(L);
+        return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    }
+    d->layout = L;
+    d->free_layout = free_layout;
+    builder B = {m, mix, d, L, &L->arena, err};
+    L->table = kp_arena_strdup(&L->arena, m->name);
+    L->base.kind = DDB_BASE;
+    L->base.pk_attr = "PK";
+    L->base.sk_attr = "SK";
+    L->entity_count = m->entity_count;
+    L->entities = kp_arena_alloc(&L->arena, sizeof *L->entities * (m->entity_count ? m->entity_count : 1));
+    L->roots = kp_arena_alloc(&L->arena, sizeof *L->roots * (m->pattern_count ? m->pattern_count : 1));
+    int rc = place_entities(&B);
+    for (size_t i = 0; rc == 0 && i < m->pattern_count; i++) {
+        rc = plan_root(&B, m->patterns[i], &L->roots[i]);
+        if (rc == 0) merge_header(&B, m->patterns[i], L->roots[i]);
+    }
+    if (rc) { kp_design_free(d); return -1; }
+    for (size_t i = 0; i < m->pattern_count; i++) {
+        kp_plan *plan = &d->plans[i];
+        add_ops(&B, m->patterns[i], plan, L->roots[i], 1, 0);
+        kp_plan_total(plan);
+        plan->why = L->roots[i]->header
+                        ? kp_design_printf(d, "the %s header and its %s come back from one Query", L->roots[i]->header->entity->name,
+                                           L->roots[i]->rel->name)
+                        : NULL;
+    }
+    plan_writes(&B);
+    describe_table(&B);
+    d->summary = kp_design_printf(d, "one table '%s' with %zu local and %zu global secondary indexes", L->table, L->lsi_count,
+                                  L->gsi_count);
+    out->items = malloc(sizeof *out->items);
+    if (!out->items) { kp_design_free(d); return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
+    out->items[0] = d;
+    out->count = 1;
+    return 0;
+}

@@ -1,0 +1,820 @@
+/*
+ * seed.c — the seeding pipeline: pre-scan, marker, batched asynchronous writes with a
+ * resumable checkpoint, read-back (seed.h explains the whole protocol).
+ *
+ * Invariant: the marker's "acknowledged" never counts a record unless every item of
+ * it, and of every record before it in the fixed order, was acknowledged by the
+ * server — so a rerun that skips those records loses nothing.
+ */
+#include "migrations/seed.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int nomem(kp_error *err) { return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void iso_now(char out[32])
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+const char *kp_seed_action_name(kp_seed_action action)
+{
+    switch (action) {
+    case KP_SEED_FRESH: return "fresh";
+    case KP_SEED_RESUMED: return "resumed";
+    case KP_SEED_ALREADY_DONE: return "already-complete";
+    case KP_SEED_REPLACED: return "replaced";
+    case KP_SEED_DRY_RUN: return "dry-run";
+    }
+    return "?";
+}
+
+/* ---- the data hash ------------------------------------------------------------------- */
+
+static uint64_t fnv(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 1099511628211ULL; }
+    return h;
+}
+
+int kp_seed_data_hash(const kp_dataset *data, char out[17], kp_error *err)
+{
+    const kp_model *model = kp_dataset_model(data);
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t e = 0; e < model->entity_count; e++) {
+        const kp_entity *entity = model->entities[e];
+        h = fnv(h, entity->name, strlen(entity->name));
+        h = fnv(h, "\n", 1);
+        size_t n = 0;
+        kp_record *const *records = kp_dataset_records(data, entity, &n);
+        for (size_t i = 0; i < n; i++) {
+            char *text = cJSON_PrintUnformatted(records[i]->object);
+            if (!text) return nomem(err);
+            h = fnv(h, text, strlen(text));
+            h = fnv(h, "\n", 1);
+            free(text);
+        }
+    }
+    snprintf(out, 17, "%016" PRIx64, h);
+    return 0;
+}
+
+/* ---- the marker ------------------------------------------------------------------------ */
+
+static const char *marker_string(const cJSON *marker, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(marker, name);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+int kp_seed_marker_matches(const cJSON *marker, const kp_model *model, const char *data_hash, const kp_design *design,
+                           char *why, size_t why_size)
+{
+    why[0] = '\0';
+    const char *tool = marker_string(marker, "tool");
+    if (!tool || strcmp(tool, "keyplan") != 0) {
+        snprintf(why, why_size, "its marker was not written by keyplan");
+        return 0;
+    }
+    const char *model_hash = marker_string(marker, "model_hash");
+    if (!model_hash || strcmp(model_hash, model->hash) != 0) {
+        const char *name = marker_string(marker, "model");
+        snprintf(why, why_size, "it was seeded from model '%s' (hash %s), not from this model file (hash %s)",
+                 name ? name : "?", model_hash ? model_hash : "none", model->hash);
+        return 0;
+    }
+    const cJSON *scale = cJSON_GetObjectItemCaseSensitive(marker, "scale");
+    double s = cJSON_IsNumber(scale) ? scale->valuedouble : 1;
+    if (fabs(s - model->scale) > 1e-12 * fmax(1, fabs(s))) {
+        snprintf(why, why_size, "it was seeded with --scale %g, not %g", s, model->scale);
+        return 0;
+    }
+    const char *data = marker_string(marker, "data_hash");
+    if (data_hash && (!data || strcmp(data, data_hash) != 0)) {
+        snprintf(why, why_size, "it was seeded from other data (data hash %s; these files hash %s)", data ? data : "none",
+                 data_hash);
+        return 0;
+    }
+    const char *backend = marker_string(marker, "backend");
+    if (backend && design->backend && strcmp(backend, design->backend->name) != 0) {
+        snprintf(why, why_size, "it was seeded by the %s backend, not %s", backend, design->backend->name);
+        return 0;
+    }
+    const char *candidate = marker_string(marker, "design");
+    if (!candidate || strcmp(candidate, design->candidate) != 0) {
+        snprintf(why, why_size, "it holds design '%s', not '%s'", candidate ? candidate : "?", design->candidate);
+        return 0;
+    }
+    return 1;
+}
+
+int kp_seed_marker_set_status(const kp_backend *backend, kp_conn *conn, const kp_design *design, const cJSON *marker,
+                              const char *status, kp_error *err)
+{
+    cJSON *copy = cJSON_Duplicate(marker, 1);
+    if (!copy) return nomem(err);
+    char now[32];
+    iso_now(now);
+    cJSON *s = cJSON_CreateString(status), *t = cJSON_CreateString(now);
+    if (!s || !t) { cJSON_Delete(s); cJSON_Delete(t); cJSON_Delete(copy); return nomem(err); }
+    if (cJSON_GetObjectItemCaseSensitive(copy, "status")) cJSON_ReplaceItemInObjectCaseSensitive(copy, "status", s);
+    else cJSON_AddItemToObject(copy, "status", s);
+    if (cJSON_GetObjectItemCaseSensitive(copy, "updated_at")) cJSON_ReplaceItemInObjectCaseSensitive(copy, "updated_at", t);
+    else cJSON_AddItemToObject(copy, "updated_at", t);
+    int rc = backend->write_marker(conn, design, copy, err);
+    cJSON_Delete(copy);
+    return rc;
+}
+
+int kp_seed_locate(const kp_backend *backend, kp_conn *conn, const kp_design_list *designs, const kp_design **out,
+                   kp_target_state *state, kp_error *err)
+{
+    *out = NULL;
+    memset(state, 0, sizeof *state);
+    kp_target_state first = {0};
+    int have_first = 0;
+    for (size_t i = 0; i < designs->count; i++) {
+        kp_target_state s = {0};
+        if (backend->inspect(conn, designs->items[i], &s, err)) {
+            if (have_first) cJSON_Delete(first.marker);
+            return -1;
+        }
+        const char *candidate = s.marker ? marker_string(s.marker, "design") : NULL;
+        if (candidate && strcmp(candidate, designs->items[i]->candidate) == 0) {
+            if (have_first) cJSON_Delete(first.marker);
+            *out = designs->items[i];
+            *state = s;
+            return 0;
+        }
+        if (!have_first) { first = s; have_first = 1; }
+        else cJSON_Delete(s.marker);
+    }
+    if (have_first) {
+        cJSON_Delete(first.marker);
+        first.marker = NULL;
+        *state = first;
+    }
+    return 0;
+}
+
+/* ---- report bookkeeping --------------------------------------------------------------- */
+
+static kp_seed_container *container_of(kp_seed_report *r, const char *name)
+{
+    for (size_t i = 0; i < r->container_count; i++)
+        if (strcmp(r->containers[i].name, name) == 0) return &r->containers[i];
+    kp_seed_container *bigger = realloc(r->containers, (r->container_count + 1) * sizeof *bigger);
+    if (!bigger) return NULL;
+    r->containers = bigger;
+    kp_seed_container *c = &r->containers[r->container_count];
+    memset(c, 0, sizeof *c);
+    c->name = strdup(name);
+    if (!c->name) return NULL;
+    c->read_back = -1;
+    r->container_count++;
+    return c;
+}
+
+void kp_seed_report_free(kp_seed_report *r)
+{
+    if (!r) return;
+    for (size_t i = 0; i < r->container_count; i++) free(r->containers[i].name);
+    free(r->containers);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- step 1: the pre-scan ---------------------------------------------------------------- */
+
+static int record_error(const kp_seed_options *o, const kp_record *rec, kp_error *err)
+{
+    if (!err->file[0] && o->data_dir) snprintf(err->file, sizeof err->file, "%s/%s.ndjson", o->data_dir, rec->entity->name);
+    else if (!err->file[0]) snprintf(err->file, sizeof err->file, "%s.ndjson", rec->entity->name);
+    if (err->line <= 0 && rec->line > 0) { err->line = (int)rec->line; err->column = 1; }
+    if (err->code == KP_OK) err->code = KP_ERR_DATA;
+    return -1;
+}
+
+static int transform_record(const kp_seed_options *o, const kp_backend *b, const kp_record *rec, kp_item_list *items,
+                            kp_error *err)
+{
+    kp_item_list_clear(items);
+    kp_error_clear(err);
+    if (b->transform(o->design, o->data, rec, items, err)) return record_error(o, rec, err);
+    for (size_t i = 0; i < items->count; i++)
+        if (!items->items[i].container || !items->items[i].body) {
+            kp_error_set(err, KP_ERR_INTERNAL, NULL, 0, 0, "the %s backend's transform made an item without a container "
+                         "or body for a %s record", b->name, rec->entity->name);
+            return record_error(o, rec, err);
+        }
+    return 0;
+}
+
+static int prescan(const kp_seed_options *o, const kp_backend *b, kp_seed_report *r, kp_error *err)
+{
+    kp_item_list items = {0};
+    const kp_model *m = o->model;
+    for (size_t e = 0; e < m->entity_count; e++) {
+        size_t n = 0;
+        kp_record *const *records = kp_dataset_records(o->data, m->entities[e], &n);
+        r->records += (long)n;
+        for (size_t i = 0; i < n; i++) {
+            if (transform_record(o, b, records[i], &items, err)) { kp_item_list_free(&items); return -1; }
+            for (size_t k = 0; k < items.count; k++) {
+                const kp_item *it = &items.items[k];
+                kp_seed_container *c = container_of(r, it->container);
+                if (!c) { kp_item_list_free(&items); return nomem(err); }
+                c->items++;
+                c->bytes += it->bytes;
+                if (b->item_checksum) c->checksum ^= b->item_checksum(it->body);
+                if (b->item_write_units) c->write_units += b->item_write_units(o->design, it);
+                r->items++;
+            }
+        }
+    }
+    kp_item_list_free(&items);
+    for (size_t i = 0; i < r->container_count; i++) r->write_units += r->containers[i].write_units;
+    return 0;
+}
+
+/* ---- step 4: the pipeline ---------------------------------------------------------------- */
+
+typedef struct slot {
+    size_t entity;
+    long record;                /* index in the entity's file order */
+    long outstanding;           /* items not yet acknowledged */
+} slot;
+
+typedef struct pipeline {
+    const kp_seed_options *o;
+    const kp_backend *b;
+    kp_conn *conn;
+    kp_seed_report *r;
+    long *watermark;            /* per entity: records 0..w-1 fully acknowledged */
+    long *totals;               /* per entity: records */
+    slot *queue;                /* records in flight, in order */
+    size_t q_start, q_end, q_cap;
+    uint64_t q_seq0;            /* sequence number of queue[0] */
+    uint64_t next_seq;
+    long in_flight;             /* items submitted and not yet acked */
+    int has_failed;
+    kp_error failure;           /* the first item the server gave up on */
+    int is_moved;               /* the watermark moved since the last marker write */
+    double started, last_marker, last_bar;
+    int is_tty;
+} pipeline;
+
+static int queue_push(pipeline *p, size_t entity, long record, long outstanding, uint64_t *seq)
+{
+    if (p->q_start > 0 && p->q_start * 2 >= p->q_cap) {
+        memmove(p->queue, p->queue + p->q_start, (p->q_end - p->q_start) * sizeof *p->queue);
+        p->q_seq0 += p->q_start;
+        p->q_end -= p->q_start;
+        p->q_start = 0;
+    }
+    if (p->q_end == p->q_cap) {
+        size_t cap = p->q_cap ? p->q_cap * 2 : 256;
+        slot *bigger = realloc(p->queue, cap * sizeof *bigger);
+        if (!bigger) return -1;
+        p->queue = bigger;
+        p->q_cap = cap;
+    }
+    p->queue[p->q_end] = (slot){entity, record, outstanding};
+    *seq = p->q_seq0 + p->q_end;
+    p->q_end++;
+    return 0;
+}
+
+static void advance(pipeline *p)
+{
+    while (p->q_start < p->q_end && p->queue[p->q_start].outstanding == 0) {
+        const slot *s = &p->queue[p->q_start];
+        if (s->record + 1 > p->watermark[s->entity]) { p->watermark[s->entity] = s->record + 1; p->is_moved = 1; }
+        p->q_start++;
+    }
+}
+
+static void on_ack(void *ctx, const kp_item *item, int ok, const kp_error *err)
+{
+    pipeline *p = ctx;
+    p->in_flight--;
+    kp_seed_container *c = item->container ? container_of(p->r, item->container) : NULL;
+    if (ok) {
+        p->r->items_acknowledged++;
+        if (c) c->acknowledged++;
+    } else {
+        p->r->items_failed++;
+        if (!p->has_failed) {
+            p->has_failed = 1;
+            kp_error_set(&p->failure, err && err->code ? err->code : KP_ERR_TARGET, NULL, 0, 0,
+                         "the server did not accept item %s of %s: %s; the checkpoint is kept, rerun the same command "
+                         "to resume", item->id ? item->id : "?", item->container ? item->container : "?",
+                         err && err->message[0] ? err->message : "no reason given");
+        }
+    }
+    uint64_t tag = item->tag;
+    if (tag >= p->q_seq0 + p->q_start && tag < p->q_seq0 + p->q_end) {
+        slot *s = &p->queue[tag - p->q_seq0];
+        if (ok && s->outstanding > 0) s->outstanding--;
+        /* a failed item keeps its record (and so the watermark) where it is */
+    }
+}
+
+static void draw_bar(pipeline *p, int is_final)
+{
+    if (!p->o->progress || !p->is_tty) return;
+    double t = now_seconds();
+    if (!is_final && t - p->last_bar < 0.1) return;
+    p->last_bar = t;
+    if (is_final) { fputs("\r\033[K", p->o->progress); fflush(p->o->progress); return; }
+    long total = p->r->items > 0 ? p->r->items : 1;
+    long done = p->r->items_resumed + p->r->items_acknowledged;
+    double share = (double)done / (double)total;
+    if (share > 1) share = 1;
+    char bar[31];
+    int filled = (int)(share * 30);
+    for (int i = 0; i < 30; i++) bar[i] = i < filled ? '#' : '.';
+    bar[30] = '\0';
+    double elapsed = t - p->started;
+    double rate = elapsed > 0 ? (double)p->r->items_acknowledged / elapsed : 0;
+    char eta[32] = "--:--";
+    if (rate > 0) {
+        long left = (long)((double)(total - done) / rate);
+        snprintf(eta, sizeof eta, "%ld:%02ld", left / 60, left % 60);
+    }
+    fprintf(p->o->progress, "\r  seeding [%s] %3d%%  %ld/%ld items  %.0f items/s  ETA %s\033[K", bar,
+            (int)(share * 100), done, total, rate, eta);
+    fflush(p->o->progress);
+}
+
+static cJSON *build_marker(const kp_seed_options *o, const kp_seed_report *r, const long *acknowledged,
+                           const long *totals, const char *status)
+{
+    const kp_model *m = o->model;
+    cJSON *mk = cJSON_CreateObject();
+    if (!mk) return NULL;
+    char now[32];
+    iso_now(now);
+    cJSON_AddStringToObject(mk, "tool", "keyplan");
+    cJSON_AddNumberToObject(mk, "schema_version", KP_MARKER_SCHEMA_VERSION);
+    cJSON_AddStringToObject(mk, "model", m->name ? m->name : "");
+    cJSON_AddStringToObject(mk, "model_hash", m->hash);
+    cJSON_AddStringToObject(mk, "data_hash", r->data_hash);
+    cJSON_AddNumberToObject(mk, "scale", m->scale);
+    cJSON_AddStringToObject(mk, "backend", r->backend);
+    cJSON_AddStringToObject(mk, "design", o->design->candidate);
+    cJSON_AddStringToObject(mk, "status", status);
+    cJSON *ack = cJSON_AddObjectToObject(mk, "acknowledged");
+    cJSON *rec = cJSON_AddObjectToObject(mk, "records");
+    for (size_t e = 0; ack && rec && e < m->entity_count; e++) {
+        cJSON_AddNumberToObject(ack, m->entities[e]->name, (double)acknowledged[e]);
+        cJSON_AddNumberToObject(rec, m->entities[e]->name, (double)totals[e]);
+    }
+    if (strcmp(status, "complete") == 0) {
+        cJSON *items = cJSON_AddObjectToObject(mk, "items");
+        for (size_t i = 0; items && i < r->container_count; i++)
+            cJSON_AddNumberToObject(items, r->containers[i].name, (double)r->containers[i].items);
+    }
+    cJSON_AddStringToObject(mk, "updated_at", now);
+    return mk;
+}
+
+static int write_marker(pipeline *p, const char *status, kp_error *err)
+{
+    cJSON *mk = build_marker(p->o, p->r, p->watermark, p->totals, status);
+    if (!mk) return nomem(err);
+    int rc = p->b->write_marker(p->conn, p->o->design, mk, err);
+    cJSON_Delete(mk);
+    if (rc && err->code == KP_OK) err->code = KP_ERR_TARGET;
+    p->last_marker = now_seconds();
+    p->is_moved = 0;
+    return rc;
+}
+
+/* Polls once; writes the marker when due. */
+static int pump(pipeline *p, int timeout_ms, kp_error *err)
+{
+    int n = p->b->poll(p->conn, timeout_ms, err);
+    if (n < 0) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; return -1; }
+    advance(p);
+    draw_bar(p, 0);
+    double every = p->o->checkpoint_seconds == 0 ? 5 : p->o->checkpoint_seconds;
+    if (p->is_moved && now_seconds() - p->last_marker >= every && write_marker(p, "seeding", err)) return -1;
+    return n;
+}
+
+/* Waits until nothing is in flight. */
+static int drain(pipeline *p, kp_error *err)
+{
+    for (;;) {
+        int n = pump(p, 200, err);
+        if (n < 0) return -1;
+        if (n == 0) {
+            if (p->in_flight > 0)
+                return kp_error_set(err, KP_ERR_INTERNAL, NULL, 0, 0, "the %s backend reports nothing in flight, but %ld "
+                                    "items were never acknowledged", p->b->name, p->in_flight);
+            return 0;
+        }
+    }
+}
+
+static int submit_batch(pipeline *p, kp_item_list *batch, kp_error *err)
+{
+    if (batch->count == 0) return 0;
+    size_t n = batch->count;
+    for (size_t i = 0; i < n; i++) {
+        kp_seed_container *c = container_of(p->r, batch->items[i].container);
+        if (!c) return nomem(err);
+        c->sent++;
+    }
+    p->r->items_sent += (long)n;
+    p->in_flight += (long)n;
+    p->r->batches++;
+    if (p->b->submit(p->conn, batch, on_ack, p, err)) {
+        if (err->code == KP_OK) err->code = KP_ERR_TARGET;
+        return -1;
+    }
+    kp_item_list_clear(batch); /* what the backend left in the list is ours */
+    advance(p);
+    return 0;
+}
+
+static int run_pipeline(pipeline *p, kp_error *err)
+{
+    const kp_seed_options *o = p->o;
+    const kp_model *m = o->model;
+    int batch_size = o->batch_size > 0 ? o->batch_size
+                     : p->b->limits && p->b->limits->max_batch_write > 0 ? p->b->limits->max_batch_write : 25;
+    long window_items = (long)(o->window > 0 ? o->window : 8) * batch_size;
+    kp_item_list items = {0}, batch = {0};
+    int rc = 0;
+    for (size_t e = 0; e < m->entity_count && rc == 0; e++) {
+        size_t n = 0;
+        kp_record *const *records = kp_dataset_records(o->data, m->entities[e], &n);
+        long skip = p->watermark[e] < (long)n ? p->watermark[e] : (long)n;
+        p->r->records_skipped += skip;
+        for (long i = 0; i < skip && rc == 0; i++) {
+            rc = transform_record(o, p->b, records[i], &items, err);
+            for (size_t k = 0; rc == 0 && k < items.count; k++) {
+                kp_seed_container *c = container_of(p->r, items.items[k].container);
+                if (!c) rc = nomem(err);
+                else c->resumed++;
+                p->r->items_resumed++;
+            }
+        }
+        for (size_t i = (size_t)skip; i < n && rc == 0; i++) {
+            if (o->interrupted && *o->interrupted) {
+                rc = kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "interrupted; the checkpoint is kept, rerun the same "
+                                  "command to resume");
+                break;
+            }
+            if (p->has_failed) break;
+            if ((rc = transform_record(o, p->b, records[i], &items, err))) break;
+            uint64_t seq;
+            if (queue_push(p, e, (long)i, (long)items.count, &seq)) { rc = nomem(err); break; }
+            p->r->records_read++;
+            for (size_t k = 0; k < items.count && rc == 0; k++) {
+                kp_item *slot_item = kp_item_list_push(&batch);
+                if (!slot_item) { rc = nomem(err); break; }
+                *slot_item = items.items[k];
+                slot_item->tag = seq;
+                memset(&items.items[k], 0, sizeof items.items[k]);
+                if (batch.count >= (size_t)batch_size) {
+                    while (rc == 0 && !p->has_failed && p->in_flight + (long)batch.count > window_items) {
+                        int left = pump(p, 100, err);
+                        if (left < 0) rc = -1;
+                    }
+                    if (rc == 0 && !p->has_failed) rc = submit_batch(p, &batch, err);
+                }
+            }
+            items.count = 0;
+            if (rc == 0) rc = pump(p, 0, err) < 0 ? -1 : 0;
+        }
+    }
+    if (rc == 0 && !p->has_failed) rc = submit_batch(p, &batch, err);
+    kp_item_list_free(&items);
+    /* drain whatever is in flight, even after an error, so the checkpoint is as far as it can be */
+    kp_error drain_err;
+    kp_error_clear(&drain_err);
+    if (drain(p, rc ? &drain_err : err)) {
+        if (rc == 0) rc = -1;
+    }
+    kp_item_list_free(&batch);
+    draw_bar(p, 1);
+    if (rc == 0 && p->has_failed) {
+        *err = p->failure;
+        rc = -1;
+    }
+    return rc;
+}
+
+/* ---- step 5: read back ---------------------------------------------------------------------- */
+
+static int read_back(pipeline *p, kp_error *err)
+{
+    kp_readback rb = {0};
+    if (p->b->read_back(p->conn, p->o->design, &rb, err)) {
+        if (err->code == KP_OK) err->code = KP_ERR_TARGET;
+        return -1;
+    }
+    kp_seed_report *r = p->r;
+    for (size_t i = 0; i < r->container_count; i++) r->containers[i].read_back = 0;
+    for (size_t i = 0; i < rb.count; i++) {
+        kp_seed_container *c = container_of(r, rb.entries[i].container);
+        if (!c) { kp_readback_free(&rb); return nomem(err); }
+        c->read_back = rb.entries[i].items;
+        c->read_back_checksum = rb.entries[i].checksum;
+    }
+    kp_readback_free(&rb);
+    r->items_read_back = 0;
+    int rc = 0;
+    for (size_t i = 0; i < r->container_count; i++) {
+        kp_seed_container *c = &r->containers[i];
+        if (c->read_back < 0) c->read_back = 0;
+        r->items_read_back += c->read_back;
+        if (rc) continue;
+        if (c->read_back != c->items)
+            rc = kp_error_set(err, KP_ERR_CHECK, NULL, 0, 0, "container '%s': transform made %ld items, %ld were "
+                              "acknowledged (%ld by earlier runs), but the target holds %ld; something else writes "
+                              "there, or items were lost — reseed with --force", c->name, c->items,
+                              c->acknowledged + c->resumed, c->resumed, c->read_back);
+        else if (p->b->item_checksum && c->read_back_checksum != c->checksum)
+            rc = kp_error_set(err, KP_ERR_CHECK, NULL, 0, 0, "container '%s': the target holds the expected %ld items, "
+                              "but their content differs from what transform made (checksum %016" PRIx64 " read back, "
+                              "%016" PRIx64 " expected) — reseed with --force", c->name, c->items,
+                              c->read_back_checksum, c->checksum);
+    }
+    return rc;
+}
+
+/* ---- the run ------------------------------------------------------------------------------- */
+
+static void print_summary(const kp_seed_options *o, const kp_seed_report *r, int ok)
+{
+    if (!o->progress) return;
+    if (r->action == KP_SEED_DRY_RUN) {
+        fprintf(o->progress, "dry run: %s on %s would write %ld records as %ld items in %zu containers (%ld batches",
+                r->design, r->backend, r->records, r->items, r->container_count, r->batches);
+        if (r->write_unit) fprintf(o->progress, ", about %.0f %s", r->write_units, r->write_unit);
+        fprintf(o->progress, "); nothing was touched\n");
+        return;
+    }
+    double rate = r->seconds > 0 ? (double)r->items_acknowledged / r->seconds : 0;
+    if (ok)
+        fprintf(o->progress, "seeded %s on %s (%s): %ld records -> %ld items in %zu containers; sent %ld, acknowledged "
+                "%ld, resumed %ld, read back %ld (%.1f s, %.0f items/s)\n", r->design, r->backend,
+                kp_seed_action_name(r->action), r->records, r->items, r->container_count, r->items_sent,
+                r->items_acknowledged, r->items_resumed, r->items_read_back, r->seconds, rate);
+    else
+        fprintf(o->progress, "seed of %s on %s stopped: %ld of %ld records handled (%ld skipped as already acknowledged), "
+                "%ld items sent, %ld acknowledged, %ld not accepted (%.1f s)\n", r->design, r->backend,
+                r->records_skipped + r->records_read, r->records, r->records_skipped, r->items_sent,
+                r->items_acknowledged, r->items_failed, r->seconds);
+}
+
+static int refuse(const kp_seed_options *o, const kp_seed_report *r, const char *why, kp_error *err)
+{
+    return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "refusing to seed design '%s' on %s%s%s: %s; pass --force to drop "
+                        "what is there and seed from the start, or use another --prefix", o->design->candidate,
+                        r->backend, o->target && o->target->prefix && o->target->prefix[0] ? " under prefix " : "",
+                        o->target && o->target->prefix && o->target->prefix[0] ? o->target->prefix : "", why);
+}
+
+static int load_watermark(const cJSON *marker, const kp_model *m, long *watermark)
+{
+    const cJSON *ack = cJSON_GetObjectItemCaseSensitive(marker, "acknowledged");
+    for (size_t e = 0; e < m->entity_count; e++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(ack, m->entities[e]->name);
+        watermark[e] = cJSON_IsNumber(v) && v->valuedouble > 0 ? (long)v->valuedouble : 0;
+    }
+    return 0;
+}
+
+int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
+{
+    memset(r, 0, sizeof *r);
+    kp_error_clear(err);
+    const kp_backend *b = o->backend ? o->backend : o->design->backend;
+    r->backend = b->name;
+    r->design = o->design->candidate;
+    r->items_read_back = -1;
+    r->write_unit = b->limits ? b->limits->write_unit : NULL;
+    snprintf(r->model_hash, sizeof r->model_hash, "%s", o->model->hash);
+    double started = now_seconds();
+
+    /* the design's containers first, in its order */
+    for (size_t i = 0; i < o->design->container_count; i++) {
+        kp_seed_container *c = container_of(r, o->design->containers[i].name);
+        if (!c) return nomem(err);
+        c->kind = o->design->containers[i].kind;
+    }
+    if (kp_seed_data_hash(o->data, r->data_hash, err)) return -1;
+    if (prescan(o, b, r, err)) { r->seconds = now_seconds() - started; return -1; }
+    int batch_size = o->batch_size > 0 ? o->batch_size
+                     : b->limits && b->limits->max_batch_write > 0 ? b->limits->max_batch_write : 25;
+    if (o->dry_run) {
+        r->action = KP_SEED_DRY_RUN;
+        r->batches = (r->items + batch_size - 1) / batch_size;
+        r->seconds = now_seconds() - started;
+        print_summary(o, r, 1);
+        return 0;
+    }
+
+    size_t entities = o->model->entity_count;
+    pipeline p;
+    memset(&p, 0, sizeof p);
+    p.o = o;
+    p.b = b;
+    p.r = r;
+    p.watermark = calloc(entities ? entities : 1, sizeof *p.watermark);
+    p.totals = calloc(entities ? entities : 1, sizeof *p.totals);
+    if (!p.watermark || !p.totals) { free(p.watermark); free(p.totals); return nomem(err); }
+    for (size_t e = 0; e < entities; e++) p.totals[e] = (long)kp_dataset_count(o->data, o->model->entities[e]);
+    p.is_tty = o->progress && isatty(fileno(o->progress));
+
+    int rc = 0, is_own_conn = 0;
+    kp_target_state state = {0};
+    p.conn = o->conn;
+    if (!p.conn) {
+        if (b->connect(o->target, &p.conn, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; rc = -1; }
+        else is_own_conn = 1;
+    }
+    if (rc == 0 && b->inspect(p.conn, o->design, &state, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; rc = -1; }
+
+    /* step 2: decide */
+    int is_fresh = 0;
+    if (rc == 0) {
+        char why[400] = "";
+        const char *status = state.marker ? marker_string(state.marker, "status") : NULL;
+        int is_ours = 0;
+        if (state.marker) {
+            is_ours = kp_seed_marker_matches(state.marker, o->model, r->data_hash, o->design, why, sizeof why);
+            if (is_ours && status && strcmp(status, "writes-in-progress") == 0) {
+                is_ours = 0;
+                snprintf(why, sizeof why, "a `keyplan verify --writes` on it did not finish undoing its changes");
+            } else if (is_ours && (!status || (strcmp(status, "seeding") != 0 && strcmp(status, "complete") != 0))) {
+                is_ours = 0;
+                snprintf(why, sizeof why, "its marker has an unknown status '%s'", status ? status : "(none)");
+            }
+        }
+        if (!state.exists && !state.marker) {
+            r->action = KP_SEED_FRESH;
+            is_fresh = 1;
+        } else if (is_ours) {
+            r->action = strcmp(status, "complete") == 0 ? KP_SEED_ALREADY_DONE : KP_SEED_RESUMED;
+            load_watermark(state.marker, o->model, p.watermark);
+        } else if (!state.marker && !state.is_foreign && state.is_empty) {
+            /* created by keyplan, stopped before its marker was written: nothing to lose */
+            r->action = KP_SEED_FRESH;
+        } else {
+            if (!state.marker)
+                snprintf(why, sizeof why, "the containers of this design already exist %s",
+                         state.is_foreign ? "and keyplan did not create them" : "and hold data but no keyplan marker");
+            if (!o->force) {
+                rc = refuse(o, r, why, err);
+            } else {
+                snprintf(r->note, sizeof r->note, "dropped what the target held (%s) because of --force", why);
+                if (o->progress) fprintf(o->progress, "keyplan seed: %s\n", r->note);
+                if (b->drop(p.conn, o->design, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; rc = -1; }
+                r->action = KP_SEED_REPLACED;
+                is_fresh = 1;
+            }
+        }
+    }
+    cJSON_Delete(state.marker);
+    state.marker = NULL;
+
+    /* step 3: schema and marker */
+    if (rc == 0 && is_fresh && b->apply_schema(p.conn, o->design, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; rc = -1; }
+    p.started = now_seconds();
+    p.last_marker = p.started;
+    if (rc == 0 && r->action != KP_SEED_ALREADY_DONE && write_marker(&p, "seeding", err)) rc = -1;
+    if (rc == 0 && r->action == KP_SEED_RESUMED) {
+        long done = 0;
+        for (size_t e = 0; e < entities; e++) done += p.watermark[e];
+        snprintf(r->note, sizeof r->note, "resumed after %ld records an earlier run had acknowledged", done);
+    }
+
+    /* step 4 */
+    if (rc == 0 && r->action != KP_SEED_ALREADY_DONE) {
+        rc = run_pipeline(&p, err);
+        kp_error marker_err;
+        if (rc == 0) rc = write_marker(&p, "complete", err);
+        else if (p.conn && p.b->write_marker && write_marker(&p, "seeding", &marker_err) == 0) {
+            /* the checkpoint is saved; the original error stands */
+        }
+    } else if (rc == 0) {
+        for (size_t i = 0; i < r->container_count; i++) r->containers[i].resumed = r->containers[i].items;
+        r->records_skipped = r->records;
+        r->items_resumed = r->items;
+    }
+
+    /* step 5 */
+    if (rc == 0) rc = read_back(&p, err);
+    r->is_complete = rc == 0;
+    r->seconds = now_seconds() - started;
+    print_summary(o, r, rc == 0);
+    if (is_own_conn && p.conn) b->disconnect(p.conn);
+    free(p.queue);
+    free(p.watermark);
+    free(p.totals);
+    return rc;
+}
+
+/* ---- output ------------------------------------------------------------------------------- */
+
+void kp_seed_report_print(FILE *out, const kp_seed_report *r)
+{
+    fprintf(out, "%s on %s — %s\n", r->design, r->backend, kp_seed_action_name(r->action));
+    if (r->note[0]) fprintf(out, "  %s\n", r->note);
+    size_t w = 9;
+    for (size_t i = 0; i < r->container_count; i++)
+        if (strlen(r->containers[i].name) > w) w = strlen(r->containers[i].name);
+    if (r->action == KP_SEED_DRY_RUN) {
+        fprintf(out, "  %-*s %12s %14s %14s\n", (int)w, "container", "items", "bytes",
+                r->write_unit ? r->write_unit : "write units");
+        for (size_t i = 0; i < r->container_count; i++) {
+            const kp_seed_container *c = &r->containers[i];
+            char units[32] = "-";
+            if (r->write_unit) snprintf(units, sizeof units, "%.0f", c->write_units);
+            fprintf(out, "  %-*s %12ld %14" PRIu64 " %14s\n", (int)w, c->name, c->items, c->bytes, units);
+        }
+        fprintf(out, "  %ld records -> %ld items in %ld batches", r->records, r->items, r->batches);
+        if (r->write_unit) fprintf(out, "; about %.0f %s to write", r->write_units, r->write_unit);
+        fprintf(out, "\n");
+        return;
+    }
+    fprintf(out, "  %-*s %10s %10s %10s %12s %10s\n", (int)w, "container", "items", "resumed", "sent", "acknowledged",
+            "read back");
+    for (size_t i = 0; i < r->container_count; i++) {
+        const kp_seed_container *c = &r->containers[i];
+        char rb[32] = "-";
+        if (c->read_back >= 0) snprintf(rb, sizeof rb, "%ld", c->read_back);
+        fprintf(out, "  %-*s %10ld %10ld %10ld %12ld %10s%s\n", (int)w, c->name, c->items, c->resumed, c->sent,
+                c->acknowledged, rb, c->read_back >= 0 && c->read_back != c->items ? "  MISMATCH" : "");
+    }
+}
+
+cJSON *kp_seed_report_to_json(const kp_seed_report *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    cJSON_AddNumberToObject(o, "schema_version", KP_SCHEMA_VERSION);
+    cJSON_AddStringToObject(o, "database", r->backend);
+    cJSON_AddStringToObject(o, "design", r->design);
+    cJSON_AddStringToObject(o, "action", kp_seed_action_name(r->action));
+    cJSON_AddStringToObject(o, "model_hash", r->model_hash);
+    cJSON_AddStringToObject(o, "data_hash", r->data_hash);
+    cJSON_AddBoolToObject(o, "complete", r->is_complete);
+    cJSON_AddNumberToObject(o, "records", (double)r->records);
+    cJSON_AddNumberToObject(o, "records_skipped", (double)r->records_skipped);
+    cJSON_AddNumberToObject(o, "records_sent", (double)r->records_read);
+    cJSON_AddNumberToObject(o, "items", (double)r->items);
+    cJSON_AddNumberToObject(o, "items_resumed", (double)r->items_resumed);
+    cJSON_AddNumberToObject(o, "items_sent", (double)r->items_sent);
+    cJSON_AddNumberToObject(o, "items_acknowledged", (double)r->items_acknowledged);
+    cJSON_AddNumberToObject(o, "items_failed", (double)r->items_failed);
+    if (r->items_read_back >= 0) cJSON_AddNumberToObject(o, "items_read_back", (double)r->items_read_back);
+    else cJSON_AddNullToObject(o, "items_read_back");
+    cJSON_AddNumberToObject(o, "batches", (double)r->batches);
+    if (r->write_unit) {
+        cJSON_AddStringToObject(o, "write_unit", r->write_unit);
+        cJSON_AddNumberToObject(o, "write_units", r->write_units);
+    }
+    cJSON_AddNumberToObject(o, "seconds", r->seconds);
+    if (r->note[0]) cJSON_AddStringToObject(o, "note", r->note);
+    cJSON *cs = cJSON_AddArrayToObject(o, "containers");
+    for (size_t i = 0; cs && i < r->container_count; i++) {
+        const kp_seed_container *c = &r->containers[i];
+        cJSON *x = cJSON_CreateObject();
+        if (!x) break;
+        cJSON_AddStringToObject(x, "name", c->name);
+        if (c->kind) cJSON_AddStringToObject(x, "kind", c->kind);
+        cJSON_AddNumberToObject(x, "items", (double)c->items);
+        cJSON_AddNumberToObject(x, "bytes", (double)c->bytes);
+        if (r->write_unit) cJSON_AddNumberToObject(x, "write_units", c->write_units);
+        cJSON_AddNumberToObject(x, "resumed", (double)c->resumed);
+        cJSON_AddNumberToObject(x, "sent", (double)c->sent);
+        cJSON_AddNumberToObject(x, "acknowledged", (double)c->acknowledged);
+        if (c->read_back >= 0) cJSON_AddNumberToObject(x, "read_back", (double)c->read_back);
+        else cJSON_AddNullToObject(x, "read_back");
+        cJSON_AddItemToArray(cs, x);
+    }
+    return o;
+}

@@ -1,0 +1,180 @@
+/*
+ * seed.h — writing the sample data into a live target in a design's layout,
+ * resumably, and proving nothing was lost (`keyplan seed`).
+ *
+ * Steps of kp_seed_run:
+ *   1. pre-scan: every record of every entity is transformed once, before anything
+ *      is written. Items are counted per container (items, bytes, write units) and
+ *      thrown away; a record the design cannot hold (transform's KP_ERR_DATA, e.g. an
+ *      item above the size limit) stops the run here with DIR/<Entity>.ndjson:LINE,
+ *      so a target is never left half-seeded by bad data. A dry run stops after this
+ *      step and prints what it would create and write.
+ *   2. connect and inspect. The target's marker decides (see "The marker"):
+ *        no containers                      -> create them, seed from the start;
+ *        marker with the same model hash, data hash, scale and design
+ *              status "seeding"              -> resume after the checkpoint;
+ *              status "complete"             -> nothing to write (read back only);
+ *        anything else (another model or data, "writes-in-progress", containers
+ *        without a marker that are not empty or that keyplan did not create)
+ *                                            -> refused (KP_ERR_USAGE, exit 2) without
+ *                                               force; with force: drop, say so, start over.
+ *   3. apply_schema (fresh targets only), then write the marker (status "seeding")
+ *      before the first item.
+ *   4. records in a fixed order — entities in model order, each entity's records in
+ *      file order — are transformed again, their items packed into batches of
+ *      `batch_size` and submitted; poll drives them; acks feed the checkpoint.
+ *   5. when everything is acknowledged: marker status "complete" with totals, then
+ *      read_back; per container, the items read back must equal the items transform
+ *      made, and the checksum must equal the XOR of backend->item_checksum over
+ *      them (when the backend has item_checksum), else KP_ERR_CHECK naming the
+ *      container and both numbers.
+ *
+ * The marker (a JSON object the backend stores in the target, write_marker/inspect):
+ *   {"tool": "keyplan", "schema_version": 1, "model": NAME, "model_hash": HEX16,
+ *    "data_hash": HEX16, "scale": F, "backend": "dynamodb", "design": CANDIDATE,
+ *    "status": "seeding" | "complete" | "writes-in-progress",
+ *    "acknowledged": {ENTITY: N, ...}, "records": {ENTITY: TOTAL, ...},
+ *    "items": {CONTAINER: N, ...}, "updated_at": ISO-8601}
+ *   "items" is present once complete; verify --writes sets "writes-in-progress" while
+ *   its changes are applied and back to "complete" after it undid them.
+ *
+ * The data hash: 64-bit FNV-1a over, for each entity in model order, the entity's
+ * name and a newline, then each live record as compact canonical JSON (the dataset's
+ * normal form: declared attribute order, exact number text) and a newline; written
+ * as 16 lower-case hex digits. It ignores blank lines and whitespace in the files but
+ * not record order, because the checkpoint counts records in file order.
+ *
+ * The checkpoint. acknowledged[E] = N means: records 0..N-1 of entity E (file order)
+ * have had every item acknowledged by the server. Items carry their record's sequence
+ * number in kp_item.tag; acks may arrive in any order, so the pipeline keeps the
+ * records that are in flight in a FIFO window (at most `window` batches of items)
+ * with a count of outstanding items each, and advances the watermark over the
+ * longest fully acknowledged prefix. The marker is rewritten when the watermark
+ * moved and `checkpoint_seconds` have passed since the last rewrite, when the run
+ * stops on an error or an interruption (after draining what is in flight), and at
+ * the end. A rerun skips records below the watermark and replays the rest: items
+ * are puts keyed by their primary key, so replaying a record whose items were
+ * already written rewrites the same items and never duplicates them.
+ * Invariant: a record is counted in the watermark only after all of its items and
+ * all of the items of every record before it are acknowledged.
+ *
+ * Contracts with the backend (backend.h, "added for migrations/"): submit keeps what
+ * it needs of the batch (the pipeline clears the list after it returns) and acks
+ * each item exactly once (ok or given up), with its tag; poll returns how many items
+ * are still in flight; inspect/read_back leave the marker out.
+ */
+#ifndef KP_SEED_H
+#define KP_SEED_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <cjson/cJSON.h>
+
+#include "backends/backend.h"
+#include "core/data.h"
+#include "core/error.h"
+#include "core/model.h"
+
+#define KP_MARKER_SCHEMA_VERSION 1
+
+typedef struct kp_seed_options {
+    const kp_model *model;
+    const kp_dataset *data;
+    const char *data_dir;           /* for file:line in messages (DIR/<Entity>.ndjson); may be NULL */
+    const kp_design *design;        /* a candidate from backend->propose */
+    const kp_backend *backend;      /* NULL: design->backend */
+    const kp_target *target;        /* connect to it (ignored when conn is given) */
+    kp_conn *conn;                  /* an open connection to use (not closed); NULL: connect */
+    int force;                      /* drop a mismatching or foreign target and start over */
+    int dry_run;                    /* pre-scan and report only: no connection, nothing written */
+    int batch_size;                 /* items per submit; 0: limits->max_batch_write, else 25 */
+    int window;                     /* batches in flight at most; 0: 8 */
+    double checkpoint_seconds;      /* marker rewrite interval; 0: 5 s; < 0: at every advance */
+    FILE *progress;                 /* progress bar (when a TTY) and the final summary line; NULL: silent */
+    volatile sig_atomic_t *interrupted; /* set (e.g. by SIGINT) to stop cleanly; may be NULL */
+} kp_seed_options;
+
+typedef enum kp_seed_action {
+    KP_SEED_FRESH,          /* created the containers and seeded from the start */
+    KP_SEED_RESUMED,        /* continued after an earlier run's checkpoint */
+    KP_SEED_ALREADY_DONE,   /* the marker said complete; only read back */
+    KP_SEED_REPLACED,       /* --force dropped what was there, then seeded from the start */
+    KP_SEED_DRY_RUN         /* nothing touched */
+} kp_seed_action;
+
+typedef struct kp_seed_container {
+    char *name;                     /* without the prefix */
+    const char *kind;               /* "table", "collection" (NULL when the design does not list it) */
+    long items;                     /* items transform makes for the whole dataset */
+    uint64_t bytes;                 /* their size as the database counts it */
+    uint64_t checksum;              /* XOR of backend->item_checksum(body) (0 without it) */
+    double write_units;             /* item_write_units summed (0 without units) */
+    long resumed;                   /* items of records an earlier run had acknowledged (not resent) */
+    long sent;                      /* items submitted by this run */
+    long acknowledged;              /* items this run's acks confirmed */
+    long read_back;                 /* items the target holds after the run (-1: not read) */
+    uint64_t read_back_checksum;    /* what read_back reported */
+} kp_seed_container;
+
+typedef struct kp_seed_report {
+    kp_seed_action action;
+    const char *backend;            /* backend name */
+    const char *design;             /* candidate name */
+    char model_hash[17];
+    char data_hash[17];
+    long records;                   /* records in the dataset */
+    long records_skipped;           /* below an earlier run's checkpoint */
+    long records_read;              /* transformed and submitted by this run */
+    long items;                     /* transform's items, whole dataset */
+    long items_resumed;             /* items of the skipped records (acknowledged by earlier runs) */
+    long items_sent, items_acknowledged, items_failed;
+    long items_read_back;           /* -1: not read back */
+    long batches;                   /* submits by this run (dry run: the batches it would send) */
+    double write_units;             /* dry run estimate (0 without units) */
+    const char *write_unit;         /* limits->write_unit, or NULL */
+    double seconds;
+    int is_complete;                /* every record acknowledged and read back equal */
+    char note[512];                 /* "dropped ... (--force)", "resumed after N records", ... */
+    kp_seed_container *containers;  /* the design's containers first, in design order */
+    size_t container_count;
+} kp_seed_report;
+
+/* Seeds a target. Returns 0 when everything is acknowledged and read back equal;
+ * -1 with err otherwise: KP_ERR_DATA (a record the design cannot hold, with file and
+ * line), KP_ERR_USAGE (refused target), KP_ERR_TARGET (server trouble, an item the
+ * server gave up on, an interruption: the marker holds the checkpoint; rerun the same
+ * command to resume), KP_ERR_CHECK (read back differs). `out` is filled in every case
+ * as far as the run got; free it with kp_seed_report_free. */
+int kp_seed_run(const kp_seed_options *options, kp_seed_report *out, kp_error *err);
+void kp_seed_report_free(kp_seed_report *report);
+
+/* The report as text (a table per container and the summary) and as the JSON of
+ * docs/output.md "seed" (a new tree the caller frees). */
+void kp_seed_report_print(FILE *out, const kp_seed_report *report);
+cJSON *kp_seed_report_to_json(const kp_seed_report *report);
+const char *kp_seed_action_name(kp_seed_action action);
+
+/* ---- the marker, shared with verify and teardown ------------------------------------ */
+
+/* The data hash defined above, as 16 hex digits into out[17]. 0, or -1 when out of memory. */
+int kp_seed_data_hash(const kp_dataset *data, char out[17], kp_error *err);
+
+/* Does the marker describe this model, data and design? Returns 1 when it does; 0
+ * when it does not, with a sentence saying what differs in why (empty for markers
+ * keyplan did not write). data_hash may be NULL (not compared: teardown). */
+int kp_seed_marker_matches(const cJSON *marker, const kp_model *model, const char *data_hash, const kp_design *design,
+                           char *why, size_t why_size);
+
+/* Writes a copy of the marker with "status" (and "updated_at") changed. */
+int kp_seed_marker_set_status(const kp_backend *backend, kp_conn *conn, const kp_design *design, const cJSON *marker,
+                              const char *status, kp_error *err);
+
+/* Finds which candidate design a target holds: inspects each design of the list and
+ * returns the one whose marker names it (*state filled, the caller frees
+ * state->marker). Returns 0 with *out NULL when no candidate has a marker (then
+ * *state describes the first candidate, e.g. is_foreign). */
+int kp_seed_locate(const kp_backend *backend, kp_conn *conn, const kp_design_list *designs, const kp_design **out,
+                   kp_target_state *state, kp_error *err);
+
+#endif

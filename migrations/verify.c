@@ -1,0 +1,494 @@
+/*
+ * verify.c — the read checks of `keyplan verify`: parameters drawn from the data, the
+ * oracle's pages against the target's pages, measured cost against the plan's claim
+ * (verify.h describes the rules; verify_writes.c does --writes, verify_report.c the
+ * output).
+ *
+ * Invariant: verify without --writes only reads the target (inspect, execute); it
+ * never writes the marker or anything else.
+ */
+#include "migrations/verify_internal.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/oracle.h"
+#include "migrations/seed.h"
+
+static int nomem(kp_error *err) { return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void kp_verify_difference_free(kp_verify_difference *d)
+{
+    free(d->params);
+    free(d->path);
+    free(d->expected);
+    free(d->actual);
+    free(d->message);
+    memset(d, 0, sizeof *d);
+}
+
+void kp_verify_progress(kp_vctx *v, const char *fmt, ...)
+{
+    if (!v->o->progress || !v->is_tty) return;
+    double t = now_seconds();
+    if (fmt && t - v->last_line < 0.1) return;
+    v->last_line = t;
+    fputs("\r", v->o->progress);
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vfprintf(v->o->progress, fmt, ap);
+        va_end(ap);
+    }
+    fputs("\033[K", v->o->progress);
+    fflush(v->o->progress);
+}
+
+int kp_verify_sampler(kp_vctx *v, const char *name, kp_sampler **out, kp_error *err)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *p = name; *p; p++) { h ^= (unsigned char)*p; h *= 1099511628211ULL; }
+    uint64_t z = v->o->seed ^ h;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return kp_sampler_new(v->data, z, out, err);
+}
+
+/* ---- walking the response shape --------------------------------------------------------- */
+
+/* The array the paged $each produced in a response, or NULL. */
+static const cJSON *paged_array(const kp_shape *shape, const cJSON *node, const kp_shape *target)
+{
+    if (!shape || !node) return NULL;
+    if (shape == target) return cJSON_IsArray(node) ? node : NULL;
+    if ((shape->kind != KP_SHAPE_OBJECT && shape->kind != KP_SHAPE_ONE) || !cJSON_IsObject(node)) return NULL;
+    for (size_t i = 0; i < shape->member_count; i++) {
+        const kp_shape *m = shape->members[i];
+        const cJSON *found = paged_array(m, cJSON_GetObjectItemCaseSensitive(node, m->name), target);
+        if (found) return found;
+    }
+    return NULL;
+}
+
+static void neutralize(const kp_shape *shape, cJSON *node);
+
+static void neutralize_members(kp_shape *const *members, size_t count, cJSON *object)
+{
+    if (!cJSON_IsObject(object)) return;
+    for (size_t i = 0; i < count; i++) {
+        cJSON *child = cJSON_GetObjectItemCaseSensitive(object, members[i]->name);
+        if (!child) continue;
+        if (members[i]->kind == KP_SHAPE_TOKEN) {
+            cJSON *null = cJSON_CreateNull();
+            if (null) cJSON_ReplaceItemInObjectCaseSensitive(object, members[i]->name, null);
+        } else {
+            neutralize(members[i], child);
+        }
+    }
+}
+
+/* Sets every member that carries a continuation token to null: tokens are never compared. */
+static void neutralize(const kp_shape *shape, cJSON *node)
+{
+    if (!shape || !node) return;
+    if (shape->kind == KP_SHAPE_OBJECT || shape->kind == KP_SHAPE_ONE) {
+        neutralize_members(shape->members, shape->member_count, node);
+    } else if (shape->kind == KP_SHAPE_EACH && !shape->value && cJSON_IsArray(node)) {
+        for (cJSON *el = node->child; el; el = el->next) neutralize_members(shape->members, shape->member_count, el);
+    }
+}
+
+static int is_empty_page(const kp_pattern *p, const kp_result *res)
+{
+    const cJSON *array = paged_array(p->returns, res->response, p->paged);
+    if (array) return cJSON_GetArraySize(array) == 0;
+    return res->items_returned == 0;
+}
+
+/* ---- one sample ------------------------------------------------------------------------------ */
+
+static int set_difference(kp_verify_difference *d, const kp_params *params, int sample, int page, const char *path,
+                          const char *expected, const char *actual, const char *prefix)
+{
+    memset(d, 0, sizeof *d);
+    cJSON *pj = kp_params_to_json(params);
+    d->params = pj ? cJSON_PrintUnformatted(pj) : strdup("{}");
+    cJSON_Delete(pj);
+    d->sample = sample;
+    d->page = page;
+    d->path = strdup(path);
+    d->expected = strdup(expected);
+    d->actual = strdup(actual);
+    char head[160];
+    if (sample > 0) snprintf(head, sizeof head, "sample %d, page %d", sample, page);
+    else snprintf(head, sizeof head, "page %d", page);
+    size_t n = strlen(head) + strlen(d->params ? d->params : "") + strlen(path) + strlen(expected) + strlen(actual) +
+               strlen(prefix ? prefix : "") + 64;
+    d->message = malloc(n);
+    if (d->message)
+        snprintf(d->message, n, "%s%s, params %s: %s: expected %s, actual %s", prefix ? prefix : "", head,
+                 d->params ? d->params : "{}", path, expected, actual);
+    if (!d->params || !d->path || !d->expected || !d->actual || !d->message) {
+        kp_verify_difference_free(d);
+        return -1;
+    }
+    return 0;
+}
+
+static int push_latency(kp_vctx *v, double ms)
+{
+    if (v->latency_count == v->latency_cap) {
+        size_t cap = v->latency_cap ? v->latency_cap * 2 : 64;
+        double *bigger = realloc(v->latencies, cap * sizeof *bigger);
+        if (!bigger) return -1;
+        v->latencies = bigger;
+        v->latency_cap = cap;
+    }
+    v->latencies[v->latency_count++] = ms;
+    return 0;
+}
+
+static void measure_page(kp_vctx *v, kp_verify_pattern *m, const kp_result *res, int page, double ms)
+{
+    v->r->requests += res->requests;
+    if (!m) return;
+    m->pages++;
+    m->requests += res->requests;
+    m->items_returned += res->items_returned;
+    if (res->items_scanned < 0) m->items_scanned = -1;
+    else if (m->items_scanned >= 0) m->items_scanned += res->items_scanned;
+    m->seconds += ms / 1000;
+    push_latency(v, ms);
+    if (page == 1) {
+        if (res->requests < m->first_requests_min) m->first_requests_min = res->requests;
+        if (res->requests > m->first_requests_max) m->first_requests_max = res->requests;
+        if (res->sequential_steps < m->first_steps_min) m->first_steps_min = res->sequential_steps;
+        if (res->sequential_steps > m->first_steps_max) m->first_steps_max = res->sequential_steps;
+    }
+}
+
+int kp_verify_sample(kp_vctx *v, const kp_pattern *p, const kp_params *params, kp_verify_pattern *measure, int sample,
+                     kp_verify_difference *diff, kp_error *err)
+{
+    memset(diff, 0, sizeof *diff);
+    char *oracle_token = NULL, *backend_page = NULL;
+    int oracle_done = 0, rc = 0;
+    for (int page = 1; page <= v->max_pages && rc == 0; page++) {
+        kp_oracle_result expected;
+        memset(&expected, 0, sizeof expected);
+        if (!oracle_done && kp_oracle_run(v->data, p, params, oracle_token, &expected, err)) { rc = -1; break; }
+        kp_result actual;
+        memset(&actual, 0, sizeof actual);
+        actual.items_scanned = -1;
+        kp_error exec_err;
+        kp_error_clear(&exec_err);
+        double t0 = now_seconds();
+        int exec_rc = v->b->execute(v->conn, v->design, p, params, backend_page, &actual, &exec_err);
+        double ms = (now_seconds() - t0) * 1000;
+        if (exec_rc) {
+            kp_oracle_result_free(&expected);
+            kp_result_free(&actual);
+            if (exec_err.code == KP_ERR_TARGET || exec_err.code == KP_ERR_NOMEM || exec_err.code == KP_OK) {
+                *err = exec_err;
+                if (err->code == KP_OK) err->code = KP_ERR_TARGET;
+                rc = -1;
+                break;
+            }
+            char actual_text[600];
+            snprintf(actual_text, sizeof actual_text, "an error from the %s backend: %s", v->b->name, exec_err.message);
+            rc = set_difference(diff, params, sample, page, "$", "a response", actual_text, NULL) ? nomem(err) : 1;
+            break;
+        }
+        measure_page(v, measure, &actual, page, ms);
+        if (oracle_done) {
+            /* the oracle has nothing more: the backend's extra page must be empty */
+            if (!is_empty_page(p, &actual)) {
+                const cJSON *array = paged_array(p->returns, actual.response, p->paged);
+                char *text = cJSON_PrintUnformatted(array ? array : actual.response);
+                char actual_text[400];
+                snprintf(actual_text, sizeof actual_text, "another page: %.300s%s", text ? text : "?",
+                         text && strlen(text) > 300 ? "..." : "");
+                free(text);
+                rc = set_difference(diff, params, sample, page, "$", "no more pages", actual_text, NULL) ? nomem(err) : 1;
+            }
+            kp_result_free(&actual);
+            break; /* an empty page (with or without a continuation) ends the traversal */
+        }
+        neutralize(p->returns, expected.response);
+        neutralize(p->returns, actual.response);
+        char *path = NULL, *et = NULL, *at = NULL;
+        int d = kp_json_diff(expected.response, actual.response, &path, &et, &at);
+        if (d < 0) rc = nomem(err);
+        else if (d > 0) rc = set_difference(diff, params, sample, page, path, et, at, NULL) ? nomem(err) : 1;
+        free(path);
+        free(et);
+        free(at);
+        if (rc == 0) {
+            if (expected.next_token && !actual.next_page) {
+                rc = set_difference(diff, params, sample, page, "$", "a next page (the oracle has more results)",
+                                    "no continuation", NULL) ? nomem(err) : 1;
+            } else if (!expected.next_token && !actual.next_page) {
+                kp_oracle_result_free(&expected);
+                kp_result_free(&actual);
+                break;
+            } else {
+                if (!expected.next_token) oracle_done = 1;
+                free(oracle_token);
+                oracle_token = expected.next_token;
+                expected.next_token = NULL;
+                free(backend_page);
+                backend_page = actual.next_page;
+                actual.next_page = NULL;
+            }
+        }
+        kp_oracle_result_free(&expected);
+        kp_result_free(&actual);
+    }
+    free(oracle_token);
+    free(backend_page);
+    return rc;
+}
+
+/* ---- one pattern ------------------------------------------------------------------------------- */
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double percentile(const double *sorted, size_t n, double p)
+{
+    if (n == 0) return 0;
+    size_t rank = (size_t)ceil(p / 100.0 * (double)n);
+    if (rank < 1) rank = 1;
+    return sorted[rank - 1];
+}
+
+static void range_text(int lo, int hi, char *buf, size_t size)
+{
+    if (lo == hi) snprintf(buf, size, "%d", lo);
+    else snprintf(buf, size, "%d-%d", lo, hi);
+}
+
+static void judge_claims(kp_verify_pattern *vp)
+{
+    if (vp->claimed_requests < 0 || vp->first_requests_min == INT_MAX) return;
+    double c = vp->claimed_requests;
+    int is_whole = fabs(c - round(c)) < 1e-9;
+    int steps_bad = vp->first_steps_min != vp->claimed_steps || vp->first_steps_max != vp->claimed_steps;
+    int requests_bad = is_whole && (vp->first_requests_min != (int)round(c) || vp->first_requests_max != (int)round(c));
+    char req[32], steps[32];
+    range_text(vp->first_requests_min, vp->first_requests_max, req, sizeof req);
+    range_text(vp->first_steps_min, vp->first_steps_max, steps, sizeof steps);
+    size_t o = strlen(vp->note);
+    if (steps_bad || requests_bad) {
+        vp->is_claim_mismatch = 1;
+        snprintf(vp->note + o, sizeof vp->note - o, "%sthe plan claims %g request%s and %d sequential step%s for a first "
+                 "page; measured %s request%s and %s step%s", o ? "; " : "", c, c == 1 ? "" : "s", vp->claimed_steps,
+                 vp->claimed_steps == 1 ? "" : "s", req, strcmp(req, "1") == 0 ? "" : "s", steps,
+                 strcmp(steps, "1") == 0 ? "" : "s");
+    } else if (!is_whole) {
+        snprintf(vp->note + o, sizeof vp->note - o, "%sthe plan estimates %g requests for a first page; measured %s",
+                 o ? "; " : "", c, req);
+    }
+}
+
+static const kp_plan *plan_of(const kp_design *d, const kp_pattern *p)
+{
+    for (size_t i = 0; i < d->plan_count; i++)
+        if (d->plans[i].pattern == p) return &d->plans[i];
+    return NULL;
+}
+
+static int check_pattern(kp_vctx *v, size_t index, kp_error *err)
+{
+    const kp_pattern *p = v->o->model->patterns[index];
+    kp_verify_pattern *vp = &v->r->patterns[index];
+    vp->pattern = p;
+    const kp_plan *plan = plan_of(v->design, p);
+    vp->claimed_requests = plan ? plan->requests : -1;
+    vp->claimed_steps = plan ? plan->sequential_steps : 0;
+    vp->first_requests_min = vp->first_steps_min = INT_MAX;
+    vp->first_requests_max = vp->first_steps_max = INT_MIN;
+    v->latency_count = 0;
+    kp_sampler *sampler = NULL;
+    if (kp_verify_sampler(v, p->name, &sampler, err)) return -1;
+    int rc = 0;
+    for (int s = 1; s <= v->samples && rc == 0; s++) {
+        if (v->o->interrupted && *v->o->interrupted) {
+            rc = kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "interrupted");
+            break;
+        }
+        kp_verify_progress(v, "  verifying %s: sample %d/%d", p->name, s, v->samples);
+        kp_params *params = NULL;
+        kp_error draw_err;
+        if (kp_sample_params(sampler, p, &params, &draw_err)) {
+            if (draw_err.code != KP_ERR_DATA) { *err = draw_err; rc = -1; break; }
+            vp->is_skipped = 1;
+            snprintf(vp->note, sizeof vp->note, "not checked: %.480s", draw_err.message);
+            break;
+        }
+        kp_verify_difference diff;
+        int r = kp_verify_sample(v, p, params, vp, s, &diff, err);
+        kp_params_free(params);
+        if (r < 0) { rc = -1; break; }
+        vp->samples++;
+        if (r == 1) {
+            vp->samples_failed++;
+            if (!vp->has_difference) { vp->difference = diff; vp->has_difference = 1; }
+            else kp_verify_difference_free(&diff);
+        }
+    }
+    kp_sampler_free(sampler);
+    if (v->latency_count) {
+        qsort(v->latencies, v->latency_count, sizeof *v->latencies, compare_doubles);
+        vp->p50_ms = percentile(v->latencies, v->latency_count, 50);
+        vp->p95_ms = percentile(v->latencies, v->latency_count, 95);
+        vp->p99_ms = percentile(v->latencies, v->latency_count, 99);
+    }
+    if (vp->first_requests_min == INT_MAX) vp->first_requests_min = vp->first_requests_max = 0;
+    else judge_claims(vp);
+    if (vp->first_steps_min == INT_MAX) vp->first_steps_min = vp->first_steps_max = 0;
+    vp->is_pass = rc == 0 && !vp->is_skipped && vp->samples_failed == 0 && !vp->is_claim_mismatch;
+    return rc;
+}
+
+/* ---- the run ------------------------------------------------------------------------------------- */
+
+static int check_marker(kp_vctx *v, const kp_target_state *state, kp_error *err)
+{
+    const char *prefix = v->o->target && v->o->target->prefix ? v->o->target->prefix : "";
+    if (!state->marker)
+        return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "%s holds no keyplan seed of design '%s'%s%s; run `keyplan "
+                            "seed` with the same model, data and options first", v->b->name, v->design->candidate,
+                            prefix[0] ? " under prefix " : "", prefix);
+    char data_hash[17], why[400];
+    if (kp_seed_data_hash(v->data, data_hash, err)) return -1;
+    if (!kp_seed_marker_matches(state->marker, v->o->model, data_hash, v->design, why, sizeof why))
+        return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "the %s target was not seeded with this model, data and "
+                            "design: %s; re-seed it with `keyplan seed --force`", v->b->name, why);
+    const cJSON *status = cJSON_GetObjectItemCaseSensitive(state->marker, "status");
+    const char *s = cJSON_IsString(status) ? status->valuestring : "";
+    if (strcmp(s, "writes-in-progress") == 0)
+        return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "a previous `keyplan verify --writes` on this %s target was "
+                            "interrupted before it undid its changes, so the target no longer matches the data; "
+                            "re-seed it with `keyplan seed --force`, then verify again", v->b->name);
+    if (strcmp(s, "complete") != 0)
+        return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "seeding of this %s target has not finished (status '%s'); "
+                            "rerun the same `keyplan seed` command to complete it", v->b->name, s);
+    return 0;
+}
+
+void kp_verify_report_free(kp_verify_report *r)
+{
+    if (!r) return;
+    for (size_t i = 0; i < r->pattern_count; i++) kp_verify_difference_free(&r->patterns[i].difference);
+    for (size_t i = 0; i < r->write_count; i++) kp_verify_difference_free(&r->write_results[i].difference);
+    free(r->patterns);
+    free(r->write_results);
+    memset(r, 0, sizeof *r);
+}
+
+static void print_summary(kp_vctx *v, int rc, const kp_error *err)
+{
+    FILE *out = v->o->progress;
+    if (!out) return;
+    kp_verify_progress(v, NULL);
+    const kp_verify_report *r = v->r;
+    fprintf(out, "verify of %s on %s: %d/%zu patterns passed", r->design, r->backend, r->patterns_passed,
+            r->pattern_count);
+    if (r->patterns_failed) fprintf(out, ", %d failed", r->patterns_failed);
+    if (r->patterns_skipped) fprintf(out, ", %d not checked", r->patterns_skipped);
+    if (r->writes) fprintf(out, "; writes %d/%zu passed%s", r->writes_passed, r->write_count,
+                           r->is_undone ? ", undone" : ", NOT undone");
+    fprintf(out, "; %ld requests; seed %llu; %.1f s", r->requests, (unsigned long long)r->seed, r->seconds);
+    if (rc && err->code != KP_ERR_CHECK) fprintf(out, " (stopped: %s)", err->message);
+    fputc('\n', out);
+}
+
+int kp_verify_run(const kp_verify_options *o, kp_verify_report *r, kp_error *err)
+{
+    memset(r, 0, sizeof *r);
+    kp_error_clear(err);
+    double started = now_seconds();
+    kp_vctx v;
+    memset(&v, 0, sizeof v);
+    v.o = o;
+    v.b = o->backend ? o->backend : o->design->backend;
+    v.design = o->design;
+    v.data = o->data;
+    v.r = r;
+    v.samples = o->samples > 0 ? o->samples : 20;
+    v.max_pages = o->max_pages > 0 ? o->max_pages : 5;
+    v.is_tty = o->progress && isatty(fileno(o->progress));
+    r->backend = v.b->name;
+    r->design = o->design->candidate;
+    r->seed = o->seed;
+    r->samples = v.samples;
+    r->max_pages = v.max_pages;
+    r->writes = o->writes;
+    r->write_ops = o->write_ops > 0 ? o->write_ops : 3;
+    r->pattern_count = o->model->pattern_count;
+    r->patterns = calloc(r->pattern_count ? r->pattern_count : 1, sizeof *r->patterns);
+    if (!r->patterns) return nomem(err);
+    for (size_t i = 0; i < r->pattern_count; i++) r->patterns[i].pattern = o->model->patterns[i];
+
+    int rc = 0, is_own_conn = 0;
+    v.conn = o->conn;
+    if (!v.conn) {
+        if (v.b->connect(o->target, &v.conn, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; rc = -1; }
+        else is_own_conn = 1;
+    }
+    kp_target_state state = {0};
+    if (rc == 0 && v.b->inspect(v.conn, v.design, &state, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; rc = -1; }
+    if (rc == 0) rc = check_marker(&v, &state, err);
+    v.marker = state.marker;
+    if (rc == 0 && o->writes && (!v.b->delete_items || !v.b->apply_write))
+        rc = kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "--writes needs a backend that can apply writes and delete "
+                          "items (to undo them); the %s backend cannot, so verify without --writes", v.b->name);
+
+    for (size_t i = 0; rc == 0 && i < r->pattern_count; i++) rc = check_pattern(&v, i, err);
+    if (rc == 0 && o->writes) rc = kp_verify_writes(&v, err);
+
+    for (size_t i = 0; i < r->pattern_count; i++) {
+        const kp_verify_pattern *vp = &r->patterns[i];
+        if (vp->is_skipped) r->patterns_skipped++;
+        else if (vp->is_pass) r->patterns_passed++;
+        else if (vp->samples > 0 || vp->is_claim_mismatch) r->patterns_failed++;
+    }
+    for (size_t i = 0; i < r->write_count; i++) {
+        if (r->write_results[i].is_pass) r->writes_passed++;
+        else r->writes_failed++;
+    }
+    r->seconds = now_seconds() - started;
+    if (rc == 0 && (r->patterns_failed || r->writes_failed)) {
+        const char *first = NULL;
+        for (size_t i = 0; i < r->pattern_count && !first; i++)
+            if (!r->patterns[i].is_pass && !r->patterns[i].is_skipped) first = r->patterns[i].pattern->name;
+        for (size_t i = 0; i < r->write_count && !first; i++)
+            if (!r->write_results[i].is_pass) first = r->write_results[i].write->name;
+        rc = kp_error_set(err, KP_ERR_CHECK, NULL, 0, 0, "verification failed on %s: %d pattern%s and %d write%s did not "
+                          "match the model (first: '%s'); see the report", v.b->name, r->patterns_failed,
+                          r->patterns_failed == 1 ? "" : "s", r->writes_failed, r->writes_failed == 1 ? "" : "s",
+                          first ? first : "?");
+    }
+    print_summary(&v, rc, err);
+    cJSON_Delete(v.marker);
+    free(v.latencies);
+    if (is_own_conn) v.b->disconnect(v.conn);
+    return rc;
+}

@@ -1,0 +1,167 @@
+/*
+ * verify.h — proving a seeded target answers every access pattern exactly as the
+ * model declares, and costs what the plan claims (`keyplan verify`).
+ *
+ * Reads. For each access pattern, `samples` parameter sets are drawn from the data
+ * (core/sample.h: an anchor record of the root entity chosen with the pattern's Zipf
+ * skew; the sampler of pattern P is seeded with a mix of --seed and P's name, so one
+ * pattern's draws do not depend on the others). For each set, the oracle's answer and
+ * the backend's are walked page by page — the oracle with its own token, the backend
+ * with its own continuation; tokens are never compared, and members of the response
+ * that hold a token are set to null on both sides before comparing — at most
+ * `max_pages` pages:
+ *   - the two pages' contents must be equal (kp_json_diff below);
+ *   - when the oracle has a next page, the backend must have one too;
+ *   - when the backend has a continuation but the oracle has no next page, the
+ *     backend's next page must be empty (DynamoDB returns a continuation after an
+ *     exactly full last page); an empty page with a continuation ends the traversal.
+ * Measured per page: requests, sequential steps, items returned and scanned, and the
+ * wall time of the execute call (clock_gettime MONOTONIC; "latency" is per page, all
+ * its round trips included). The first page of every sample is compared with the
+ * plan's claim: sequential_steps exactly, and requests exactly when the plan claims a
+ * whole number (a fractional claim is an estimate: reported, not failed). A claim
+ * that does not hold fails the pattern ("Prove it").
+ *
+ * Writes (`writes`). For each write pattern, `write_ops` operations are generated
+ * (existing keys for `where`, fresh records for inserts with foreign keys pointing at
+ * existing records, fresh values for `set`, 1 for increments), applied to the oracle's
+ * data with kp_write_apply and to the target with backend->apply_write, and after each
+ * operation every pattern rooted at a changed record (or at the parent it points to)
+ * is checked for that record, then every pattern for a few fresh samples. Before the
+ * first write the marker's status becomes "writes-in-progress"; a verify that finds
+ * that status refuses and asks for a re-seed.
+ *
+ * Undo (generic, whatever the layout). Before the writes, the items the seeded data
+ * makes (transform over every record) are fingerprinted: id -> kp_item_hash. After a
+ * write pattern's operations, the same is done over the changed data — the items the
+ * target now holds if apply_write did its job. The data is restored with
+ * kp_change_log_undo, then: items whose fingerprint changed or disappeared are put
+ * again from the restored data (submit/poll), and items that did not exist before are
+ * deleted (backend->delete_items, required by --writes). After the last write
+ * pattern, read_back must equal the read_back taken before the first write (items and
+ * checksum per container); only then does the marker return to "complete".
+ * Invariant: --writes leaves the oracle's data exactly as it found it, on success and
+ * on failure.
+ */
+#ifndef KP_VERIFY_H
+#define KP_VERIFY_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <cjson/cJSON.h>
+
+#include "backends/backend.h"
+#include "core/data.h"
+#include "core/error.h"
+#include "core/model.h"
+
+typedef struct kp_verify_options {
+    const kp_model *model;
+    kp_dataset *data;               /* the oracle's data: --writes changes it and restores it */
+    const kp_design *design;        /* the design the target was seeded with (its marker names it) */
+    const kp_backend *backend;      /* NULL: design->backend */
+    const kp_target *target;        /* connect to it (ignored when conn is given) */
+    kp_conn *conn;                  /* an open connection to use (not closed); NULL: connect */
+    int samples;                    /* parameter sets per pattern; 0: 20 */
+    uint64_t seed;                  /* drives every draw; printed by the CLI */
+    int max_pages;                  /* pages walked per sample; 0: 5 */
+    int writes;                     /* also replay write patterns, then undo them */
+    int write_ops;                  /* operations per write pattern; 0: 3 */
+    FILE *progress;                 /* a live line when a TTY, and the final summary line; NULL: silent */
+    volatile sig_atomic_t *interrupted; /* set (e.g. by SIGINT) to stop: writes are still undone */
+} kp_verify_options;
+
+/* The first difference found for a pattern or a write. */
+typedef struct kp_verify_difference {
+    int sample;                     /* 1-based sample number; 0 for a targeted check after a write */
+    int page;                       /* 1-based page */
+    char *params;                   /* the parameters, compact JSON */
+    char *path;                     /* "$.projects[3].name" */
+    char *expected;                 /* compact JSON, or "(absent)" / a few words */
+    char *actual;
+    char *message;                  /* one sentence with all of the above */
+} kp_verify_difference;
+
+typedef struct kp_verify_pattern {
+    const kp_pattern *pattern;
+    int is_pass;
+    int is_skipped;                 /* nothing to draw parameters from (reason in note) */
+    int samples, samples_failed;
+    long pages, requests, items_returned;
+    long items_scanned;             /* -1: the server does not report it */
+    double claimed_requests;        /* the plan's, for a first page (-1: no plan) */
+    int claimed_steps;
+    int first_requests_min, first_requests_max;
+    int first_steps_min, first_steps_max;
+    int is_claim_mismatch;
+    double p50_ms, p95_ms, p99_ms;  /* per page */
+    double seconds;                 /* time spent executing on the target */
+    int has_difference;
+    kp_verify_difference difference;
+    char note[512];                 /* claims that did not hold, an execute error, why skipped */
+} kp_verify_pattern;
+
+typedef struct kp_verify_write {
+    const kp_write *write;
+    int is_pass;
+    int ops;                        /* operations sent to the target */
+    int not_generated;              /* operations the generator could not make valid */
+    int applied, partial, skipped, refused;   /* the oracle's outcomes */
+    int atomic_exercised;           /* operations the backend applied atomically */
+    int reads_checked, reads_failed;
+    int has_difference;
+    kp_verify_difference difference;
+    char note[512];
+} kp_verify_write;
+
+typedef struct kp_verify_report {
+    const char *backend;
+    const char *design;
+    uint64_t seed;
+    int samples, max_pages, write_ops;
+    int writes;                     /* --writes was asked */
+    kp_verify_pattern *patterns;    /* model order */
+    size_t pattern_count;
+    kp_verify_write *write_results; /* model order; empty without --writes */
+    size_t write_count;
+    int patterns_passed, patterns_failed, patterns_skipped;
+    int writes_passed, writes_failed;
+    int is_undone;                  /* --writes: read_back equals what it was before */
+    char undo_note[512];
+    long requests;
+    double seconds;
+} kp_verify_report;
+
+/* Verifies a seeded target. Returns 0 when every pattern (and write) passed; -1 with
+ * err otherwise: KP_ERR_CHECK when a check failed (the report says which and why),
+ * KP_ERR_USAGE when the target was not seeded with this model, data and design (or a
+ * --writes was interrupted there), KP_ERR_TARGET for server trouble. `out` is filled
+ * as far as the run got in every case; free it with kp_verify_report_free. */
+int kp_verify_run(const kp_verify_options *options, kp_verify_report *out, kp_error *err);
+void kp_verify_report_free(kp_verify_report *report);
+
+/* Output: an aligned table; the JSON of docs/output.md "verify" (one database: a new
+ * tree); JUnit XML for several reports (one <testsuite> each, one <testcase> per
+ * pattern and per write, the failure message being the first difference). */
+void kp_verify_report_print(FILE *out, const kp_verify_report *report);
+cJSON *kp_verify_report_to_json(const kp_verify_report *report);
+int kp_verify_write_junit(FILE *out, const kp_verify_report *const *reports, size_t count);
+
+/* ---- comparing responses -------------------------------------------------------------- */
+
+/* Compares two responses. Objects: the same member names (order ignored); arrays:
+ * the same length and elements in the same order; numbers (cJSON numbers or
+ * cJSON_Raw number text) by their exact value as decimal text ("20.00" equals "20",
+ * 9007199254740993 differs from 9007199254740992); everything else exactly. Returns 0
+ * when equal; 1 with the first difference: *path as a JSON path ("$", ".name" or
+ * ["odd key"], "[3]"), *expected / *actual as compact JSON or "(absent)" (all three
+ * malloc'd; the caller frees them); -1 when out of memory. */
+int kp_json_diff(const cJSON *expected, const cJSON *actual, char **path, char **expected_text, char **actual_text);
+
+/* The canonical text of a number node (cJSON number or cJSON_Raw): plain decimal, no
+ * exponent, no leading zeros, no trailing fraction zeros, "-0" as "0". Writes into
+ * buf; returns 0, or -1 when the node is not a number. */
+int kp_json_number_canonical(const cJSON *node, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,48 @@
+/*
+ * verify_internal.h — what verify.c (reads, the run) and verify_writes.c (writes and
+ * their undo) share. Not part of the public API.
+ */
+#ifndef KP_VERIFY_INTERNAL_H
+#define KP_VERIFY_INTERNAL_H
+
+#include "migrations/verify.h"
+#include "core/sample.h"
+
+typedef struct kp_vctx {
+    const kp_verify_options *o;
+    const kp_backend *b;
+    kp_conn *conn;
+    const kp_design *design;
+    kp_dataset *data;
+    kp_verify_report *r;
+    cJSON *marker;              /* the target's marker (owned) */
+    int max_pages;
+    int samples;
+    int is_tty;
+    double last_line;
+    double *latencies;          /* ms per page, of the pattern being checked */
+    size_t latency_count, latency_cap;
+} kp_vctx;
+
+/* Checks one parameter set of a pattern, page by page. `measure` (may be NULL)
+ * accumulates requests, pages, latencies and first-page claims. Returns 0 when the
+ * target agreed, 1 with *diff filled (the caller owns its strings) when it did not,
+ * -1 with err on server trouble (KP_ERR_TARGET) or out of memory. An execute error that
+ * is not server trouble is a difference (path "$", the error as the actual value). */
+int kp_verify_sample(kp_vctx *v, const kp_pattern *pattern, const kp_params *params, kp_verify_pattern *measure,
+                     int sample, kp_verify_difference *diff, kp_error *err);
+
+/* A sampler for a phase of the run: the seed mixed with a name. */
+int kp_verify_sampler(kp_vctx *v, const char *name, kp_sampler **out, kp_error *err);
+
+void kp_verify_difference_free(kp_verify_difference *diff);
+
+/* The --writes phase (verify_writes.c): applies, checks, undoes; fills r->write_results.
+ * Returns 0 (failures are in the report), or -1 with err when the target could not be
+ * restored or answered with server trouble. */
+int kp_verify_writes(kp_vctx *v, kp_error *err);
+
+/* The progress line (TTY only). */
+void kp_verify_progress(kp_vctx *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,275 @@
+/*
+ * verify_report.c — verify's report for people (an aligned table), for programs
+ * (docs/output.md "verify") and for CI (JUnit XML).
+ *
+ * Invariant: the three outputs say the same thing: a pattern or write is failed in one
+ * exactly when it is failed in the others, with the same first difference.
+ */
+#include "migrations/verify.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *pattern_result(const kp_verify_pattern *p)
+{
+    return p->is_skipped ? "skipped" : p->is_pass ? "pass" : "FAIL";
+}
+
+static void range(int lo, int hi, char *buf, size_t size)
+{
+    if (lo == hi) snprintf(buf, size, "%d", lo);
+    else snprintf(buf, size, "%d-%d", lo, hi);
+}
+
+void kp_verify_report_print(FILE *out, const kp_verify_report *r)
+{
+    fprintf(out, "verify: design '%s' on %s — seed %llu, %d samples per pattern, at most %d pages each\n", r->design,
+            r->backend, (unsigned long long)r->seed, r->samples, r->max_pages);
+    int w = 7;
+    for (size_t i = 0; i < r->pattern_count; i++)
+        if ((int)strlen(r->patterns[i].pattern->name) > w) w = (int)strlen(r->patterns[i].pattern->name);
+    for (size_t i = 0; i < r->write_count; i++)
+        if ((int)strlen(r->write_results[i].write->name) > w) w = (int)strlen(r->write_results[i].write->name);
+    fprintf(out, "  %-*s %-7s %9s %6s %9s %8s %6s %8s %8s %8s %8s\n", w, "pattern", "result", "samples", "pages",
+            "requests", "claimed", "steps", "claimed", "p50 ms", "p95 ms", "p99 ms");
+    for (size_t i = 0; i < r->pattern_count; i++) {
+        const kp_verify_pattern *p = &r->patterns[i];
+        char samples[32], req[32], steps[32], claimed_req[32] = "-", claimed_steps[32] = "-";
+        snprintf(samples, sizeof samples, "%d/%d", p->samples - p->samples_failed, p->samples);
+        range(p->first_requests_min, p->first_requests_max, req, sizeof req);
+        range(p->first_steps_min, p->first_steps_max, steps, sizeof steps);
+        if (p->claimed_requests >= 0) {
+            snprintf(claimed_req, sizeof claimed_req, "%g", p->claimed_requests);
+            snprintf(claimed_steps, sizeof claimed_steps, "%d", p->claimed_steps);
+        }
+        fprintf(out, "  %-*s %-7s %9s %6ld %9s %8s %6s %8s %8.2f %8.2f %8.2f\n", w, p->pattern->name, pattern_result(p),
+                samples, p->pages, req, claimed_req, steps, claimed_steps, p->p50_ms, p->p95_ms, p->p99_ms);
+        if (p->has_difference && p->difference.message) fprintf(out, "      %s\n", p->difference.message);
+        if (p->note[0]) fprintf(out, "      %s\n", p->note);
+    }
+    if (r->writes) {
+        fprintf(out, "\n  %-*s %-7s %5s %8s %8s %8s %8s %7s\n", w, "write", "result", "ops", "applied", "partial",
+                "skipped", "refused", "reads");
+        for (size_t i = 0; i < r->write_count; i++) {
+            const kp_verify_write *x = &r->write_results[i];
+            char reads[32];
+            snprintf(reads, sizeof reads, "%d/%d", x->reads_checked - x->reads_failed, x->reads_checked);
+            fprintf(out, "  %-*s %-7s %5d %8d %8d %8d %8d %7s\n", w, x->write->name, x->is_pass ? "pass" : "FAIL",
+                    x->ops, x->applied, x->partial, x->skipped, x->refused, reads);
+            if (x->has_difference && x->difference.message) fprintf(out, "      %s\n", x->difference.message);
+            if (x->note[0]) fprintf(out, "      %s\n", x->note);
+        }
+        fprintf(out, "  undo: %s\n", r->undo_note[0] ? r->undo_note : r->is_undone ? "nothing to undo" : "not done");
+    }
+    fprintf(out, "  %zu patterns: %d passed, %d failed, %d not checked", r->pattern_count, r->patterns_passed,
+            r->patterns_failed, r->patterns_skipped);
+    if (r->writes) fprintf(out, "; %zu writes: %d passed, %d failed", r->write_count, r->writes_passed, r->writes_failed);
+    fprintf(out, "; %ld requests in %.2f s\n", r->requests, r->seconds);
+}
+
+/* ---- JSON -------------------------------------------------------------------------------------- */
+
+static cJSON *difference_json(const kp_verify_difference *d)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    if (d->sample) cJSON_AddNumberToObject(o, "sample", d->sample);
+    else cJSON_AddNullToObject(o, "sample");
+    cJSON_AddNumberToObject(o, "page", d->page);
+    cJSON *params = d->params ? cJSON_Parse(d->params) : NULL;
+    if (params) cJSON_AddItemToObject(o, "params", params);
+    else cJSON_AddNullToObject(o, "params");
+    if (d->path) cJSON_AddStringToObject(o, "path", d->path);
+    else cJSON_AddNullToObject(o, "path");
+    if (d->expected) cJSON_AddStringToObject(o, "expected", d->expected);
+    else cJSON_AddNullToObject(o, "expected");
+    if (d->actual) cJSON_AddStringToObject(o, "actual", d->actual);
+    else cJSON_AddNullToObject(o, "actual");
+    cJSON_AddStringToObject(o, "message", d->message ? d->message : "");
+    return o;
+}
+
+cJSON *kp_verify_report_to_json(const kp_verify_report *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    cJSON_AddStringToObject(o, "database", r->backend);
+    cJSON_AddStringToObject(o, "design", r->design);
+    cJSON_AddBoolToObject(o, "passed", r->patterns_failed == 0 && r->writes_failed == 0 && (!r->writes || r->is_undone));
+    cJSON_AddNumberToObject(o, "seed", (double)r->seed);
+    cJSON_AddNumberToObject(o, "samples", r->samples);
+    cJSON_AddNumberToObject(o, "max_pages", r->max_pages);
+    cJSON *patterns = cJSON_AddArrayToObject(o, "patterns");
+    for (size_t i = 0; patterns && i < r->pattern_count; i++) {
+        const kp_verify_pattern *p = &r->patterns[i];
+        cJSON *x = cJSON_CreateObject();
+        if (!x) break;
+        cJSON_AddStringToObject(x, "name", p->pattern->name);
+        cJSON_AddStringToObject(x, "result", p->is_skipped ? "skipped" : p->is_pass ? "pass" : "fail");
+        cJSON_AddNumberToObject(x, "samples", p->samples);
+        cJSON_AddNumberToObject(x, "samples_failed", p->samples_failed);
+        cJSON_AddNumberToObject(x, "pages", (double)p->pages);
+        cJSON *req = cJSON_AddObjectToObject(x, "requests");
+        if (req) {
+            if (p->claimed_requests >= 0) cJSON_AddNumberToObject(req, "claimed", p->claimed_requests);
+            else cJSON_AddNullToObject(req, "claimed");
+            cJSON_AddNumberToObject(req, "first_page_min", p->first_requests_min);
+            cJSON_AddNumberToObject(req, "first_page_max", p->first_requests_max);
+            cJSON_AddNumberToObject(req, "total", (double)p->requests);
+        }
+        cJSON *steps = cJSON_AddObjectToObject(x, "sequential_steps");
+        if (steps) {
+            if (p->claimed_requests >= 0) cJSON_AddNumberToObject(steps, "claimed", p->claimed_steps);
+            else cJSON_AddNullToObject(steps, "claimed");
+            cJSON_AddNumberToObject(steps, "first_page_min", p->first_steps_min);
+            cJSON_AddNumberToObject(steps, "first_page_max", p->first_steps_max);
+        }
+        cJSON_AddBoolToObject(x, "claims_hold", !p->is_claim_mismatch);
+        cJSON_AddNumberToObject(x, "items_returned", (double)p->items_returned);
+        if (p->items_scanned >= 0) cJSON_AddNumberToObject(x, "items_scanned", (double)p->items_scanned);
+        else cJSON_AddNullToObject(x, "items_scanned");
+        cJSON *lat = cJSON_AddObjectToObject(x, "latency_ms");
+        if (lat) {
+            cJSON_AddNumberToObject(lat, "p50", p->p50_ms);
+            cJSON_AddNumberToObject(lat, "p95", p->p95_ms);
+            cJSON_AddNumberToObject(lat, "p99", p->p99_ms);
+        }
+        if (p->has_difference) cJSON_AddItemToObject(x, "difference", difference_json(&p->difference));
+        else cJSON_AddNullToObject(x, "difference");
+        if (p->note[0]) cJSON_AddStringToObject(x, "note", p->note);
+        cJSON_AddItemToArray(patterns, x);
+    }
+    if (r->writes) {
+        cJSON *writes = cJSON_AddArrayToObject(o, "writes");
+        for (size_t i = 0; writes && i < r->write_count; i++) {
+            const kp_verify_write *w = &r->write_results[i];
+            cJSON *x = cJSON_CreateObject();
+            if (!x) break;
+            cJSON_AddStringToObject(x, "name", w->write->name);
+            cJSON_AddStringToObject(x, "result", w->is_pass ? "pass" : "fail");
+            cJSON_AddNumberToObject(x, "operations", w->ops);
+            cJSON_AddNumberToObject(x, "not_generated", w->not_generated);
+            cJSON *outcomes = cJSON_AddObjectToObject(x, "outcomes");
+            if (outcomes) {
+                cJSON_AddNumberToObject(outcomes, "applied", w->applied);
+                cJSON_AddNumberToObject(outcomes, "partial", w->partial);
+                cJSON_AddNumberToObject(outcomes, "skipped", w->skipped);
+                cJSON_AddNumberToObject(outcomes, "refused", w->refused);
+            }
+            cJSON_AddNumberToObject(x, "atomic_exercised", w->atomic_exercised);
+            cJSON_AddNumberToObject(x, "reads_checked", w->reads_checked);
+            cJSON_AddNumberToObject(x, "reads_failed", w->reads_failed);
+            if (w->has_difference) cJSON_AddItemToObject(x, "difference", difference_json(&w->difference));
+            else cJSON_AddNullToObject(x, "difference");
+            if (w->note[0]) cJSON_AddStringToObject(x, "note", w->note);
+            cJSON_AddItemToArray(writes, x);
+        }
+        cJSON *undo = cJSON_AddObjectToObject(o, "undo");
+        if (undo) {
+            cJSON_AddBoolToObject(undo, "done", r->is_undone);
+            cJSON_AddStringToObject(undo, "note", r->undo_note);
+        }
+    }
+    cJSON *totals = cJSON_AddObjectToObject(o, "totals");
+    if (totals) {
+        cJSON_AddNumberToObject(totals, "patterns", (double)r->pattern_count);
+        cJSON_AddNumberToObject(totals, "passed", r->patterns_passed);
+        cJSON_AddNumberToObject(totals, "failed", r->patterns_failed);
+        cJSON_AddNumberToObject(totals, "skipped", r->patterns_skipped);
+        if (r->writes) {
+            cJSON_AddNumberToObject(totals, "writes_passed", r->writes_passed);
+            cJSON_AddNumberToObject(totals, "writes_failed", r->writes_failed);
+        }
+        cJSON_AddNumberToObject(totals, "requests", (double)r->requests);
+        cJSON_AddNumberToObject(totals, "seconds", r->seconds);
+    }
+    return o;
+}
+
+/* ---- JUnit XML --------------------------------------------------------------------------------- */
+
+static void xml_text(FILE *out, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        switch (*p) {
+        case '&': fputs("&amp;", out); break;
+        case '<': fputs("&lt;", out); break;
+        case '>': fputs("&gt;", out); break;
+        case '"': fputs("&quot;", out); break;
+        case '\'': fputs("&apos;", out); break;
+        default:
+            if (*p < 0x20 && *p != '\n' && *p != '\t') fputc('?', out); /* not allowed in XML 1.0 */
+            else fputc(*p, out);
+        }
+    }
+}
+
+static void junit_case(FILE *out, const char *classname, const char *name, double seconds, int is_pass,
+                       int is_skipped, const char *message, const char *details)
+{
+    fputs("    <testcase classname=\"", out);
+    xml_text(out, classname);
+    fputs("\" name=\"", out);
+    xml_text(out, name);
+    fprintf(out, "\" time=\"%.6f\"", seconds);
+    if (is_pass) { fputs("/>\n", out); return; }
+    fputs(">\n", out);
+    if (is_skipped) {
+        fputs("      <skipped message=\"", out);
+        xml_text(out, message);
+        fputs("\"/>\n", out);
+    } else {
+        fputs("      <failure type=\"mismatch\" message=\"", out);
+        xml_text(out, message);
+        fputs("\">", out);
+        xml_text(out, details);
+        fputs("</failure>\n", out);
+    }
+    fputs("    </testcase>\n", out);
+}
+
+int kp_verify_write_junit(FILE *out, const kp_verify_report *const *reports, size_t count)
+{
+    int tests = 0, failures = 0, skipped = 0;
+    for (size_t k = 0; k < count; k++) {
+        const kp_verify_report *r = reports[k];
+        tests += (int)r->pattern_count + (int)r->write_count;
+        failures += r->patterns_failed + r->writes_failed;
+        skipped += r->patterns_skipped;
+    }
+    fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    fprintf(out, "<testsuites name=\"keyplan verify\" tests=\"%d\" failures=\"%d\" skipped=\"%d\">\n", tests, failures,
+            skipped);
+    for (size_t k = 0; k < count; k++) {
+        const kp_verify_report *r = reports[k];
+        char classname[300];
+        snprintf(classname, sizeof classname, "keyplan.verify.%s.%s", r->backend, r->design);
+        fputs("  <testsuite name=\"", out);
+        xml_text(out, classname);
+        fprintf(out, "\" tests=\"%zu\" failures=\"%d\" skipped=\"%d\" time=\"%.6f\">\n",
+                r->pattern_count + r->write_count, r->patterns_failed + r->writes_failed, r->patterns_skipped,
+                r->seconds);
+        fprintf(out, "    <properties><property name=\"seed\" value=\"%llu\"/><property name=\"samples\" "
+                "value=\"%d\"/><property name=\"max_pages\" value=\"%d\"/></properties>\n",
+                (unsigned long long)r->seed, r->samples, r->max_pages);
+        for (size_t i = 0; i < r->pattern_count; i++) {
+            const kp_verify_pattern *p = &r->patterns[i];
+            const char *message = p->has_difference && p->difference.message ? p->difference.message : p->note;
+            char details[1400];
+            snprintf(details, sizeof details, "%s%s%s", p->has_difference && p->difference.message ? p->difference.message : "",
+                     p->has_difference && p->note[0] ? "\n" : "", p->has_difference ? p->note : "");
+            if (!p->has_difference) snprintf(details, sizeof details, "%s", p->note);
+            junit_case(out, classname, p->pattern->name, p->seconds, p->is_pass, p->is_skipped, message, details);
+        }
+        for (size_t i = 0; i < r->write_count; i++) {
+            const kp_verify_write *w = &r->write_results[i];
+            char name[300];
+            snprintf(name, sizeof name, "write:%s", w->write->name);
+            const char *message = w->has_difference && w->difference.message ? w->difference.message : w->note;
+            junit_case(out, classname, name, 0, w->is_pass, 0, message, w->note);
+        }
+        fputs("  </testsuite>\n", out);
+    }
+    fputs("</testsuites>\n", out);
+    return ferror(out) ? -1 : 0;
+}

@@ -1,0 +1,639 @@
+/*
+ * verify_writes.c — `verify --writes`: generated write operations applied to the
+ * target and to the oracle's data, the reads that must still agree, and the undo that
+ * puts the target back exactly as it was (verify.h, "Writes" and "Undo").
+ *
+ * The backend gets each operation with two datasets: `before` (a copy of the data
+ * kept one operation behind) and `after` (the oracle's data with the operation
+ * applied); the copy then applies the same operation, so both are always equal
+ * between operations.
+ * Invariant: whatever happens (a failed check, server trouble, an interruption), the
+ * oracle's data is restored with the change log before this file returns.
+ */
+#include "migrations/verify_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/mutate.h"
+#include "migrations/generate.h"
+#include "migrations/seed.h"
+#include "migrations/write_gen.h"
+
+static int nomem(kp_error *err) { return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
+
+/* ---- item fingerprints: id -> hash -------------------------------------------------------- */
+
+typedef struct fp_entry {
+    char *id;
+    uint64_t hash;
+} fp_entry;
+
+typedef struct fingerprints {
+    fp_entry *slots;
+    size_t cap, count;
+} fingerprints;
+
+static uint64_t hash_text(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) { h ^= (unsigned char)*s; h *= 1099511628211ULL; }
+    return h;
+}
+
+static void fp_free(fingerprints *f)
+{
+    for (size_t i = 0; i < f->cap; i++) free(f->slots[i].id);
+    free(f->slots);
+    memset(f, 0, sizeof *f);
+}
+
+static fp_entry *fp_find(const fingerprints *f, const char *id)
+{
+    if (!f->cap) return NULL;
+    for (size_t i = hash_text(id) & (f->cap - 1);; i = (i + 1) & (f->cap - 1)) {
+        if (!f->slots[i].id) return NULL;
+        if (strcmp(f->slots[i].id, id) == 0) return &f->slots[i];
+    }
+}
+
+static int fp_put(fingerprints *f, const char *id, uint64_t hash)
+{
+    if ((f->count + 1) * 10 > f->cap * 7) {
+        size_t cap = f->cap ? f->cap * 2 : 1024;
+        fp_entry *slots = calloc(cap, sizeof *slots);
+        if (!slots) return -1;
+        for (size_t i = 0; i < f->cap; i++) {
+            if (!f->slots[i].id) continue;
+            size_t k = hash_text(f->slots[i].id) & (cap - 1);
+            while (slots[k].id) k = (k + 1) & (cap - 1);
+            slots[k] = f->slots[i];
+        }
+        free(f->slots);
+        f->slots = slots;
+        f->cap = cap;
+    }
+    fp_entry *e = fp_find(f, id);
+    if (e) { e->hash = hash; return 0; }
+    size_t k = hash_text(id) & (f->cap - 1);
+    while (f->slots[k].id) k = (k + 1) & (f->cap - 1);
+    f->slots[k].id = strdup(id);
+    if (!f->slots[k].id) return -1;
+    f->slots[k].hash = hash;
+    f->count++;
+    return 0;
+}
+
+/* Calls fn for every item the data makes under the design. */
+typedef int (*item_fn)(void *ctx, kp_item *item, kp_error *err);
+
+static int each_item(kp_vctx *v, item_fn fn, void *ctx, kp_error *err)
+{
+    const kp_model *m = v->o->model;
+    kp_item_list items = {0};
+    int rc = 0;
+    for (size_t e = 0; e < m->entity_count && rc == 0; e++) {
+        size_t n = 0;
+        kp_record *const *records = kp_dataset_records(v->data, m->entities[e], &n);
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            kp_item_list_clear(&items);
+            if (v->b->transform(v->design, v->data, records[i], &items, err)) { rc = -1; break; }
+            for (size_t k = 0; k < items.count && rc == 0; k++) {
+                if (!items.items[k].id)
+                    rc = kp_error_set(err, KP_ERR_INTERNAL, NULL, 0, 0, "the %s backend's transform made an item "
+                                      "without an id; verify --writes needs ids to undo", v->b->name);
+                else rc = fn(ctx, &items.items[k], err);
+            }
+        }
+    }
+    kp_item_list_free(&items);
+    return rc;
+}
+
+typedef struct fp_ctx {
+    fingerprints *into;
+    const fingerprints *before;     /* items not in it are moved to fresh */
+    kp_item_list *fresh;
+} fp_ctx;
+
+static int fingerprint_item(void *ctx, kp_item *item, kp_error *err)
+{
+    fp_ctx *c = ctx;
+    if (fp_put(c->into, item->id, kp_item_hash(item->body))) return nomem(err);
+    if (c->before && c->fresh && !fp_find(c->before, item->id)) {
+        kp_item *slot = kp_item_list_push(c->fresh);
+        if (!slot) return nomem(err);
+        *slot = *item;
+        memset(item, 0, sizeof *item);
+    }
+    return 0;
+}
+
+/* ---- the undo: put back what changed, delete what is new -------------------------------- */
+
+typedef struct put_ctx {
+    kp_vctx *v;
+    const fingerprints *changed;    /* the fingerprints of the changed data */
+    kp_item_list batch;
+    int batch_size;
+    long in_flight, failed, sent;
+    kp_error failure;
+} put_ctx;
+
+static void put_ack(void *ctx, const kp_item *item, int ok, const kp_error *err)
+{
+    put_ctx *c = ctx;
+    c->in_flight--;
+    if (!ok && !c->failed++)
+        kp_error_set(&c->failure, KP_ERR_TARGET, NULL, 0, 0, "putting back item %s of %s failed: %s",
+                     item->id ? item->id : "?", item->container ? item->container : "?",
+                     err ? err->message : "no reason given");
+}
+
+static int put_flush(put_ctx *c, kp_error *err)
+{
+    if (c->batch.count == 0) return 0;
+    c->in_flight += (long)c->batch.count;
+    c->sent += (long)c->batch.count;
+    if (c->v->b->submit(c->v->conn, &c->batch, put_ack, c, err)) {
+        if (err->code == KP_OK) err->code = KP_ERR_TARGET;
+        return -1;
+    }
+    kp_item_list_clear(&c->batch); /* what the backend left in the list is ours */
+    while (c->in_flight > 0) {
+        int n = c->v->b->poll(c->v->conn, 200, err);
+        if (n < 0) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; return -1; }
+        if (n == 0 && c->in_flight > 0)
+            return kp_error_set(err, KP_ERR_INTERNAL, NULL, 0, 0, "the %s backend reports nothing in flight, but %ld "
+                                "items were never acknowledged", c->v->b->name, c->in_flight);
+    }
+    if (c->failed) { *err = c->failure; return -1; }
+    return 0;
+}
+
+static int put_back_item(void *ctx, kp_item *item, kp_error *err)
+{
+    put_ctx *c = ctx;
+    const fp_entry *now = fp_find(c->changed, item->id);
+    if (now && now->hash == kp_item_hash(item->body)) return 0;
+    kp_item *slot = kp_item_list_push(&c->batch);
+    if (!slot) return nomem(err);
+    *slot = *item;
+    memset(item, 0, sizeof *item);
+    if (c->batch.count >= (size_t)c->batch_size) return put_flush(c, err);
+    return 0;
+}
+
+/* With the oracle's data already restored: the target gets back the items whose
+ * fingerprint differs from `changed`, and loses the items in `fresh`. */
+static int restore_target(kp_vctx *v, const fingerprints *changed, kp_item_list *fresh, long *puts, long *deletes,
+                          kp_error *err)
+{
+    put_ctx c;
+    memset(&c, 0, sizeof c);
+    c.v = v;
+    c.changed = changed;
+    c.batch_size = v->b->limits && v->b->limits->max_batch_write > 0 ? v->b->limits->max_batch_write : 25;
+    int rc = each_item(v, put_back_item, &c, err);
+    if (rc == 0) rc = put_flush(&c, err);
+    kp_item_list_free(&c.batch);
+    *puts = c.sent;
+    *deletes = 0;
+    if (rc == 0 && fresh->count) {
+        rc = v->b->delete_items(v->conn, v->design, fresh, err);
+        if (rc && err->code == KP_OK) err->code = KP_ERR_TARGET;
+        *deletes = (long)fresh->count;
+    }
+    return rc;
+}
+
+/* ---- a copy of the data, one operation behind ----------------------------------------------- */
+
+static int copy_dataset(const kp_dataset *src, kp_dataset **out, kp_error *err)
+{
+    const kp_model *m = kp_dataset_model(src);
+    if (kp_dataset_new(m, out, err)) return -1;
+    for (size_t e = 0; e < m->entity_count; e++) {
+        size_t n = 0, len = 0, cap = 1024;
+        kp_record *const *records = kp_dataset_records(src, m->entities[e], &n);
+        char *text = malloc(cap);
+        if (!text) { kp_dataset_free(*out); *out = NULL; return nomem(err); }
+        text[0] = '\0';
+        for (size_t i = 0; i < n; i++) {
+            char *line = cJSON_PrintUnformatted(records[i]->object);
+            size_t l = line ? strlen(line) : 0;
+            if (line && len + l + 2 > cap) {
+                while (len + l + 2 > cap) cap *= 2;
+                char *bigger = realloc(text, cap);
+                if (!bigger) { free(line); line = NULL; }
+                else text = bigger;
+            }
+            if (!line) { free(text); kp_dataset_free(*out); *out = NULL; return nomem(err); }
+            memcpy(text + len, line, l);
+            len += l;
+            text[len++] = '\n';
+            text[len] = '\0';
+            free(line);
+        }
+        int rc = kp_dataset_add_ndjson(*out, m->entities[e], "(verify's copy of the data)", text, len, err);
+        free(text);
+        if (rc) { kp_dataset_free(*out); *out = NULL; return -1; }
+    }
+    if (kp_dataset_finish(*out, err)) { kp_dataset_free(*out); *out = NULL; return -1; }
+    return 0;
+}
+
+/* ---- generating operations (migrations/write_gen.h draws them) ------------------------------ */
+
+typedef struct wgen {
+    kp_vctx *v;
+    kp_sampler *sampler;        /* for the other parameters of targeted reads */
+    kp_generator *gen;          /* NULL when the model cannot be generated */
+    char gen_problem[400];
+} wgen;
+
+/* The seed of operation `attempt` of a write: --seed mixed with the write's name. */
+static uint64_t operation_seed(uint64_t seed, const char *name, int attempt)
+{
+    uint64_t h = 1469598103934665603ULL ^ seed;
+    for (const char *p = name; *p; p++) { h ^= (unsigned char)*p; h *= 1099511628211ULL; }
+    h ^= (uint64_t)attempt + 0x9e3779b97f4a7c15ULL;
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+    return (h ^ (h >> 31)) & 0xFFFFFFFFFFFULL; /* write_gen multiplies it by 4096 */
+}
+
+/* ---- reads after a write ---------------------------------------------------------------------- */
+
+typedef struct anchor {
+    const kp_entity *entity;
+    cJSON *object;              /* owned: the record, or just a key */
+} anchor;
+
+typedef struct anchors {
+    anchor items[12];
+    size_t count;
+} anchors;
+
+static void anchors_free(anchors *a)
+{
+    for (size_t i = 0; i < a->count; i++) cJSON_Delete(a->items[i].object);
+    a->count = 0;
+}
+
+static void anchors_add(anchors *a, const kp_entity *e, cJSON *object)
+{
+    if (!object) return;
+    for (size_t i = 0; i < a->count; i++)
+        if (a->items[i].entity == e && kp_data_equal(a->items[i].object, object, NULL)) { cJSON_Delete(object); return; }
+    if (a->count == sizeof a->items / sizeof a->items[0]) { cJSON_Delete(object); return; }
+    a->items[a->count++] = (anchor){e, object};
+}
+
+/* A key object of `target` built from values of `holder_object`. */
+static cJSON *key_object(const kp_attr *const *from, const kp_attr *const *to, size_t n, const cJSON *holder_object)
+{
+    cJSON *key = cJSON_CreateObject();
+    for (size_t k = 0; key && k < n; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(holder_object, from[k]->name);
+        if (!v) { cJSON_Delete(key); return NULL; }
+        cJSON_AddItemToObject(key, to[k]->name, kp_data_copy(v, NULL));
+    }
+    return key;
+}
+
+static void collect_anchors(const kp_model *m, const kp_change_log *log, size_t from, anchors *out)
+{
+    for (size_t i = from; i < log->count; i++) {
+        const kp_change *c = &log->items[i];
+        const cJSON *obj = c->after ? c->after : c->before;
+        anchors_add(out, c->entity, kp_data_copy(obj, NULL));
+        for (size_t r = 0; r < m->relation_count; r++) {
+            const kp_relation *rel = m->relations[r];
+            if (rel->link == KP_LINK_FOREIGN_KEY && rel->holder == c->entity)
+                anchors_add(out, rel->referenced, key_object((const kp_attr *const *)rel->fk_attrs,
+                                                             (const kp_attr *const *)rel->ref_attrs, rel->fk_count, obj));
+            if (rel->link == KP_LINK_THROUGH && rel->through == c->entity) {
+                if (rel->through_from_count == rel->from->key_count)
+                    anchors_add(out, rel->from, key_object((const kp_attr *const *)rel->through_from,
+                                                           (const kp_attr *const *)rel->from->key,
+                                                           rel->through_from_count, obj));
+                if (rel->through_to_count == rel->to->key_count)
+                    anchors_add(out, rel->to, key_object((const kp_attr *const *)rel->through_to,
+                                                         (const kp_attr *const *)rel->to->key, rel->through_to_count,
+                                                         obj));
+            }
+        }
+    }
+}
+
+static void record_failure(kp_verify_write *vw, kp_verify_difference *diff, const char *context)
+{
+    vw->reads_failed++;
+    if (vw->has_difference) { kp_verify_difference_free(diff); return; }
+    vw->has_difference = 1;
+    vw->difference = *diff;
+    size_t n = strlen(context) + (diff->message ? strlen(diff->message) : 0) + 8;
+    char *message = malloc(n);
+    if (message) {
+        snprintf(message, n, "%s: %s", context, diff->message ? diff->message : "");
+        free(vw->difference.message);
+        vw->difference.message = message;
+    }
+}
+
+/* Every pattern rooted at an anchor's entity, asked about that anchor. */
+static int check_anchors(kp_vctx *v, wgen *g, kp_verify_write *vw, const anchors *a, int op, kp_error *err)
+{
+    const kp_model *m = v->o->model;
+    for (size_t i = 0; i < a->count; i++) {
+        for (size_t pi = 0; pi < m->pattern_count; pi++) {
+            const kp_pattern *p = m->patterns[pi];
+            if (p->root != a->items[i].entity || p->is_root_set) continue;
+            kp_params *params = NULL;
+            kp_error ignored;
+            if (kp_sample_params(g->sampler, p, &params, &ignored)) params = kp_params_new();
+            if (!params) return nomem(err);
+            int pinned = 0, usable = 1;
+            for (size_t k = 0; k < p->where_count; k++) {
+                const kp_cond *c = &p->where[k];
+                if (c->op != KP_OP_EQ || c->path_len || !c->value.param) continue;
+                const cJSON *value = cJSON_GetObjectItemCaseSensitive(a->items[i].object, c->attr->name);
+                if (!value) { usable = 0; break; }
+                if (kp_params_set(params, c->value.param->name, kp_data_copy(value, NULL))) {
+                    kp_params_free(params);
+                    return nomem(err);
+                }
+                pinned++;
+            }
+            if (!usable || !pinned) { kp_params_free(params); continue; }
+            kp_verify_difference diff;
+            int rc = kp_verify_sample(v, p, params, NULL, 0, &diff, err);
+            kp_params_free(params);
+            if (rc < 0) return -1;
+            vw->reads_checked++;
+            if (rc == 1) {
+                char context[300];
+                snprintf(context, sizeof context, "after operation %d, pattern '%s' asked about the changed %s", op,
+                         p->name, a->items[i].entity->name);
+                record_failure(vw, &diff, context);
+            }
+        }
+    }
+    return 0;
+}
+
+/* A few fresh samples of every pattern on the changed data. */
+static int check_all(kp_vctx *v, kp_verify_write *vw, kp_error *err)
+{
+    const kp_model *m = v->o->model;
+    int samples = v->samples / 5 > 2 ? v->samples / 5 : 2;
+    for (size_t pi = 0; pi < m->pattern_count; pi++) {
+        const kp_pattern *p = m->patterns[pi];
+        char name[300];
+        snprintf(name, sizeof name, "after %s: %s", vw->write->name, p->name);
+        kp_sampler *sampler = NULL;
+        if (kp_verify_sampler(v, name, &sampler, err)) return -1;
+        for (int s = 1; s <= samples; s++) {
+            kp_params *params = NULL;
+            kp_error ignored;
+            if (kp_sample_params(sampler, p, &params, &ignored)) break;
+            kp_verify_difference diff;
+            int rc = kp_verify_sample(v, p, params, NULL, s, &diff, err);
+            kp_params_free(params);
+            if (rc < 0) { kp_sampler_free(sampler); return -1; }
+            vw->reads_checked++;
+            if (rc == 1) {
+                char context[300];
+                snprintf(context, sizeof context, "after the operations, pattern '%s'", p->name);
+                record_failure(vw, &diff, context);
+            }
+        }
+        kp_sampler_free(sampler);
+    }
+    return 0;
+}
+
+/* ---- one write pattern -------------------------------------------------------------------------- */
+
+static void note(kp_verify_write *vw, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(kp_verify_write *vw, const char *fmt, ...)
+{
+    size_t o = strlen(vw->note);
+    if (o + 3 >= sizeof vw->note) return;
+    if (o) { strcpy(vw->note + o, "; "); o += 2; }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(vw->note + o, sizeof vw->note - o, fmt, ap);
+    va_end(ap);
+}
+
+static int run_write(kp_vctx *v, wgen *g, kp_dataset *shadow, const fingerprints *seeded, kp_verify_write *vw,
+                     kp_error *err)
+{
+    const kp_write *w = vw->write;
+    kp_change_log log = {0}, shadow_log = {0};
+    int rc = 0, attempts = 0;
+    int wanted = v->r->write_ops;
+    while (rc == 0 && vw->ops < wanted && attempts < wanted * 4) {
+        if (v->o->interrupted && *v->o->interrupted) { note(vw, "interrupted"); break; }
+        attempts++;
+        kp_verify_progress(v, "  verifying write %s: operation %d/%d", w->name, vw->ops + 1, wanted);
+        kp_write_request req;
+        memset(&req, 0, sizeof req);
+        if (!g->gen) {
+            vw->not_generated++;
+            note(vw, "not exercised: %s", g->gen_problem);
+            break;
+        }
+        kp_error gen_err;
+        if (kp_write_generate(v->data, g->gen, w, operation_seed(v->o->seed, w->name, attempts), &req, &gen_err)) {
+            kp_write_request_free(&req);
+            if (gen_err.code == KP_ERR_NOMEM || gen_err.code == KP_ERR_INTERNAL) { *err = gen_err; rc = -1; break; }
+            vw->not_generated++;
+            if (vw->not_generated == 1) note(vw, "an operation could not be generated: %.400s", gen_err.message);
+            continue;
+        }
+        size_t mark = log.count;
+        kp_write_result result;
+        kp_error apply_err;
+        if (kp_write_apply(v->data, &req, &log, &result, &apply_err)) {
+            /* the generated request does not fit the data (a unique value taken, ...): try another */
+            kp_write_request_free(&req);
+            vw->not_generated++;
+            if (vw->not_generated == 1) note(vw, "a generated operation did not fit the data: %s", apply_err.message);
+            continue;
+        }
+        int atomic = 0;
+        kp_error backend_err;
+        kp_error_clear(&backend_err);
+        int brc = v->b->apply_write(v->conn, v->design, shadow, v->data, &req, &atomic, &backend_err);
+        kp_write_result shadow_result;
+        kp_error shadow_err;
+        if (kp_write_apply(shadow, &req, &shadow_log, &shadow_result, &shadow_err) ||
+            shadow_result.outcome != result.outcome) {
+            kp_write_request_free(&req);
+            rc = kp_error_set(err, KP_ERR_INTERNAL, NULL, 0, 0, "write '%s' did not apply the same way twice to equal "
+                              "data (a bug in keyplan)", w->name);
+            break;
+        }
+        vw->ops++;
+        switch (result.outcome) {
+        case KP_WRITE_APPLIED: vw->applied++; break;
+        case KP_WRITE_PARTIAL: vw->partial++; break;
+        case KP_WRITE_SKIPPED: vw->skipped++; break;
+        case KP_WRITE_REFUSED: vw->refused++; break;
+        }
+        if (atomic) vw->atomic_exercised++;
+        if (brc) {
+            kp_write_request_free(&req);
+            if (backend_err.code == KP_ERR_TARGET || backend_err.code == KP_ERR_NOMEM || backend_err.code == KP_OK) {
+                *err = backend_err;
+                if (err->code == KP_OK) err->code = KP_ERR_TARGET;
+                rc = -1;
+                break;
+            }
+            if (!vw->has_difference) {
+                char context[700];
+                snprintf(context, sizeof context, "operation %d: the %s backend could not apply it: %s", vw->ops,
+                         v->b->name, backend_err.message);
+                vw->difference.message = strdup(context);
+                vw->has_difference = 1;
+            }
+            vw->reads_failed++;
+            break;
+        }
+        kp_write_request_free(&req);
+        anchors a = {0};
+        collect_anchors(v->o->model, &log, mark, &a);
+        rc = check_anchors(v, g, vw, &a, vw->ops, err);
+        anchors_free(&a);
+    }
+    if (rc == 0 && vw->ops > 0 && !vw->has_difference) rc = check_all(v, vw, err);
+
+    /* undo: the target first (it needs the changed data's fingerprints), then the data */
+    fingerprints changed = {0};
+    kp_item_list fresh = {0};
+    kp_error undo_err;
+    kp_error_clear(&undo_err);
+    fp_ctx fc = {&changed, seeded, &fresh};
+    int urc = each_item(v, fingerprint_item, &fc, &undo_err);
+    kp_error data_undo_err;
+    if (kp_change_log_undo(v->data, &log, 0, &data_undo_err)) {
+        if (urc == 0) undo_err = data_undo_err;
+        urc = -1;
+    }
+    kp_error shadow_undo;
+    kp_change_log_undo(shadow, &shadow_log, 0, &shadow_undo);
+    long puts = 0, deletes = 0;
+    if (urc == 0) urc = restore_target(v, &changed, &fresh, &puts, &deletes, &undo_err);
+    fp_free(&changed);
+    kp_item_list_free(&fresh);
+    kp_change_log_free(&log);
+    kp_change_log_free(&shadow_log);
+    if (urc == 0 && (puts || deletes)) note(vw, "undone: %ld item%s put back, %ld deleted", puts, puts == 1 ? "" : "s",
+                                            deletes);
+    if (vw->ops == 0 && !vw->has_difference) note(vw, "not exercised: no operation could be generated");
+    vw->is_pass = rc == 0 && urc == 0 && vw->ops > 0 && vw->reads_failed == 0;
+    if (urc) {
+        if (rc == 0) *err = undo_err;
+        return -1;
+    }
+    return rc;
+}
+
+/* ---- the phase ---------------------------------------------------------------------------------- */
+
+static int readbacks_equal(const kp_readback *a, const kp_readback *b, char *why, size_t size)
+{
+    for (size_t i = 0; i < a->count; i++) {
+        const kp_readback_entry *x = &a->entries[i], *y = NULL;
+        for (size_t k = 0; k < b->count && !y; k++)
+            if (strcmp(b->entries[k].container, x->container) == 0) y = &b->entries[k];
+        long items = y ? y->items : 0;
+        if (items != x->items || (y && x->checksum != y->checksum)) {
+            snprintf(why, size, "container '%s' held %ld items before the writes and %ld after the undo%s", x->container,
+                     x->items, items, items == x->items ? " (same count, different content)" : "");
+            return 0;
+        }
+    }
+    for (size_t k = 0; k < b->count; k++) {
+        int known = 0;
+        for (size_t i = 0; i < a->count && !known; i++) known = strcmp(a->entries[i].container, b->entries[k].container) == 0;
+        if (!known && b->entries[k].items > 0) {
+            snprintf(why, size, "container '%s' was empty before the writes and holds %ld items after the undo",
+                     b->entries[k].container, b->entries[k].items);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int kp_verify_writes(kp_vctx *v, kp_error *err)
+{
+    const kp_model *m = v->o->model;
+    kp_verify_report *r = v->r;
+    r->write_count = m->write_count;
+    r->write_results = calloc(m->write_count ? m->write_count : 1, sizeof *r->write_results);
+    if (!r->write_results) return nomem(err);
+    for (size_t i = 0; i < m->write_count; i++) r->write_results[i].write = m->writes[i];
+    if (m->write_count == 0) { r->is_undone = 1; return 0; }
+
+    wgen g;
+    memset(&g, 0, sizeof g);
+    g.v = v;
+    if (kp_verify_sampler(v, "--writes", &g.sampler, err)) return -1;
+    kp_error gen_err;
+    if (kp_generator_new(m, v->o->seed, &g.gen, &gen_err)) {
+        g.gen = NULL;
+        snprintf(g.gen_problem, sizeof g.gen_problem, "fresh records cannot be generated for this model: %.330s",
+                 gen_err.message);
+    }
+    kp_dataset *shadow = NULL;
+    fingerprints seeded = {0};
+    kp_readback before = {0}, after = {0};
+    int rc = copy_dataset(v->data, &shadow, err);
+    fp_ctx fc = {&seeded, NULL, NULL};
+    if (rc == 0) rc = each_item(v, fingerprint_item, &fc, err);
+    if (rc == 0 && v->b->read_back(v->conn, v->design, &before, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; rc = -1; }
+    int is_marked = 0;
+    if (rc == 0) {
+        rc = kp_seed_marker_set_status(v->b, v->conn, v->design, v->marker, "writes-in-progress", err);
+        is_marked = rc == 0;
+    }
+    for (size_t i = 0; rc == 0 && i < m->write_count; i++) rc = run_write(v, &g, shadow, &seeded, &r->write_results[i], err);
+    kp_verify_progress(v, NULL);
+
+    /* the target must hold exactly what it held before */
+    if (is_marked) {
+        kp_error check_err;
+        kp_error_clear(&check_err);
+        char why[400] = "";
+        int same = 0;
+        if (v->b->read_back(v->conn, v->design, &after, &check_err) == 0) same = readbacks_equal(&before, &after, why, sizeof why);
+        else snprintf(why, sizeof why, "reading it back failed: %.360s", check_err.message);
+        if (same && rc == 0) {
+            r->is_undone = 1;
+            snprintf(r->undo_note, sizeof r->undo_note, "the target holds exactly what it held before the writes");
+            rc = kp_seed_marker_set_status(v->b, v->conn, v->design, v->marker, "complete", err);
+        } else if (same) {
+            r->is_undone = 1;
+            snprintf(r->undo_note, sizeof r->undo_note, "the target holds exactly what it held before the writes");
+            kp_error ignored;
+            kp_seed_marker_set_status(v->b, v->conn, v->design, v->marker, "complete", &ignored);
+        } else {
+            snprintf(r->undo_note, sizeof r->undo_note, "the writes could not be undone exactly: %.380s; the marker says "
+                     "\"writes-in-progress\", re-seed with `keyplan seed --force`", why);
+            if (rc == 0) rc = kp_error_set(err, KP_ERR_CHECK, NULL, 0, 0, "%s", r->undo_note);
+        }
+    }
+    kp_readback_free(&before);
+    kp_readback_free(&after);
+    fp_free(&seeded);
+    kp_dataset_free(shadow);
+    kp_generator_free(g.gen);
+    kp_sampler_free(g.sampler);
+    return rc;
+}
