@@ -170,15 +170,11 @@ static size_t order_values(const kp_shape *shape, const kp_record *rec, const cJ
     return n;
 }
 
-static int compare_records(const eval *ev, const kp_shape *shape, const kp_record *a, const kp_record *b)
-{
-    const cJSON *x[MAX_ORDER], *y[MAX_ORDER];
-    order_values(shape, a, x);
-    order_values(shape, b, y);
-    return compare_tuples(ev, shape, x, y);
-}
+/* Sorting decorates each record with its order-key values once (a record's values
+ * are looked up n times, not n log n times). */
+typedef struct keyed { kp_record *rec; const cJSON *values[MAX_ORDER]; } keyed;
 
-static void merge_sort(const eval *ev, const kp_shape *shape, kp_record **items, size_t n, kp_record **tmp)
+static void merge_sort(const eval *ev, const kp_shape *shape, keyed *items, size_t n, keyed *tmp)
 {
     if (n < 2) return;
     size_t half = n / 2;
@@ -186,7 +182,7 @@ static void merge_sort(const eval *ev, const kp_shape *shape, kp_record **items,
     merge_sort(ev, shape, items + half, n - half, tmp);
     size_t i = 0, j = half, k = 0;
     while (i < half && j < n)
-        tmp[k++] = compare_records(ev, shape, items[j], items[i]) < 0 ? items[j++] : items[i++];
+        tmp[k++] = compare_tuples(ev, shape, items[j].values, items[i].values) < 0 ? items[j++] : items[i++];
     while (i < half) tmp[k++] = items[i++];
     while (j < n) tmp[k++] = items[j++];
     memcpy(items, tmp, n * sizeof *items);
@@ -195,9 +191,15 @@ static void merge_sort(const eval *ev, const kp_shape *shape, kp_record **items,
 static int sort_records(const eval *ev, const kp_shape *shape, kp_record_list *list)
 {
     if (list->count < 2) return 0;
-    kp_record **tmp = malloc(list->count * sizeof *tmp);
-    if (!tmp) return nomem(ev->err);
-    merge_sort(ev, shape, list->items, list->count, tmp);
+    keyed *items = malloc(list->count * sizeof *items), *tmp = malloc(list->count * sizeof *tmp);
+    if (!items || !tmp) { free(items); free(tmp); return nomem(ev->err); }
+    for (size_t i = 0; i < list->count; i++) {
+        items[i].rec = list->items[i];
+        order_values(shape, list->items[i], items[i].values);
+    }
+    merge_sort(ev, shape, items, list->count, tmp);
+    for (size_t i = 0; i < list->count; i++) list->items[i] = items[i].rec;
+    free(items);
     free(tmp);
     return 0;
 }

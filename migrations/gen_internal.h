@@ -111,27 +111,44 @@ void kp_gen_perm_init(kp_gen_perm *perm, uint64_t n, uint64_t salt);
 uint64_t kp_gen_perm_apply(const kp_gen_perm *perm, uint64_t x);
 uint64_t kp_gen_perm_invert(const kp_gen_perm *perm, uint64_t y);
 
-/* ---- fan-out vectors -------------------------------------------------------------- */
+/* ---- fan-out ----------------------------------------------------------------------- */
 
-/* `total` children spread over `parents` parents: parent p owns positions
- * [start[p], start[p+1]). Without skew the counts are even with some jitter; with
- * skew s they follow a Zipf–Mandelbrot law of exponent s whose heaviest parent has
- * exactly `max` children (capped by total). No parent exceeds max (unless
- * parents × max < total, when the cap becomes ceil(total / parents)). */
+/* `total` children spread over `parents` parents without a per-parent vector: a
+ * binary tree over the parents (in popularity-rank order) splits each node's children
+ * between its halves — by the Zipf–Mandelbrot mass of each half when skewed, or
+ * binomially around the average (every parent keeping about half the average at
+ * least) when not — clamped so no leaf exceeds the cap. A parent's children are the
+ * positions [start, start + count); start, count and the parent of a position take
+ * O(log parents) steps. Memory: a 128 KiB memo of the top splits, 32 KiB of exact
+ * head sums, whatever the number of parents.
+ * With skew s the heaviest parent (rank 0) holds exactly `max` children (capped by
+ * half the children, and raised to ceil(total / parents) when that is more); without
+ * skew no parent exceeds max (same raise). Counts always sum to total exactly. */
 typedef struct kp_gen_fanout {
     int64_t parents, total;
-    int64_t max;                /* the cap actually applied */
+    int64_t max;                /* no parent has more; with skew the heaviest has exactly this */
     double skew;
-    int64_t *start;             /* parents + 1 entries (malloc'd) */
-    kp_gen_perm rank;           /* parent -> popularity rank (0 = heaviest) */
+    int is_skewed;
+    int64_t top;                /* skewed: the children of rank 0 */
+    int64_t base;               /* unskewed: children every parent has at least */
+    int64_t cap;                /* per-leaf cap inside the tree (max - base, or top) */
+    double t;                   /* skewed: log(1 + q) of the Zipf–Mandelbrot law */
+    double *head;               /* skewed: exact prefix masses of ranks 1..head_count */
+    int64_t head_count;
+    int64_t *memo;              /* left-half counts of the first tree nodes (heap order), -1 unknown */
+    size_t memo_size;
+    uint64_t salt;
+    kp_gen_perm rank;           /* parent -> popularity rank (skewed) */
+    int64_t cached_rank, cached_start, cached_count; /* the leaf found last */
 } kp_gen_fanout;
 
 int kp_gen_fanout_build(kp_gen_fanout *f, int64_t parents, int64_t total, double max, double skew, uint64_t salt,
                         kp_error *err);
 void kp_gen_fanout_free(kp_gen_fanout *f);
-static inline int64_t kp_gen_fanout_count(const kp_gen_fanout *f, int64_t p) { return f->start[p + 1] - f->start[p]; }
+int64_t kp_gen_fanout_count(kp_gen_fanout *f, int64_t p);
+int64_t kp_gen_fanout_start(kp_gen_fanout *f, int64_t p);
 /* The parent owning a position in [0, total). */
-int64_t kp_gen_fanout_parent(const kp_gen_fanout *f, int64_t position);
+int64_t kp_gen_fanout_parent(kp_gen_fanout *f, int64_t position);
 /* A parent drawn by popularity (the same skew) from hash value h; -1 without parents. */
 int64_t kp_gen_fanout_draw(const kp_gen_fanout *f, uint64_t h);
 
@@ -246,7 +263,6 @@ struct kp_gen_link {
     kp_gen_fanout fanout;
     int is_permuted;            /* not the holder's primary order: positions are permuted */
     kp_gen_perm position;       /* holder record -> position */
-    int64_t hint;               /* the parent found last (records are mostly asked for in order) */
     /* PICKS */
     kp_gen_link *base;          /* the holder's primary link */
     kp_gen_picks picks;
@@ -284,12 +300,33 @@ typedef struct kp_gen_hop {
     int to_parent;              /* 1: source = link parent of target; 0: source = partner */
 } kp_gen_hop;
 
+/* One step of a derived path walked forwards, from a source record to the records it
+ * reaches, when that can be enumerated without a pass over the targets. */
+typedef enum kp_gen_step_kind {
+    KP_GEN_STEP_CHILDREN,  /* 1:N by a fan-out: the positions of the parent */
+    KP_GEN_STEP_PARTNER,   /* 1:1 to the holder side: the paired holder record */
+    KP_GEN_STEP_PARENT,    /* 1:1 to the referenced side: the referenced record */
+    KP_GEN_STEP_THROUGH,   /* N:M through a join, from its `from` side: the picks */
+    KP_GEN_STEP_ARRAY      /* N:M as an array, from its `from` side: the picks */
+} kp_gen_step_kind;
+
+typedef struct kp_gen_step {
+    kp_gen_step_kind kind;
+    kp_gen_link *link;          /* CHILDREN, PARTNER, PARENT; THROUGH: the join's `from` link */
+    kp_gen_link *picks_link;    /* THROUGH: the join's `to` link */
+    struct kp_gen_attr *array;  /* ARRAY */
+} kp_gen_step;
+
 typedef struct kp_gen_derived {
     const kp_derived *derived;
+    kp_gen_step *steps;         /* forwards from the source; NULL when not enumerable */
+    size_t step_count;
+    kp_gen_buf value, tmp;      /* scratch text of the aggregated records' values */
     int state;                  /* 0 not computed, 1 being computed, 2 ready */
     kp_gen_store store;         /* how `values` hold the aggregate */
     kp_type_kind of_kind;       /* kind of the aggregated attribute (count: int) */
-    int64_t *values;            /* one per source record (doubles stored bitwise) */
+    int64_t *values;            /* without steps: one per source record (doubles stored bitwise),
+                                   filled by one pass over the targets */
     /* how the path is walked */
     kp_gen_entity *target;      /* the entity whose records are aggregated */
     kp_gen_hop *hops;           /* target -> source, in that order (1:N and 1:1 paths) */

@@ -1,17 +1,17 @@
 /*
- * gen_layout.c — who references whom in generated data: fan-out vectors, distinct
- * N:M picks, 1:1 pairings and the links built from them (plus the small buffer and
+ * gen_layout.c — who references whom in generated data: fan-outs, distinct N:M
+ * picks, 1:1 pairings and the links built from them (plus the small buffer and
  * permutation helpers they need).
  *
- * A 1:N relation is a fan-out vector: parent p owns the child positions
- * [start[p], start[p+1]); a child's position is its record number (for the entity's
- * primary relation, so a parent's children are consecutive records) or a fixed
- * permutation of it (other relations). The parent of a child is found by binary
- * search, and a parent's children can be enumerated by position, so nothing but the
- * vector (8 bytes per parent) is ever held.
+ * A 1:N relation is a fan-out: parent p owns the child positions
+ * [start(p), start(p) + count(p)); a child's position is its record number (for the
+ * entity's primary relation, so a parent's children are consecutive records) or a
+ * fixed permutation of it (other relations). Counts come from a split tree over the
+ * parents, evaluated on demand, so a relation costs the same few hundred KiB whether
+ * it has a hundred parents or a hundred million.
  * Invariant: the counts sum to the child count exactly, none exceeds the cap, and a
- * skewed vector's heaviest parent holds exactly the cap it was built for — these are
- * what the tests of referential integrity and fan-out check.
+ * skewed fan-out's heaviest parent holds exactly its cap — what the tests of
+ * referential integrity and fan-out check.
  */
 #include "migrations/gen_internal.h"
 
@@ -157,43 +157,16 @@ uint64_t kp_gen_perm_invert(const kp_gen_perm *perm, uint64_t y)
     return y;
 }
 
-/* ---- fan-out vectors ----------------------------------------------------------------- */
+/* ---- fan-out ------------------------------------------------------------------------ */
 
-/* Turns weights (held as doubles in c[0..n)) into integer counts in place: counts
- * proportional to the weights, summing to exactly `total`, none above cap (the excess
- * of clamped counts goes to parents with room, first come first served). */
-static void apportion(int64_t *c, int64_t n, int64_t total, int64_t cap, double weight_sum)
-{
-    double acc = 0;
-    int64_t previous = 0, excess = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double w;
-        memcpy(&w, &c[i], sizeof w);
-        acc += w;
-        int64_t cumulative = i == n - 1 ? total : llround((double)total * (acc / weight_sum));
-        if (cumulative > total) cumulative = total;
-        if (cumulative < previous) cumulative = previous;
-        int64_t count = cumulative - previous;
-        previous = cumulative;
-        if (count > cap) { excess += count - cap; count = cap; }
-        c[i] = count;
-    }
-    for (int64_t i = 0; i < n && excess > 0; i++) {
-        int64_t room = cap - c[i];
-        if (room <= 0) continue;
-        int64_t add = room < excess ? room : excess;
-        c[i] += add;
-        excess -= add;
-    }
-}
+#define MEMO_NODES (1u << 14)
+#define HEAD_RANKS 4096
 
-static void store_weight(int64_t *slot, double w) { memcpy(slot, &w, sizeof w); }
-
-/* Σ_{r=1..n} ((1+q)/(r+q))^s with 1+q = e^t: the first terms exactly, the tail by
- * its integral (Euler–Maclaurin midpoint rule), accurate to far better than one child. */
+/* Σ over 1-based ranks 1..n of ((1+q)/(r+q))^s with 1+q = e^t: the first terms
+ * exactly, the tail by its integral (midpoint rule); used to solve for t. */
 static double zipf_mass(double t, int64_t n, double s)
 {
-    const int64_t exact = n < 4096 ? n : 4096;
+    const int64_t exact = n < HEAD_RANKS ? n : HEAD_RANKS;
     double one_plus_q = exp(t), sum = 0;
     for (int64_t r = 1; r <= exact; r++) sum += exp(s * (t - log((double)(r - 1) + one_plus_q)));
     if (n > exact) {
@@ -206,30 +179,169 @@ static double zipf_mass(double t, int64_t n, double s)
     return sum;
 }
 
-/* Counts by popularity rank (c[0] heaviest), as doubles-then-integers in c. */
-static void zipf_counts(int64_t *c, int64_t n, int64_t total, int64_t top, double s)
+/* The weight of 0-based rank x >= 1 (rank 0 weighs 1). */
+static double rank_weight(const kp_gen_fanout *f, int64_t x)
 {
-    double ratio = (double)total / (double)top; /* the mass the law must have, in units of the top */
-    if (ratio >= (double)n * (1 - 1e-12)) {
-        for (int64_t r = 0; r < n; r++) store_weight(&c[r], 1.0);
-        apportion(c, n, total, top, (double)n);
-        return;
+    return exp(f->skew * (f->t - log((double)x + exp(f->t))));
+}
+
+/* Σ of the weights of 0-based ranks 1 .. x-1. */
+static double prefix_mass(const kp_gen_fanout *f, int64_t x)
+{
+    if (x <= 1) return 0;
+    if (x - 1 <= f->head_count) return f->head[x - 1];
+    /* ranks head_count+1 .. x-1 by the integral from head_count + 0.5 to x - 0.5 */
+    double c = (double)f->head_count + 0.5 + exp(f->t);
+    double l = log1p(((double)x - 1.0 - (double)f->head_count) / c);
+    double scale = exp(f->skew * (f->t - log(c))) * c;
+    double integral = fabs(1.0 - f->skew) < 1e-9 ? l : expm1((1.0 - f->skew) * l) / (1.0 - f->skew);
+    return f->head[f->head_count] + scale * integral;
+}
+
+static int64_t mul_cap(int64_t cap, int64_t count)
+{
+    if (cap > 0 && count > INT64_MAX / cap) return INT64_MAX;
+    return cap * count;
+}
+
+/* How many of the n children of tree node [a, b) go to its left half [a, mid). */
+static int64_t split_left(kp_gen_fanout *f, int64_t a, int64_t b, int64_t n, uint64_t node)
+{
+    if (node < f->memo_size && f->memo[node] >= 0) return f->memo[node];
+    int64_t mid = a + (b - a) / 2;
+    int64_t lo = n - mul_cap(f->cap, b - mid), hi = mul_cap(f->cap, mid - a);
+    if (lo < 0) lo = 0;
+    if (hi > n) hi = n;
+    double ideal;
+    if (f->is_skewed) {
+        double whole = prefix_mass(f, b) - prefix_mass(f, a);
+        ideal = whole > 0 ? (double)n * ((prefix_mass(f, mid) - prefix_mass(f, a)) / whole) : (double)n / 2;
+    } else {
+        /* binomial-like: mean n·p, standard deviation sqrt(n·p·(1-p)) */
+        double p = (double)(mid - a) / (double)(b - a);
+        uint64_t h = kp_gen_hash(kp_gen_hash(f->salt, (uint64_t)a), (uint64_t)b);
+        double z = 0;
+        for (int k = 0; k < 4; k++) z += (double)((h >> (16 * k)) & 0xffff) / 65536.0;
+        z = (z - 2.0) * 1.7320508075688772; /* variance 1 */
+        ideal = (double)n * p + sqrt((double)n * p * (1 - p)) * z;
     }
-    double lo = -40, hi = 60;
-    for (int i = 0; i < 100; i++) {
-        double mid = 0.5 * (lo + hi);
-        if (zipf_mass(mid, n, s) < ratio) lo = mid;
-        else hi = mid;
+    int64_t left = llround(ideal);
+    if (left < lo) left = lo;
+    if (left > hi) left = hi;
+    if (node < f->memo_size) f->memo[node] = left;
+    return left;
+}
+
+/* The tree's root: its rank range, children and first position. */
+static void tree_root(const kp_gen_fanout *f, int64_t *a, int64_t *b, int64_t *n, int64_t *pos)
+{
+    if (f->is_skewed) {
+        *a = 1;
+        *b = f->parents;
+        *n = f->total - f->top;
+        *pos = f->top;
+    } else {
+        *a = 0;
+        *b = f->parents;
+        *n = f->total - f->base * f->parents;
+        *pos = 0;
     }
-    double t = 0.5 * (lo + hi), one_plus_q = exp(t), rest = 0;
-    for (int64_t r = 1; r < n; r++) {
-        double w = exp(s * (t - log((double)r + one_plus_q)));
-        store_weight(&c[r], w);
-        rest += w;
+}
+
+static void leaf_by_rank(kp_gen_fanout *f, int64_t r, int64_t *start, int64_t *count)
+{
+    if (f->cached_rank == r) { *start = f->cached_start; *count = f->cached_count; return; }
+    if (f->is_skewed && r == 0) {
+        *start = 0;
+        *count = f->top;
+    } else {
+        int64_t a, b, n, pos;
+        uint64_t node = 1;
+        tree_root(f, &a, &b, &n, &pos);
+        while (b - a > 1) {
+            int64_t mid = a + (b - a) / 2, left = split_left(f, a, b, n, node);
+            if (r < mid) {
+                b = mid;
+                n = left;
+                node = 2 * node;
+            } else {
+                pos += left + f->base * (mid - a);
+                a = mid;
+                n -= left;
+                node = 2 * node + 1;
+            }
+        }
+        *start = pos;
+        *count = n + f->base;
     }
-    if (rest > 0) apportion(c + 1, n - 1, total - top, top, rest);
-    else for (int64_t r = 1; r < n; r++) c[r] = 0;
-    c[0] = top;
+    f->cached_rank = r;
+    f->cached_start = *start;
+    f->cached_count = *count;
+}
+
+static int64_t rank_by_position(kp_gen_fanout *f, int64_t position)
+{
+    if (f->cached_rank >= 0 && position >= f->cached_start && position < f->cached_start + f->cached_count)
+        return f->cached_rank;
+    int64_t r, start, count;
+    if (f->is_skewed && position < f->top) {
+        r = 0;
+        start = 0;
+        count = f->top;
+    } else {
+        int64_t a, b, n, pos;
+        uint64_t node = 1;
+        tree_root(f, &a, &b, &n, &pos);
+        while (b - a > 1) {
+            int64_t mid = a + (b - a) / 2, left = split_left(f, a, b, n, node);
+            int64_t left_total = left + f->base * (mid - a);
+            if (position < pos + left_total) {
+                b = mid;
+                n = left;
+                node = 2 * node;
+            } else {
+                pos += left_total;
+                a = mid;
+                n -= left;
+                node = 2 * node + 1;
+            }
+        }
+        r = a;
+        start = pos;
+        count = n + f->base;
+    }
+    f->cached_rank = r;
+    f->cached_start = start;
+    f->cached_count = count;
+    return r;
+}
+
+static int64_t rank_of_parent(const kp_gen_fanout *f, int64_t p)
+{
+    return f->is_skewed ? (int64_t)kp_gen_perm_apply(&f->rank, (uint64_t)p) : p;
+}
+
+int64_t kp_gen_fanout_count(kp_gen_fanout *f, int64_t p)
+{
+    if (p < 0 || p >= f->parents) return 0;
+    int64_t start, count;
+    leaf_by_rank(f, rank_of_parent(f, p), &start, &count);
+    return count;
+}
+
+int64_t kp_gen_fanout_start(kp_gen_fanout *f, int64_t p)
+{
+    if (p < 0 || p >= f->parents) return f->total;
+    int64_t start, count;
+    leaf_by_rank(f, rank_of_parent(f, p), &start, &count);
+    return start;
+}
+
+int64_t kp_gen_fanout_parent(kp_gen_fanout *f, int64_t position)
+{
+    if (f->parents <= 0) return -1;
+    int64_t r = rank_by_position(f, position);
+    return f->is_skewed ? (int64_t)kp_gen_perm_invert(&f->rank, (uint64_t)r) : r;
 }
 
 int kp_gen_fanout_build(kp_gen_fanout *f, int64_t parents, int64_t total, double max, double skew, uint64_t salt,
@@ -239,72 +351,72 @@ int kp_gen_fanout_build(kp_gen_fanout *f, int64_t parents, int64_t total, double
     f->parents = parents < 0 ? 0 : parents;
     f->total = total < 0 ? 0 : total;
     f->skew = skew > 0 ? skew : 0;
+    f->salt = salt;
+    f->cached_rank = -1;
     kp_gen_perm_init(&f->rank, (uint64_t)f->parents, salt);
-    f->start = calloc((size_t)f->parents + 1, sizeof *f->start);
-    if (!f->start) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory for a fan-out vector of %lld parents", (long long)f->parents);
-    if (f->parents == 0 || f->total == 0) {
-        f->max = 0;
-        return 0;
-    }
+    if (f->parents == 0 || f->total == 0) return 0;
     int64_t cap = max >= 1 && max < (double)f->total ? (int64_t)floor(max) : f->total;
     int64_t least = f->total / f->parents + (f->total % f->parents != 0);
     if (cap < least) cap = least;
     f->max = cap;
-
-    int64_t *counts = malloc((size_t)f->parents * sizeof *counts);
-    if (!counts) {
-        kp_gen_fanout_free(f);
-        return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory for a fan-out vector of %lld parents", (long long)parents);
-    }
+    f->memo_size = (size_t)(f->parents < (int64_t)MEMO_NODES / 4 ? f->parents * 4 : MEMO_NODES);
+    f->memo = malloc(f->memo_size * sizeof *f->memo);
+    if (!f->memo) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory for a fan-out layout");
+    for (size_t i = 0; i < f->memo_size; i++) f->memo[i] = -1;
     if (f->skew > 0 && f->parents > 1) {
         /* The heaviest parent reaches the cap, but never holds more than half of all
          * children (at small scales the declared maximum can exceed the child count;
          * the other parents must keep children for the data to be useful). */
         int64_t top = cap, half = (f->total + 1) / 2;
         if (top > half) top = half > least ? half : least;
-        zipf_counts(counts, f->parents, f->total, top, f->skew);
-        f->max = top;
-        for (int64_t p = 0; p < f->parents; p++)
-            f->start[p + 1] = f->start[p] + counts[kp_gen_perm_apply(&f->rank, (uint64_t)p)];
-    } else {
-        /* Even spread with jitter, as wide as the cap allows (at most ±50 %). */
-        double avg = (double)f->total / (double)f->parents;
-        double jitter = avg >= (double)cap ? 0 : fmin(1.0, 2.0 * ((double)cap / avg - 1.0));
-        double sum = 0;
-        for (int64_t p = 0; p < f->parents; p++) {
-            double w = 1.0 + jitter * (kp_gen_unit_of(kp_gen_hash(salt, (uint64_t)p)) - 0.5);
-            store_weight(&counts[p], w);
-            sum += w;
+        double ratio = (double)f->total / (double)top;
+        if (ratio < (double)f->parents * (1 - 1e-12)) {
+            double lo = -40, hi = 60;
+            for (int i = 0; i < 100; i++) {
+                double mid = 0.5 * (lo + hi);
+                if (zipf_mass(mid, f->parents, f->skew) < ratio) lo = mid;
+                else hi = mid;
+            }
+            f->is_skewed = 1;
+            f->t = 0.5 * (lo + hi);
+            f->top = top;
+            f->cap = top;
+            f->max = top;
+            f->head_count = f->parents - 1 < HEAD_RANKS ? f->parents - 1 : HEAD_RANKS;
+            f->head = malloc(((size_t)f->head_count + 1) * sizeof *f->head);
+            if (!f->head) {
+                kp_gen_fanout_free(f);
+                return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory for a fan-out layout");
+            }
+            f->head[0] = 0;
+            for (int64_t x = 1; x <= f->head_count; x++) f->head[x] = f->head[x - 1] + rank_weight(f, x);
+            return 0;
         }
-        apportion(counts, f->parents, f->total, cap, sum);
-        for (int64_t p = 0; p < f->parents; p++) f->start[p + 1] = f->start[p] + counts[p];
+        cap = top; /* every parent is at the top: an even spread */
+        f->max = top;
     }
-    free(counts);
+    /* even spread around the average, at least about half of it each */
+    double avg = (double)f->total / (double)f->parents;
+    int64_t base = avg >= 1 ? (int64_t)floor(avg * 0.5 + 0.5) : 0;
+    if (base > cap) base = cap;
+    f->base = base;
+    f->cap = cap - base;
     return 0;
 }
 
 void kp_gen_fanout_free(kp_gen_fanout *f)
 {
-    free(f->start);
-    f->start = NULL;
-}
-
-int64_t kp_gen_fanout_parent(const kp_gen_fanout *f, int64_t position)
-{
-    int64_t lo = 0, hi = f->parents - 1; /* the last p with start[p] <= position */
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo + 1) / 2;
-        if (f->start[mid] <= position) lo = mid;
-        else hi = mid - 1;
-    }
-    return lo;
+    free(f->memo);
+    free(f->head);
+    f->memo = NULL;
+    f->head = NULL;
 }
 
 int64_t kp_gen_fanout_draw(const kp_gen_fanout *f, uint64_t h)
 {
     if (f->parents <= 0) return -1;
     double u = kp_gen_unit_of(kp_gen_mix(h));
-    if (f->skew > 0) return (int64_t)kp_gen_perm_invert(&f->rank, (uint64_t)kp_gen_zipf_rank(u, f->parents, f->skew));
+    if (f->is_skewed) return (int64_t)kp_gen_perm_invert(&f->rank, (uint64_t)kp_gen_zipf_rank(u, f->parents, f->skew));
     int64_t p = (int64_t)(u * (double)f->parents);
     return p < f->parents ? p : f->parents - 1;
 }
@@ -460,7 +572,7 @@ int64_t kp_gen_link_local(kp_gen_link *link, int64_t i)
     if (p < 0) return i;
     if (i >= count) return kp_gen_fanout_count(&link->fanout, p) + (i - count);
     int64_t position = link->is_permuted ? (int64_t)kp_gen_perm_apply(&link->position, (uint64_t)i) : i;
-    return position - link->fanout.start[p];
+    return position - kp_gen_fanout_start(&link->fanout, p);
 }
 
 int64_t kp_gen_link_parent(kp_gen_link *link, int64_t i)
@@ -471,14 +583,7 @@ int64_t kp_gen_link_parent(kp_gen_link *link, int64_t i)
         if (i >= count) return kp_gen_fanout_draw(&link->fanout, kp_gen_hash(link->salt, (uint64_t)i));
         if (link->fanout.parents <= 0) return -1;
         int64_t position = link->is_permuted ? (int64_t)kp_gen_perm_apply(&link->position, (uint64_t)i) : i;
-        const int64_t *start = link->fanout.start;
-        int64_t h = link->hint;
-        if (h >= 0 && h < link->fanout.parents && start[h] <= position) {
-            /* the same parent as last time, or one of the next few */
-            for (int step = 0; step < 4 && h < link->fanout.parents; step++, h++)
-                if (position < start[h + 1]) return link->hint = h;
-        }
-        return link->hint = kp_gen_fanout_parent(&link->fanout, position);
+        return kp_gen_fanout_parent(&link->fanout, position);
     }
     case KP_GEN_LINK_PICKS: {
         int64_t p = kp_gen_link_parent(link->base, i);

@@ -407,6 +407,40 @@ static int backward_hop(kp_generator *g, const kp_rel *rel, kp_gen_hop *hop)
     return 0;
 }
 
+/* One step of a derived path walked forwards, when its records can be listed. */
+static int forward_step(kp_generator *g, const kp_rel *rel, kp_gen_step *step)
+{
+    const kp_relation *r = rel->relation;
+    kp_gen_relation *gr = gen_relation(g, r);
+    if (!gr || (rel->is_inverse && r->cardinality != KP_CARD_ONE_ONE)) return -1;
+    if (r->cardinality == KP_CARD_ONE_MANY) {
+        if (!gr->link || gr->link->kind != KP_GEN_LINK_FANOUT) return -1;
+        step->kind = KP_GEN_STEP_CHILDREN;
+        step->link = gr->link;
+        return 0;
+    }
+    if (r->cardinality == KP_CARD_ONE_ONE) {
+        if (!gr->link || gr->link->kind != KP_GEN_LINK_PAIR) return -1;
+        int holder_is_from = r->holder == r->from && r->from != r->to;
+        int arrives_at_holder = rel->is_inverse ? holder_is_from : !holder_is_from;
+        step->kind = arrives_at_holder ? KP_GEN_STEP_PARTNER : KP_GEN_STEP_PARENT;
+        step->link = gr->link;
+        return 0;
+    }
+    if (gr->through_from && gr->through_from->kind == KP_GEN_LINK_FANOUT) {
+        step->kind = KP_GEN_STEP_THROUGH;
+        step->link = gr->through_from;
+        step->picks_link = gr->through_to;
+        return 0;
+    }
+    if (gr->array) {
+        step->kind = KP_GEN_STEP_ARRAY;
+        step->array = gr->array;
+        return 0;
+    }
+    return -1;
+}
+
 static int plan_copy(kp_generator *g, kp_gen_attr *ga, kp_error *err)
 {
     const kp_copy *c = ga->attr->copy_of;
@@ -444,6 +478,14 @@ static int plan_derived(kp_generator *g, kp_gen_attr *ga, kp_error *err)
     if (d->path_len == 0) return model_error(g, ga->attr->pos, err, "%s.%s aggregates over no relation", ga->attr->entity->name, ga->attr->name);
     const kp_rel *last = d->path[d->path_len - 1];
     gd->target = gen_entity(g, last->target);
+    /* forwards, when every step can list the records it reaches: no vector needed */
+    gd->steps = kp_arena_alloc(&g->arena, d->path_len * sizeof *gd->steps);
+    if (!gd->steps) return nomem(err);
+    gd->step_count = d->path_len;
+    for (size_t h = 0; h < d->path_len && gd->steps; h++)
+        if (forward_step(g, d->path[h], &gd->steps[h])) gd->steps = NULL;
+    if (gd->steps) return 0;
+    gd->step_count = 0;
     if (d->path_len == 1 && last->relation->cardinality == KP_CARD_MANY_MANY) {
         kp_gen_relation *gr = gen_relation(g, last->relation);
         gd->is_inverse = last->is_inverse;
@@ -635,6 +677,8 @@ void kp_generator_free(kp_generator *g)
                     kp_gen_picks_free(&ga->array_picks);
                 }
                 free(ga->derived.values);
+                free(ga->derived.value.data);
+                free(ga->derived.tmp.data);
             }
         }
     }
@@ -656,6 +700,8 @@ static int attr_value(kp_generator *g, kp_gen_entity *ge, kp_gen_attr *ga, int64
                       kp_error *err);
 
 static int derived_compute(kp_generator *g, kp_gen_attr *ga, kp_error *err);
+static int64_t aggregate_init(const kp_gen_derived *gd);
+static int enumerate(kp_generator *g, kp_gen_attr *ga, size_t h, int64_t record, int64_t *slot, kp_error *err);
 
 /* The record reached by one to-one step, -1 when there is none. */
 static int64_t hop_step(const kp_gen_hop *hop, int64_t i)
@@ -822,8 +868,22 @@ static int attr_value(kp_generator *g, kp_gen_entity *ge, kp_gen_attr *ga, int64
             put_aggregate(out, ga, 0);
             break;
         }
-        if (derived_compute(g, ga, err)) { rc = -1; break; }
-        int64_t raw = ga->derived.values[i];
+        int64_t raw;
+        if (ga->derived.steps) {
+            if (ga->derived.state == 1) {
+                rc = model_error(g, ga->attr->pos, err, "%s.%s is derived from itself (through other derived attributes)",
+                                 ge->entity->name, ga->attr->name);
+                break;
+            }
+            ga->derived.state = 1;
+            raw = aggregate_init(&ga->derived);
+            int failed = enumerate(g, ga, 0, i, &raw, err);
+            ga->derived.state = 0;
+            if (failed) { rc = -1; break; }
+        } else {
+            if (derived_compute(g, ga, err)) { rc = -1; break; }
+            raw = ga->derived.values[i];
+        }
         if (fn == KP_AGG_MIN || fn == KP_AGG_MAX) {
             if (ga->derived.store == KP_GEN_STORE_DOUBLE) {
                 double d;
@@ -932,35 +992,44 @@ static int condition_holds(kp_generator *g, kp_gen_entity *te, int64_t t, const 
     }
 }
 
-typedef struct derived_pass {
-    kp_generator *g;
-    kp_gen_attr *ga;
-    kp_gen_attr *of;            /* NULL for count */
-    kp_gen_buf value, tmp;
-} derived_pass;
-
-/* Adds target record t of the aggregated entity to source record s's aggregate. */
-static int contribute(derived_pass *pass, int64_t s, int64_t t, kp_error *err)
+/* The aggregate of no records: 0 for count and sum, "none" for min and max. */
+static int64_t aggregate_init(const kp_gen_derived *gd)
 {
-    kp_gen_derived *gd = &pass->ga->derived;
+    int64_t init = 0;
+    if (gd->store == KP_GEN_STORE_DOUBLE && gd->derived->fn != KP_AGG_SUM) {
+        double nan_value = NAN;
+        memcpy(&init, &nan_value, sizeof init);
+    } else if (gd->derived->fn == KP_AGG_MIN) {
+        init = NONE_MIN;
+    } else if (gd->derived->fn == KP_AGG_MAX) {
+        init = NONE_MAX;
+    }
+    return init;
+}
+
+/* Adds target record t of the aggregated entity to the aggregate in *slot. */
+static int contribute(kp_generator *g, kp_gen_attr *ga, int64_t *slot, int64_t t, kp_error *err)
+{
+    kp_gen_derived *gd = &ga->derived;
     const kp_derived *d = gd->derived;
     for (size_t c = 0; c < d->where_count; c++) {
-        int holds = condition_holds(pass->g, gd->target, t, &d->where[c], &pass->tmp, err);
+        int holds = condition_holds(g, gd->target, t, &d->where[c], &gd->tmp, err);
         if (holds < 0) return -1;
         if (!holds) return 0;
     }
-    if (d->fn == KP_AGG_COUNT) { gd->values[s]++; return 0; }
-    pass->value.len = 0;
-    int present = attr_value(pass->g, gd->target, pass->of, t, 0, &pass->value, err);
+    if (d->fn == KP_AGG_COUNT) { (*slot)++; return 0; }
+    gd->value.len = 0;
+    int present = attr_value(g, gd->target, &gd->target->attrs[d->of->index], t, 0, &gd->value, err);
     if (present < 0) return -1;
     if (!present) return 0;
-    const char *text = unquoted(&pass->value);
+    if (gd->value.failed) return nomem(err);
+    const char *text = unquoted(&gd->value);
     if (gd->store == KP_GEN_STORE_DOUBLE) {
         double v = strtod(text, NULL), cur;
-        memcpy(&cur, &gd->values[s], sizeof cur);
+        memcpy(&cur, slot, sizeof cur);
         if (d->fn == KP_AGG_SUM) cur += v;
         else if (isnan(cur) || (d->fn == KP_AGG_MIN ? v < cur : v > cur)) cur = v;
-        memcpy(&gd->values[s], &cur, sizeof cur);
+        memcpy(slot, &cur, sizeof cur);
         return 0;
     }
     int64_t v = 0;
@@ -972,14 +1041,56 @@ static int contribute(derived_pass *pass, int64_t s, int64_t t, kp_error *err)
     default: bad = kp_int_parse(text, strlen(text), &v); break;
     }
     if (bad) return 0;
-    int64_t *cur = &gd->values[s];
-    if (d->fn == KP_AGG_SUM) *cur += v;
-    else if (d->fn == KP_AGG_MIN) { if (v < *cur) *cur = v; }
-    else if (v > *cur) *cur = v;
+    if (d->fn == KP_AGG_SUM) *slot += v;
+    else if (d->fn == KP_AGG_MIN) { if (v < *slot) *slot = v; }
+    else if (v > *slot) *slot = v;
     return 0;
 }
 
-/* Fills the aggregate of every source record by one pass over the related records. */
+/* Aggregates every record reached from `record` by steps[h..]: the derived value of
+ * one source record, computed from its related records as they are generated. */
+static int enumerate(kp_generator *g, kp_gen_attr *ga, size_t h, int64_t record, int64_t *slot, kp_error *err)
+{
+    kp_gen_derived *gd = &ga->derived;
+    if (h == gd->step_count) return contribute(g, ga, slot, record, err);
+    const kp_gen_step *step = &gd->steps[h];
+    switch (step->kind) {
+    case KP_GEN_STEP_CHILDREN: {
+        kp_gen_link *link = step->link;
+        int64_t start = kp_gen_fanout_start(&link->fanout, record), n = kp_gen_fanout_count(&link->fanout, record);
+        for (int64_t k = 0; k < n; k++) {
+            int64_t child = start + k;
+            if (link->is_permuted) child = (int64_t)kp_gen_perm_invert(&link->position, (uint64_t)child);
+            if (enumerate(g, ga, h + 1, child, slot, err)) return -1;
+        }
+        return 0;
+    }
+    case KP_GEN_STEP_PARTNER: {
+        int64_t other = kp_gen_link_partner(step->link, record);
+        return other < 0 ? 0 : enumerate(g, ga, h + 1, other, slot, err);
+    }
+    case KP_GEN_STEP_PARENT: {
+        int64_t other = kp_gen_link_parent(step->link, record);
+        return other < 0 ? 0 : enumerate(g, ga, h + 1, other, slot, err);
+    }
+    case KP_GEN_STEP_THROUGH: case KP_GEN_STEP_ARRAY: {
+        kp_gen_fanout *fanout = step->kind == KP_GEN_STEP_THROUGH ? &step->link->fanout : &step->array->array_fanout;
+        kp_gen_picks *picks = step->kind == KP_GEN_STEP_THROUGH ? &step->picks_link->picks : &step->array->array_picks;
+        int64_t n = kp_gen_fanout_count(fanout, record);
+        for (int64_t k = 0; k < n; k++) {
+            int64_t t = kp_gen_picks_get(picks, record, k);
+            if (t < 0) break;
+            if (enumerate(g, ga, h + 1, t, slot, err)) return -1;
+        }
+        return 0;
+    }
+    }
+    return 0;
+}
+
+/* For paths that cannot be listed forwards (an N:M walked from its `to` side, the
+ * second side of a pair key): one pass over the related records fills a vector with
+ * the aggregate of every source record (8 bytes per source record). */
 static int derived_compute(kp_generator *g, kp_gen_attr *ga, kp_error *err)
 {
     kp_gen_derived *gd = &ga->derived;
@@ -989,28 +1100,18 @@ static int derived_compute(kp_generator *g, kp_gen_attr *ga, kp_error *err)
         return model_error(g, ga->attr->pos, err, "%s.%s is derived from itself (through other derived attributes)",
                            source->entity->name, ga->attr->name);
     gd->state = 1;
-    const kp_derived *d = gd->derived;
     size_t n = (size_t)(source->count > 0 ? source->count : 1);
     gd->values = malloc(n * sizeof *gd->values);
     if (!gd->values) { gd->state = 0; return nomem(err); }
-    int64_t init = 0;
-    if (gd->store == KP_GEN_STORE_DOUBLE && d->fn != KP_AGG_SUM) {
-        double nan_value = NAN;
-        memcpy(&init, &nan_value, sizeof init);
-    } else if (d->fn == KP_AGG_MIN) {
-        init = NONE_MIN;
-    } else if (d->fn == KP_AGG_MAX) {
-        init = NONE_MAX;
-    }
+    int64_t init = aggregate_init(gd);
     for (size_t i = 0; i < n; i++) gd->values[i] = init;
-    derived_pass pass = {g, ga, d->of ? &gd->target->attrs[d->of->index] : NULL, {0}, {0}};
     int rc = 0;
     if (gd->through_from) {
         kp_gen_entity *join = gd->through_from->holder;
         for (int64_t j = 0; j < join->count && rc == 0; j++) {
             int64_t f = kp_gen_link_parent(gd->through_from, j), t = kp_gen_link_parent(gd->through_to, j);
             if (f < 0 || t < 0) continue;
-            rc = gd->is_inverse ? contribute(&pass, t, f, err) : contribute(&pass, f, t, err);
+            rc = gd->is_inverse ? contribute(g, ga, &gd->values[t], f, err) : contribute(g, ga, &gd->values[f], t, err);
         }
     } else if (gd->array) {
         kp_gen_entity *from = gen_entity(g, gd->array->attr->entity);
@@ -1019,19 +1120,16 @@ static int derived_compute(kp_generator *g, kp_gen_attr *ga, kp_error *err)
             for (int64_t k = 0; k < c && rc == 0; k++) {
                 int64_t t = kp_gen_picks_get(&gd->array->array_picks, p, k);
                 if (t < 0) break;
-                rc = gd->is_inverse ? contribute(&pass, t, p, err) : contribute(&pass, p, t, err);
+                rc = gd->is_inverse ? contribute(g, ga, &gd->values[t], p, err) : contribute(g, ga, &gd->values[p], t, err);
             }
         }
     } else {
         for (int64_t t = 0; t < gd->target->count && rc == 0; t++) {
             int64_t s = t;
             for (size_t h = 0; h < gd->hop_count && s >= 0; h++) s = hop_step(&gd->hops[h], s);
-            if (s >= 0 && s < source->count) rc = contribute(&pass, s, t, err);
+            if (s >= 0 && s < source->count) rc = contribute(g, ga, &gd->values[s], t, err);
         }
     }
-    if (!rc && (pass.value.failed || pass.tmp.failed)) rc = nomem(err);
-    free(pass.value.data);
-    free(pass.tmp.data);
     if (rc) {
         free(gd->values);
         gd->values = NULL;

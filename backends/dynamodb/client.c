@@ -949,6 +949,25 @@ int kp_ddb_queued_peek(const kp_ddb_client *c, int index, const char **operation
     return -1;
 }
 
+int kp_ddb_queued_complete(kp_ddb_client *c, int index, cJSON *response, const kp_ddb_failure *failure)
+{
+    kp_ddb_request **lists[2] = { &c->ready_head, &c->retry_head };
+    for (int l = 0; l < 2; l++) {
+        kp_ddb_request *previous = NULL;
+        for (kp_ddb_request **at = lists[l]; *at; previous = *at, at = &(*at)->next) {
+            if (index-- > 0) continue;
+            kp_ddb_request *req = *at;
+            *at = req->next;
+            if (l == 0 && c->ready_tail == req) c->ready_tail = previous;
+            req->next = NULL;
+            complete_request(c, req, response, failure);
+            return 0;
+        }
+    }
+    cJSON_Delete(response);
+    return -1;
+}
+
 void kp_ddb_seed_backoff(kp_ddb_client *c, uint64_t seed)
 {
     c->rng = seed ? seed : 1;

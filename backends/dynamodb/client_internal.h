@@ -69,6 +69,11 @@ int kp_ddb_queued_count(const kp_ddb_client *client);
  * (<= 0: due now); returns -1 when there is no such request. */
 int kp_ddb_queued_peek(const kp_ddb_client *client, int index, const char **operation, const char **body,
                        long *due_in_ms);
+/* Takes the i-th queued request off the queue and completes it as if the service had
+ * answered `response` (taken; NULL with a failure): the request's own hook or done
+ * callback runs. For tests of what happens after an answer (UnprocessedItems).
+ * Returns -1 when there is no such request. */
+int kp_ddb_queued_complete(kp_ddb_client *client, int index, cJSON *response, const kp_ddb_failure *failure);
 /* Overrides the backoff random state (tests). */
 void kp_ddb_seed_backoff(kp_ddb_client *client, uint64_t seed);
 int kp_ddb_max_retries(const kp_ddb_client *client);

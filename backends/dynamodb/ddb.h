@@ -101,6 +101,8 @@ struct ddb_fetch {
     int64_t limit;                  /* Limit sent (0: none); with a header, one more */
     int is_paged;                   /* the pattern's paged $each: continued with ExclusiveStartKey */
     int shards;                     /* scatter-gather over PK#0..#n-1 */
+    int is_scan;                    /* no index serves it: a defect the report shows */
+    double expected;                /* items a root-set Query is expected to return (estimates) */
     ddb_fetch **children;           /* run for each record this fetch returns */
     size_t child_count, child_cap;
     ddb_fetch *next_hop;            /* multi-hop: run on each record of this fetch, elements come from the last */

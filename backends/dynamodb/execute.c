@@ -38,6 +38,7 @@ typedef struct run {
     kp_fetched *fetched;
     cJSON *start_key;           /* ExclusiveStartKey of the paged fetch (a later page), owned */
     cJSON *next_key;            /* its continuation after this page, owned */
+    const char *after_sk;       /* a sharded paged fetch: continue after this index sort key */
     kp_frec *root;              /* the single root record, once read */
     int max_depth;
     long items_returned;
@@ -111,16 +112,33 @@ static cJSON *copy_into(cJSON *o, const char *name, const cJSON *v)
     return o;
 }
 
+/* The root's attributes that the pattern's equalities fix. */
+static cJSON *root_object(run *R)
+{
+    cJSON *o = cJSON_CreateObject();
+    for (size_t i = 0; i < R->pattern->where_count; i++) {
+        const kp_cond *c = &R->pattern->where[i];
+        if (c->op != KP_OP_EQ || c->path_len) continue;
+        copy_into(o, c->attr->name, c->value.param ? kp_params_get(R->params, c->value.param->name) : c->value.literal);
+    }
+    return o;
+}
+
 /* Appends to out (an array) one object per target the hop reaches from `from` (NULL:
  * the pattern's parameters). */
 static void virtual_targets(run *R, const ddb_fetch *f, const kp_frec *from, cJSON *out)
 {
     if (!from) {
-        cJSON *o = cJSON_CreateObject();
-        for (size_t i = 0; i < R->pattern->where_count; i++) {
-            const kp_cond *c = &R->pattern->where[i];
-            if (c->op != KP_OP_EQ || c->path_len) continue;
-            copy_into(o, c->attr->name, c->value.param ? kp_params_get(R->params, c->value.param->name) : c->value.literal);
+        cJSON *o = root_object(R);
+        if (f->header && f->rel && f->rel->relation->link == KP_LINK_FOREIGN_KEY) {
+            /* a merged header Query reads the children's partition: their reference
+             * attributes take the root's key values */
+            const kp_relation *rel = f->rel->relation;
+            cJSON *child = cJSON_CreateObject();
+            for (size_t i = 0; i < rel->fk_count; i++)
+                copy_into(child, rel->fk_attrs[i]->name, cJSON_GetObjectItemCaseSensitive(o, rel->ref_attrs[i]->name));
+            cJSON_Delete(o);
+            o = child;
         }
         cJSON_AddItemToArray(out, o);
         return;
@@ -251,6 +269,12 @@ static int key_condition(run *R, const ddb_fetch *f, const char *pk, int with_he
 {
     expr_append(x, "%s = %s", expr_name(x, f->placement->index->pk_attr), expr_value(x, av_string(pk)));
     const char *sk = expr_name(x, f->placement->index->sk_attr);
+    if (R->after_sk && f->shape == R->pattern->paged) {
+        /* a later page of a scatter-gather: strictly after the previous page's last sort key
+         * (every item of a shard partition shares the prefix) */
+        expr_append(x, " AND %s %s %s", sk, f->is_forward ? ">" : "<", expr_value(x, av_string(R->after_sk)));
+        return 0;
+    }
     if (with_header) {
         /* the header's sentinel sorts just before (!) or after ($) the "<CHILD>#" items */
         char lo[300], hi[300];
@@ -372,7 +396,7 @@ static int64_t int_param(run *R, const kp_param *param, int64_t fallback)
 static int64_t limit_for(run *R, const ddb_fetch *f)
 {
     const kp_shape *s = f->shape;
-    if (!s || s->kind != KP_SHAPE_EACH || !f->is_server_ordered || f->filter_count || f->shards > 1) return 0;
+    if (!s || s->kind != KP_SHAPE_EACH || !f->is_server_ordered || f->filter_count) return 0;
     int64_t limit = s->limit_param ? int_param(R, s->limit_param, s->limit) : s->limit;
     if (limit <= 0) return 0;
     if (s->page == KP_PAGE_OFFSET) limit += int_param(R, s->offset_param, 0);
@@ -385,7 +409,7 @@ static int run_query(run *R, const ddb_fetch *f, const char *pk, int with_header
     int is_paged = f->shape && f->shape == R->pattern->paged && f->shards == 1;
     int64_t limit = limit_for(R, f);
     if (limit > 0 && with_header) limit += 1;
-    cJSON *start = is_paged && R->start_key ? cJSON_Duplicate(R->start_key, 1) : NULL;
+    cJSON *start = is_paged && R->start_key && !R->after_sk ? cJSON_Duplicate(R->start_key, 1) : NULL;
     long got = 0;
     int rc = 0;
     for (;;) {
@@ -409,6 +433,11 @@ static int run_query(run *R, const ddb_fetch *f, const char *pk, int with_header
         if (start) cJSON_AddItemToObject(req, "ExclusiveStartKey", start);
         start = NULL;
         cJSON *resp = NULL;
+        if (getenv("KP_TRACE_REQUESTS")) {
+            char *t = cJSON_PrintUnformatted(req);
+            fprintf(stderr, "Query %s\n", t ? t : "?");
+            cJSON_free(t);
+        }
         rc = call(R, "Query", req, &resp);
         cJSON_Delete(req);
         if (rc) break;
@@ -492,6 +521,50 @@ static int batch_get(run *R, cJSON *keys, cJSON *items)
         }
     }
     return rc;
+}
+
+static const char *sort_attr_for_merge;
+
+static int compare_sk(const void *a, const void *b)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(*(cJSON *const *)a, sort_attr_for_merge), "S");
+    const cJSON *y = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(*(cJSON *const *)b, sort_attr_for_merge), "S");
+    return strcmp(cJSON_IsString(x) ? x->valuestring : "", cJSON_IsString(y) ? y->valuestring : "");
+}
+
+/* Scatter-gather: every shard answered in index order; the page is the first `limit`
+ * of their merge, and the next page starts after its last sort key. */
+static int merge_shards(run *R, const ddb_fetch *f, cJSON *items)
+{
+    size_t n = (size_t)cJSON_GetArraySize(items);
+    cJSON **all = malloc((n ? n : 1) * sizeof *all);
+    if (!all) return nomem(R);
+    size_t k = 0;
+    while (items->child) all[k++] = cJSON_DetachItemFromArray(items, 0);
+    sort_attr_for_merge = f->placement->index->sk_attr;
+    qsort(all, n, sizeof *all, compare_sk);
+    if (!f->is_forward)
+        for (size_t i = 0; i < n / 2; i++) { cJSON *t = all[i]; all[i] = all[n - 1 - i]; all[n - 1 - i] = t; }
+    int64_t limit = limit_for(R, f);
+    size_t keep = limit > 0 && (size_t)limit < n ? (size_t)limit : n;
+    int is_paged = f->shape && f->shape == R->pattern->paged;
+    if (is_paged) {
+        cJSON_Delete(R->next_key);
+        R->next_key = NULL;
+        if (limit > 0 && keep == (size_t)limit && keep > 0) {
+            const cJSON *sk = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(all[keep - 1], f->placement->index->sk_attr), "S");
+            if (cJSON_IsString(sk)) {
+                R->next_key = cJSON_CreateObject();
+                cJSON_AddStringToObject(R->next_key, "after", sk->valuestring);
+            }
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (i < keep) cJSON_AddItemToArray(items, all[i]);
+        else cJSON_Delete(all[i]);
+    }
+    free(all);
+    return 0;
 }
 
 static int item_matches(run *R, const kp_frec *rec, const cJSON *target)
@@ -590,6 +663,7 @@ static int fetch_level(run *R, const ddb_fetch *f, const pairs *in, pairs *out)
                 else snprintf(spk, sizeof spk, "%s", pk);
                 rc = run_query(R, f, spk, with_header, items, &count);
             }
+            if (rc == 0 && f->shards > 1 && f->kind == DDB_QUERY) rc = merge_shards(R, f, items);
         }
         if (rc == 0 && f->kind == DDB_COUNT && f->shape && from) rc = kp_fetched_set_count(R->fetched, f->shape, from, count);
         for (const cJSON *it = items->child; rc == 0 && it; it = it->next) {
@@ -613,7 +687,7 @@ static int read_header(run *R, const ddb_fetch *f)
 {
     const ddb_placement *base = &f->header->placements[0];
     cJSON *targets = cJSON_CreateArray(), *items = cJSON_CreateArray();
-    virtual_targets(R, f, NULL, targets);
+    cJSON_AddItemToArray(targets, root_object(R));
     char pk[2048], sk[2048];
     int rc = 0;
     if (targets->child && kp_ddb_format_value(&base->pk, targets->child, pk, sizeof pk) == 0 &&
@@ -771,7 +845,14 @@ int kp_ddb_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const
     out->items_scanned = -1;
     kp_error_clear(err);
     const ddb_layout *L = d->layout;
-    run R = {(kp_ddb_conn *)conn, d, L, p, params, kp_fetched_new(), NULL, NULL, NULL, 0, 0, 0, err};
+    run R = {0};
+    R.conn = (kp_ddb_conn *)conn;
+    R.design = d;
+    R.L = L;
+    R.pattern = p;
+    R.params = params;
+    R.fetched = kp_fetched_new();
+    R.err = err;
     if (!R.fetched) return nomem(&R);
     if (page && page[0]) {
         R.start_key = token_decode(page);
@@ -780,6 +861,8 @@ int kp_ddb_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const
             cJSON_Delete(R.start_key);
             return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "the page token is not one this design produced");
         }
+        const cJSON *after = cJSON_GetObjectItemCaseSensitive(R.start_key, "after");
+        if (cJSON_IsString(after)) R.after_sk = after->valuestring;
     }
     long before = kp_ddb_requests_sent(kp_ddb_conn_client(R.conn));
     const ddb_fetch *root = L->roots[p->index];

@@ -109,15 +109,17 @@ static size_t fmt_attr_count(const ddb_format *f)
 
 /* ---- placements ------------------------------------------------------------------- */
 
+/* Placements never move (fetches point at them): room for the base table, every LSI
+ * and every GSI is reserved up front. */
+enum { MAX_PLACEMENTS = 1 + KP_DDB_MAX_LSI + KP_DDB_MAX_GSI + 8 };
+
 static ddb_placement *add_placement(builder *B, ddb_entity *e)
 {
-    if (e->placement_count == e->placement_cap) {
-        size_t cap = e->placement_cap ? e->placement_cap * 2 : 4;
-        ddb_placement *bigger = kp_arena_alloc(B->arena, sizeof *bigger * cap);
-        if (e->placement_count) memcpy(bigger, e->placements, sizeof *bigger * e->placement_count);
-        e->placements = bigger;
-        e->placement_cap = cap;
+    if (!e->placements) {
+        e->placements = kp_arena_alloc(B->arena, sizeof *e->placements * MAX_PLACEMENTS);
+        e->placement_cap = MAX_PLACEMENTS;
     }
+    if (e->placement_count == e->placement_cap) return NULL;
     ddb_placement *p = &e->placements[e->placement_count++];
     memset(p, 0, sizeof *p);
     p->shards = 1;
@@ -201,6 +203,7 @@ static ddb_placement *secondary(builder *B, ddb_entity *e, int local, ddb_format
     const ddb_index *slot = local ? lsi_slot(B, e) : gsi_slot(B, e);
     if (!slot) return NULL;
     ddb_placement *p = add_placement(B, e);
+    if (!p) return NULL;
     p->index = slot;
     p->pk = pk;
     p->sk = sk;
@@ -276,7 +279,9 @@ static home_vote *votes; /* per entity, during propose (single-threaded) */
 
 static void vote_homes(builder *B, const kp_pattern *p, const kp_shape *s)
 {
-    if ((s->kind != KP_SHAPE_EACH && s->kind != KP_SHAPE_COUNT) || s->is_root_set || s->hop_count == 0) return;
+    if ((s->kind != KP_SHAPE_EACH && s->kind != KP_SHAPE_COUNT && s->kind != KP_SHAPE_ONE) || s->is_root_set ||
+        s->hop_count == 0)
+        return;
     const kp_rel *r = s->hops[0];
     const kp_relation *rel = r->relation;
     if (r->is_inverse || rel->link != KP_LINK_FOREIGN_KEY || rel->holder != rel->to || rel->from == rel->to) return;
@@ -646,6 +651,7 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
             f->kind = DDB_QUERY;
             f->placement = gp;
             f->shards = 1;
+            f->sk_prefix = target->prefix;
             if (is_new) {
                 kp_decision *x = kp_design_decide(
                     B->d, kp_design_printf(B->d, "%s %s", gp->index->name, r->target->name),
@@ -734,6 +740,7 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
             f->shape = s;
             f->source = DDB_FROM_PARENT;
             f->is_server_ordered = 0;
+            f->is_scan = 1;
             return f;
         }
         ddb_fetch *f = new_fetch(B, (s && s->kind == KP_SHAPE_COUNT) ? DDB_COUNT : DDB_BATCH_GET, &target->placements[0], target);
@@ -941,8 +948,10 @@ static int plan_root(builder *B, const kp_pattern *p, ddb_fetch **out)
     int is_new = 0;
     ddb_placement *gp = secondary(B, e, 0, pk, sk, sparse_count ? sparse : NULL, sparse_count, p, &is_new);
     if (!gp) return kp_error_set(B->err, KP_ERR_INTERNAL, NULL, 0, 0, "out of index slots");
-    double items = expected_items(each, NULL);
-    if (!each || (!each->limit && !each->limit_param)) items = rows;
+    double items = each && each->expect.is_given ? each->expect.avg : rows;
+    if (each && each->limit > 0 && items > (double)each->limit) items = (double)each->limit;
+    if (each && each->limit_param && each->limit_param->default_value && items > each->limit_param->default_value->valuedouble)
+        items = each->limit_param->default_value->valuedouble;
     /* the hottest partition key's share: one value of the equalities under the pattern's
      * skew, or all of it when the key is a constant */
     double partitions = eq_count ? (rows / (items > 1 ? items : 1)) : 1;
@@ -969,13 +978,14 @@ static int plan_root(builder *B, const kp_pattern *p, ddb_fetch **out)
     f = new_fetch(B, DDB_QUERY, gp, e);
     f->shape = each;
     f->shards = gp->shards;
+    f->expected = items;
     bind_params(B, f, &gp->pk, p);
     f->sk_prefix = e->prefix;
     f->range = range;
     f->filters = filters;
     f->filter_count = filter_count;
     f->is_forward = each && each->declared_order_count ? !each->order[0].is_desc : 1;
-    f->is_server_ordered = !(each && mixed_directions(each)) && f->shards == 1;
+    f->is_server_ordered = !(each && mixed_directions(each)); /* per shard; shards are merged in the client */
     f->limit = each && filter_count == 0 ? each->limit : 0;
     f->is_paged = each && each->page != KP_PAGE_NONE;
     *out = f;
@@ -985,8 +995,56 @@ static int plan_root(builder *B, const kp_pattern *p, ddb_fetch **out)
 
 /* Rule 2: a pinned root fetched with GetItem whose first listing is its own collection
  * becomes one Query returning the header and the children. */
+static void merge_into(builder *B, const kp_pattern *p, ddb_fetch *root, size_t i, const char *sentinel);
+
+/* Rule 2 on a global index: a root found by a lookup on a GSI (its own key, or a unique
+ * attribute) whose first listing is its own 1:N children: the children also enter that
+ * GSI under the same partition value, and the root's entry becomes their header — the
+ * inverted index of seed 001, one Query for "an order with its items". */
+static void merge_header_on_gsi(builder *B, const kp_pattern *p, ddb_fetch *root)
+{
+    if (root->kind != DDB_QUERY || root->shape || root->placement->index->kind != DDB_GSI) return;
+    ddb_placement *rp = (ddb_placement *)root->placement;
+    ddb_entity *parent = (ddb_entity *)root->entity;
+    /* only a lookup by the parent's own key: the children's reference is that key */
+    if (fmt_attr_count(&rp->pk) != parent->entity->key_count) return;
+    for (size_t k = 0; k < rp->pk.count; k++)
+        if (rp->pk.segs[k].attr && rp->pk.segs[k].attr->key_index < 0) return;
+    for (size_t i = 0; i < root->child_count; i++) {
+        ddb_fetch *c = root->children[i];
+        if (c->kind != DDB_QUERY || !c->shape || c->shape->kind != KP_SHAPE_EACH || c->next_hop || !c->rel) continue;
+        const kp_relation *rel = c->rel->relation;
+        if (c->rel->is_inverse || rel->link != KP_LINK_FOREIGN_KEY || rel->from != parent->entity || rel->holder != rel->to) continue;
+        ddb_entity *child = (ddb_entity *)c->entity;
+        int taken = 0;
+        for (size_t k = 0; k < child->placement_count; k++) taken |= child->placements[k].index == rp->index;
+        if (taken || !c->is_server_ordered) continue;
+        /* the child's entry: the same partition value, built from its reference */
+        ddb_format pk = {0};
+        fmt_literal(B, &pk, kp_ddb_format_prefix(B->arena, &rp->pk));
+        for (size_t k = 0; k < rel->fk_count; k++) {
+            if (k) fmt_literal(B, &pk, "#");
+            fmt_attr(B, &pk, rel->fk_attrs[k]);
+        }
+        ddb_placement *cp = add_placement(B, child);
+        if (!cp) continue;
+        cp->index = rp->index;
+        cp->pk = pk;
+        cp->sk = c->placement->sk;
+        cp->cause = p;
+        const char *sentinel = bprintf(B, "%s%s", child->prefix, c->is_forward ? "!" : "$");
+        rp->sk = (ddb_format){0};
+        fmt_literal(B, &rp->sk, sentinel);
+        rp->sentinel_sk = sentinel;
+        c->placement = cp;
+        merge_into(B, p, root, i, sentinel);
+        return;
+    }
+}
+
 static void merge_header(builder *B, const kp_pattern *p, ddb_fetch *root)
 {
+    if (root->kind == DDB_QUERY) { merge_header_on_gsi(B, p, root); return; }
     if (root->kind != DDB_GET || root->placement != &root->entity->placements[0] || root->entity->is_in_parent_collection) return;
     for (size_t i = 0; i < root->child_count; i++) {
         ddb_fetch *c = root->children[i];
@@ -1013,6 +1071,7 @@ static void merge_header(builder *B, const kp_pattern *p, ddb_fetch *root)
             if (found == 2) continue;
             if (!found) {
                 ddb_placement *hp = add_placement(B, parent);
+                if (!hp) continue;
                 hp->index = c->placement->index;
                 hp->pk = parent->placements[0].pk;
                 hp->sentinel_sk = sentinel;
@@ -1021,6 +1080,17 @@ static void merge_header(builder *B, const kp_pattern *p, ddb_fetch *root)
                 hp->cause = p;
             }
         }
+        merge_into(B, p, root, i, sentinel);
+        return;
+    }
+}
+
+/* The root fetch becomes its child listing's Query, which also returns the header. */
+static void merge_into(builder *B, const kp_pattern *p, ddb_fetch *root, size_t i, const char *sentinel)
+{
+    ddb_fetch *c = root->children[i];
+    ddb_entity *parent = (ddb_entity *)root->entity;
+    {
         c->header = parent;
         c->header_sk = sentinel;
         c->source = DDB_FROM_PARAMS;
@@ -1059,7 +1129,6 @@ static void merge_header(builder *B, const kp_pattern *p, ddb_fetch *root)
                                    "header and the first page one Query instead of a GetItem and a Query",
                              p->name, parent->entity->name, c->rel->name, c->is_forward ? "ascending" : "descending"));
         kp_decision_add_pattern(B->d, x, p);
-        return;
     }
 }
 
@@ -1102,7 +1171,9 @@ static void describe_fetch(builder *B, const kp_pattern *p, const ddb_fetch *f, 
 static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fetch *f, double parents, int waits)
 {
     static const char *const ops[] = {"GetItem", "Query", "BatchGetItem", "Query (COUNT)"};
-    kp_operation *o = kp_plan_add_op(B->d, plan, ops[f->kind], B->L->table);
+    /* a key look-up for several parents is one BatchGetItem per 100 keys (execute.c) */
+    int batched = f->kind == DDB_GET && parents > 1;
+    kp_operation *o = kp_plan_add_op(B->d, plan, ops[batched ? DDB_BATCH_GET : f->kind], B->L->table);
     const char *idx = index_name(f);
     o->index = idx ? kp_design_printf(B->d, "%s", idx) : NULL;
     char cond[1024];
@@ -1116,26 +1187,31 @@ static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fe
     else if (f->rel) per = expected_items(s && s->kind == KP_SHAPE_EACH ? s : NULL, f->rel);
     else per = expected_items(s, NULL);
     if (!f->rel && !s) per = 1;
-    if (f->kind == DDB_QUERY && !f->rel && s && !s->limit && !s->limit_param && s->is_root_set) {
-        per = p->root->count;
-    }
+    if (f->kind == DDB_QUERY && !f->rel && s && s->is_root_set) per = f->expected;
     if (f->header) per += 1;
     double count = parents * per;
     double bytes = count * item_bytes(f->entity->entity);
     o->items = f->kind == DDB_COUNT ? 0 : count;
     o->bytes = bytes;
-    double requests = f->kind == DDB_BATCH_GET ? ceil(parents * per / 100.0) : parents * f->shards;
+    double requests = f->kind == DDB_BATCH_GET || batched ? ceil(parents * per / 100.0) : parents * f->shards;
     if (requests < 1) requests = 1;
     /* pages: a Query page stops at 1 MB */
     if (f->kind == DDB_QUERY && bytes / (parents > 0 ? parents : 1) > 1048576) requests *= ceil(bytes / parents / 1048576);
     o->requests = requests;
     o->read_units = f->kind == DDB_GET || f->kind == DDB_BATCH_GET ? count * read_units(item_bytes(f->entity->entity))
                                                                     : requests * read_units(bytes / requests);
-    o->is_scan = 0;
+    o->is_scan = f->is_scan;
+    if (f->is_scan) {
+        o->op = "Scan";
+        o->index = NULL;
+        o->condition = kp_design_printf(B->d, "every item, filtered on %s", f->rel ? f->rel->relation->array_attr->name : "?");
+        o->items = B->m->entities[f->entity->entity->index]->count;
+        o->read_units = read_units(o->items * item_bytes(f->entity->entity));
+    }
     o->why = f->header ? kp_design_printf(B->d, "returns the %s header and the first %s items in one request",
                                           f->header->entity->name, f->entity->entity->name)
                        : NULL;
-    if (!f->is_server_ordered && f->shape && f->shape->kind == KP_SHAPE_EACH && f->shape->declared_order_count)
+    if ((!f->is_server_ordered || f->shards > 1) && f->shape && f->shape->kind == KP_SHAPE_EACH && f->shape->declared_order_count)
         o->why = kp_design_printf(B->d, "results are merged and sorted in the client (%s)",
                                   f->shards > 1 ? "scatter-gather over shards" : "the index cannot hold this order");
     /* children: one more round trip below this one */
@@ -1268,7 +1344,7 @@ static void plan_writes(builder *B)
         wp->requests = wr->is_atomic ? 1 : requests;
         wp->mechanism = wr->is_atomic ? "TransactWriteItems (all steps or none; 2 WCU per KB)"
                       : wr->schedule_every_s > 0 ? "BatchWriteItem (25 items per request)"
-                      : wr->step_count > 1 ? "one request per step, in order" : "one request";
+                      : requests > 1.5 ? "one request per item written, in order" : "one request";
         if (wr->is_atomic) wp->requests = 1;
     }
 }

@@ -31,8 +31,9 @@ static int compare_names(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The *.json files of a directory, sorted by name; the caller frees each and the list. */
-static char **list_json(const char *dir, size_t *count)
+/* The files of a directory whose names end in `suffix`, sorted by name; the caller
+ * frees each and the list. */
+static char **list_files(const char *dir, const char *suffix, size_t *count)
 {
     DIR *d = opendir(dir);
     if (!d) fail_msg("cannot open %s (the tests run from the repository root)", dir);
@@ -40,8 +41,8 @@ static char **list_json(const char *dir, size_t *count)
     char **names = malloc(cap * sizeof *names);
     struct dirent *entry;
     while ((entry = readdir(d))) {
-        size_t len = strlen(entry->d_name);
-        if (len < 6 || strcmp(entry->d_name + len - 5, ".json") != 0) continue;
+        size_t len = strlen(entry->d_name), suffix_len = strlen(suffix);
+        if (len <= suffix_len || strcmp(entry->d_name + len - suffix_len, suffix) != 0) continue;
         if (n == cap) names = realloc(names, (cap *= 2) * sizeof *names);
         names[n++] = strdup(entry->d_name);
     }
@@ -120,12 +121,13 @@ static void test_every_bad_model_fails_with_its_expected_message(void **state)
 {
     (void)state;
     size_t count;
-    char **names = list_json(BAD_MODELS, &count);
+    char **names = list_files(BAD_MODELS, ".json", &count);
     size_t failures = 0;
     for (size_t i = 0; i < count; i++) {
         char *report = check_fixture(names[i]);
         if (report) {
             printf("%s", report);
+            fflush(stdout);
             failures++;
             free(report);
         }
@@ -139,9 +141,25 @@ static void test_the_suite_holds_at_least_sixty_bad_models(void **state)
 {
     (void)state;
     size_t count;
-    char **names = list_json(BAD_MODELS, &count);
+    char **names = list_files(BAD_MODELS, ".json", &count);
     free_list(names, count);
     if (count < MIN_FIXTURES) fail_msg("only %zu bad models in %s; the suite keeps at least %d", count, BAD_MODELS, MIN_FIXTURES);
+}
+
+static void test_every_expected_message_has_its_model(void **state)
+{
+    (void)state;
+    size_t count;
+    char **names = list_files(BAD_MODELS, ".expected", &count);
+    for (size_t i = 0; i < count; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%.*s.json", BAD_MODELS, (int)(strlen(names[i]) - 9), names[i]);
+        FILE *f = fopen(path, "rb");
+        if (!f) fail_msg("%s/%s has no model next to it (%s); restore the model or delete the message", BAD_MODELS,
+                         names[i], path);
+        fclose(f);
+    }
+    free_list(names, count);
 }
 
 static void test_check_prints_the_message_on_stderr_and_exits_2(void **state)
@@ -204,6 +222,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_bad_model_fails_with_its_expected_message),
         cmocka_unit_test(test_the_suite_holds_at_least_sixty_bad_models),
+        cmocka_unit_test(test_every_expected_message_has_its_model),
         cmocka_unit_test(test_check_prints_the_message_on_stderr_and_exits_2),
         cmocka_unit_test(test_every_example_model_passes_check),
     };

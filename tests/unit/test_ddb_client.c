@@ -504,49 +504,68 @@ static kp_ddb_client *open_loopback_client(int max_retries)
     return client;
 }
 
+/* The body of the i-th queued request: its WriteRequests for `table`, as a new tree. */
+static cJSON *queued_write_requests(kp_ddb_client *client, int index, const char *table, long *due_in)
+{
+    const char *operation, *body;
+    assert_int_equal(kp_ddb_queued_peek(client, index, &operation, &body, due_in), 0);
+    assert_string_equal(operation, "BatchWriteItem");
+    cJSON *sent = cJSON_Parse(body);
+    cJSON *items = cJSON_DetachItemFromObject(cJSON_GetObjectItem(sent, "RequestItems"), table);
+    cJSON_Delete(sent);
+    assert_non_null(items);
+    return items;
+}
+
+static const char *first_pk(const cJSON *write_requests)
+{
+    const cJSON *put = cJSON_GetObjectItem(cJSON_GetArrayItem(write_requests, 0), "PutRequest");
+    return cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(put, "Item"), "PK"), "S")->valuestring;
+}
+
 static void test_unprocessed_items_are_resubmitted_with_backoff_until_none_remain(void **state)
 {
     (void)state;
     kp_ddb_client *client = open_loopback_client(0);
     batch_result result = { 0 };
-    kp_ddb_batch *batch = kp_ddb_batch_new("Orders", put_requests(25, 0), on_batch, &result);
-    assert_non_null(batch);
+    kp_error err;
+    assert_int_equal(kp_ddb_batch_write(client, "Orders", put_requests(25, 0), on_batch, &result, &err), 0);
+    long due_in = -1;
+    cJSON *sent = queued_write_requests(client, 0, "Orders", &due_in);
+    assert_int_equal(cJSON_GetArraySize(sent), 25);
+    assert_true(due_in <= 0);
+    cJSON_Delete(sent);
 
-    /* the service takes 22 of 25 and hands 3 back */
-    cJSON *answer = answer_with_unprocessed("Orders", 3, 22);
-    assert_int_equal(kp_ddb_batch_handle(client, batch, answer, NULL), 0);
-    cJSON_Delete(answer);
+    /* the service takes 22 of 25 and hands 3 back: those 3 are queued again, due within 50 ms */
+    assert_int_equal(kp_ddb_queued_complete(client, 0, answer_with_unprocessed("Orders", 3, 22), NULL), 0);
     assert_int_equal(result.calls, 0);
     assert_int_equal(kp_ddb_queued_count(client), 1);
-    const char *operation, *body;
-    long due_in = 0;
-    assert_int_equal(kp_ddb_queued_peek(client, 0, &operation, &body, &due_in), 0);
-    assert_string_equal(operation, "BatchWriteItem");
-    cJSON *sent = cJSON_Parse(body);
-    const cJSON *items = cJSON_GetObjectItem(cJSON_GetObjectItem(sent, "RequestItems"), "Orders");
-    assert_int_equal(cJSON_GetArraySize(items), 3);
-    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
-                            cJSON_GetArrayItem(items, 0), "PutRequest"), "Item"), "PK"), "S")->valuestring,
-                        "item-22");
+    assert_int_equal(kp_ddb_pending(client), 1);
+    sent = queued_write_requests(client, 0, "Orders", &due_in);
+    assert_int_equal(cJSON_GetArraySize(sent), 3);
+    assert_string_equal(first_pk(sent), "item-22");
+    assert_true(due_in >= 0 && due_in <= KP_DDB_BACKOFF_BASE_MS);
     cJSON_Delete(sent);
-    assert_true(due_in >= 0 && due_in <= KP_DDB_BACKOFF_BASE_MS);   /* first round: within 50 ms */
 
-    /* then 1 of the 3 comes back again; the second round may wait up to 100 ms */
-    answer = answer_with_unprocessed("Orders", 1, 24);
-    assert_int_equal(kp_ddb_batch_handle(client, batch, answer, NULL), 0);
-    cJSON_Delete(answer);
+    /* then 1 of the 3 comes back again (the second round waits up to 100 ms) */
+    assert_int_equal(kp_ddb_queued_complete(client, 0, answer_with_unprocessed("Orders", 1, 24), NULL), 0);
+    sent = queued_write_requests(client, 0, "Orders", &due_in);
+    assert_int_equal(cJSON_GetArraySize(sent), 1);
+    assert_string_equal(first_pk(sent), "item-24");
+    assert_true(due_in >= 0 && due_in <= 2 * KP_DDB_BACKOFF_BASE_MS);
+    cJSON_Delete(sent);
     kp_ddb_stats stats;
     kp_ddb_get_stats(client, &stats);
     assert_int_equal(stats.unprocessed_rounds, 2);
 
-    /* and then everything is written: done runs once with all 25 */
-    answer = answer_with_unprocessed("Orders", 0, 0);
-    assert_int_equal(kp_ddb_batch_handle(client, batch, answer, NULL), 1);
-    cJSON_Delete(answer);
+    /* and then everything is written: done runs once, with all 25 */
+    assert_int_equal(kp_ddb_queued_complete(client, 0, answer_with_unprocessed("Orders", 0, 0), NULL), 0);
     assert_int_equal(result.calls, 1);
     assert_int_equal(result.written, 25);
     assert_false(result.has_failure);
-    kp_ddb_client_close(client);   /* the two queued resubmissions were only peeked at: cancelled */
+    assert_int_equal(kp_ddb_pending(client), 0);
+    kp_ddb_client_close(client);
+    assert_int_equal(result.calls, 1);
 }
 
 static void test_a_batch_gives_up_after_rounds_without_progress_and_reports_what_is_left(void **state)
@@ -554,35 +573,34 @@ static void test_a_batch_gives_up_after_rounds_without_progress_and_reports_what
     (void)state;
     kp_ddb_client *client = open_loopback_client(2);
     batch_result result = { 0 };
-    kp_ddb_batch *batch = kp_ddb_batch_new("Orders", put_requests(10, 0), on_batch, &result);
-    cJSON *answer = answer_with_unprocessed("Orders", 4, 6);   /* progress: 6 written */
-    assert_int_equal(kp_ddb_batch_handle(client, batch, answer, NULL), 0);
-    cJSON_Delete(answer);
-    for (int round = 0; round < 2; round++) {   /* two rounds without progress are tolerated */
-        answer = answer_with_unprocessed("Orders", 4, 6);
-        assert_int_equal(kp_ddb_batch_handle(client, batch, answer, NULL), 0);
-        cJSON_Delete(answer);
+    kp_error err;
+    assert_int_equal(kp_ddb_batch_write(client, "Orders", put_requests(10, 0), on_batch, &result, &err), 0);
+    /* progress (6 written), then two rounds without progress are tolerated, the third is not */
+    for (int round = 0; round < 3; round++) {
+        assert_int_equal(kp_ddb_queued_complete(client, 0, answer_with_unprocessed("Orders", 4, 6), NULL), 0);
+        assert_int_equal(result.calls, 0);
     }
-    answer = answer_with_unprocessed("Orders", 4, 6);   /* the third is not */
-    assert_int_equal(kp_ddb_batch_handle(client, batch, answer, NULL), 1);
-    cJSON_Delete(answer);
+    assert_int_equal(kp_ddb_queued_complete(client, 0, answer_with_unprocessed("Orders", 4, 6), NULL), 0);
     assert_int_equal(result.calls, 1);
     assert_true(result.has_failure);
     assert_int_equal(result.written, 6);
     assert_int_equal(result.unprocessed, 4);
     assert_contains(result.message, "left 4 of 10 items unprocessed");
     assert_contains(result.message, "throttled");
+    assert_int_equal(kp_ddb_pending(client), 0);
     kp_ddb_client_close(client);
 
-    /* a failed request finishes the batch with everything it was sending */
+    /* a request that failed finishes the batch with everything it was sending */
     client = open_loopback_client(0);
     memset(&result, 0, sizeof result);
-    batch = kp_ddb_batch_new("Orders", put_requests(5, 0), on_batch, &result);
+    assert_int_equal(kp_ddb_batch_write(client, "Orders", put_requests(5, 0), on_batch, &result, &err), 0);
     kp_ddb_failure failure = { .type = "ValidationException", .http_status = 400, .attempts = 1 };
     snprintf(failure.error.message, sizeof failure.error.message, "bad item");
-    assert_int_equal(kp_ddb_batch_handle(client, batch, NULL, &failure), 1);
+    assert_int_equal(kp_ddb_queued_complete(client, 0, NULL, &failure), 0);
+    assert_int_equal(result.calls, 1);
     assert_int_equal(result.written, 0);
     assert_int_equal(result.unprocessed, 5);
+    assert_string_equal(result.message, "bad item");
     kp_ddb_client_close(client);
 }
 
@@ -627,7 +645,9 @@ static char *find_header(char *text, const char *name)
     return NULL;
 }
 
-static void serve(int listener, const scripted *script, size_t count, const char *log_path)
+/* Runs in the forked child until killed; leaves by itself when the test process is
+ * gone (a failed assertion never leaves a responder behind). */
+static void serve(int listener, const scripted *script, size_t count, const char *log_path, pid_t parent)
 {
     FILE *log = fopen(log_path, "w");
     struct pollfd fds[16];
@@ -638,7 +658,9 @@ static void serve(int listener, const scripted *script, size_t count, const char
     fds[0].events = POLLIN;
     size_t next = 0;
     for (;;) {
-        if (poll(fds, (nfds_t)nfds, -1) < 0) continue;
+        int ready = poll(fds, (nfds_t)nfds, 500);
+        if (getppid() != parent) _exit(0);
+        if (ready <= 0) continue;
         if (fds[0].revents & POLLIN) {
             int fd = accept(listener, NULL, NULL);
             if (fd >= 0 && nfds < 16) {
@@ -710,10 +732,11 @@ static void responder_start(responder *r, const scripted *script, size_t count)
     r->port = ntohs(addr.sin_port);
     snprintf(r->log_path, sizeof r->log_path, "%s/requests-%d.log", temp_dir, r->port);
     fflush(NULL);
+    pid_t parent = getpid();
     r->pid = fork();
     assert_true(r->pid >= 0);
     if (r->pid == 0) {
-        serve(listener, script, count, r->log_path);
+        serve(listener, script, count, r->log_path, parent);
         _exit(0);
     }
     close(listener);
@@ -764,8 +787,8 @@ static void test_throttling_is_retried_and_every_request_is_signed_and_counted(v
     setenv("AWS_SESSION_TOKEN", FAKE_TOKEN, 1);
     setenv("AWS_REGION", "eu-west-1", 1);
     static const scripted script[] = {
+        { 0, "", NULL },   /* a new connection dropped without an answer: retried */
         { 400, throttled, NULL },
-        { 0, "", NULL },   /* connection dropped: retried too */
         { 200, "{\"Item\":{\"PK\":{\"S\":\"a\"}}}", NULL },
     };
     responder r;
@@ -1021,7 +1044,7 @@ static void test_no_credential_ever_appears_in_errors_or_on_stderr(void **state)
     free(responder_stop(&r));
 
     /* a refused connection, and --insecure against https and plain http */
-    kp_ddb_config insecure = { .endpoint = "https://dynamodb.example.invalid", .is_insecure = 1, .max_retries = -1,
+    kp_ddb_config insecure = { .endpoint = "https://127.0.0.1:1", .is_insecure = 1, .max_retries = -1,
                                .connect_timeout_ms = 2000 };
     assert_int_equal(kp_ddb_client_open(&insecure, &client, &err), 0);
     COLLECT(kp_ddb_client_describe(client));

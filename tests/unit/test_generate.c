@@ -564,15 +564,21 @@ static void test_fanout_vector_sums_exactly_and_respects_the_cap(void **state)
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         kp_gen_fanout f;
         assert_int_equal(kp_gen_fanout_build(&f, cases[c].parents, cases[c].total, cases[c].max, cases[c].skew, 42, &err), 0);
-        assert_int_equal(f.start[0], 0);
-        assert_int_equal(f.start[f.parents], cases[c].total);
-        int64_t top = 0;
+        /* counts sum to the total, none above the cap, and the ranges tile [0, total) */
+        int64_t top = 0, sum = 0;
+        int64_t *starts = calloc((size_t)cases[c].total + 1, sizeof *starts);
         for (int64_t p = 0; p < f.parents; p++) {
-            int64_t n = kp_gen_fanout_count(&f, p);
+            int64_t n = kp_gen_fanout_count(&f, p), start = kp_gen_fanout_start(&f, p);
             assert_true(n >= 0);
             assert_true(n <= f.max);
+            assert_true(start >= 0 && start + n <= cases[c].total);
+            for (int64_t k = 0; k < n; k++) starts[start + k]++;
             if (n > top) top = n;
+            sum += n;
         }
+        assert_int_equal(sum, cases[c].total);
+        for (int64_t pos = 0; pos < cases[c].total; pos++) assert_int_equal(starts[pos], 1);
+        free(starts);
         if (cases[c].skew > 0 && cases[c].parents > 1) {
             int64_t expect = (int64_t)cases[c].max;
             if (expect > (cases[c].total + 1) / 2) expect = (cases[c].total + 1) / 2;
@@ -582,7 +588,8 @@ static void test_fanout_vector_sums_exactly_and_respects_the_cap(void **state)
         /* the parent of every position owns it */
         for (int64_t pos = 0; pos < f.total; pos += 1 + f.total / 997) {
             int64_t p = kp_gen_fanout_parent(&f, pos);
-            assert_true(f.start[p] <= pos && pos < f.start[p + 1]);
+            int64_t start = kp_gen_fanout_start(&f, p);
+            assert_true(start <= pos && pos < start + kp_gen_fanout_count(&f, p));
         }
         kp_gen_fanout_free(&f);
     }
