@@ -100,6 +100,7 @@ typedef struct kp_operation {
     cJSON *request;             /* a ready-to-run request (owned by the design), or NULL */
     int is_scan;                /* Scan, collection scan, ALLOW FILTERING */
     int waits_for_previous;     /* needs the previous operation's answer (a new round trip) */
+    int step;                   /* its round trip, 1-based: operations of one step run in parallel */
     double requests;            /* requests it sends (shards of a fan-out, expected pages) */
     double items;               /* estimated items / documents / rows read */
     double bytes;               /* estimated bytes read */
@@ -112,7 +113,8 @@ typedef struct kp_plan {
     kp_operation *ops;          /* in order */
     size_t op_count;
     double requests;            /* every request sent, each shard and page counted */
-    int sequential_steps;       /* round trips: requests that wait for a previous answer, + 1 */
+    int is_requests_exact;      /* requests does not depend on the data (else an estimate from averages) */
+    int sequential_steps;       /* round trips: the deepest step of its operations */
     double items;               /* items / documents / rows read */
     double bytes;
     double read_units;

@@ -144,12 +144,18 @@ void kp_plan_total(kp_plan *plan)
 {
     plan->requests = 0;
     plan->sequential_steps = plan->op_count ? 1 : 0;
+    int has_steps = 0;
+    for (size_t i = 0; i < plan->op_count; i++) has_steps |= plan->ops[i].step > 0;
     plan->items = plan->bytes = plan->read_units = 0;
     plan->is_scan = 0;
     for (size_t i = 0; i < plan->op_count; i++) {
         const kp_operation *o = &plan->ops[i];
         plan->requests += o->requests;
-        if (i > 0 && o->waits_for_previous) plan->sequential_steps++;
+        if (has_steps) {
+            if (o->step > plan->sequential_steps) plan->sequential_steps = o->step;
+        } else if (i > 0 && o->waits_for_previous) {
+            plan->sequential_steps++;
+        }
         plan->items += o->items;
         plan->bytes += o->bytes;
         plan->read_units += o->read_units;

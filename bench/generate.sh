@@ -13,7 +13,9 @@
 # (wall and CPU) and the peak resident set size. Peak RSS should stay flat as the
 # scale grows: the generator holds 8 bytes per parent record of each fan-out
 # relation and per record carrying a derived aggregate, never the data it writes.
-# Needs a built keyplan (scripts/build.sh); KP_BUILD names another build directory.
+# KP_BENCH_OUT puts the files elsewhere (e.g. /dev/shm, to time the generator rather
+# than the disk). Needs a built keyplan (scripts/build.sh); KP_BUILD names another
+# build directory.
 set -euo pipefail
 root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
 model=${1:-$root/examples/order-response/model.json}
@@ -28,7 +30,7 @@ keyplan=$root/${KP_BUILD:-build}/keyplan
 name=$(basename "$(dirname "$model")")
 printf '%-24s %8s %12s %9s %8s %8s %12s %12s %10s\n' model scale records MiB wall_s cpu_s rec/s_wall rec/s_cpu peak_MiB
 for scale in "${scales[@]}"; do
-    out=$root/bench/out/generate-$name-$scale
+    out=${KP_BENCH_OUT:-$root/bench/out}/generate-$name-$scale
     rm -rf "$out"
     log=$(mktemp)
     /usr/bin/time -v "$keyplan" generate "$model" --scale "$scale" --seed 1 --out "$out" >"$log" 2>&1 || {

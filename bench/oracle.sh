@@ -4,7 +4,7 @@
 #
 #   bench/oracle.sh [MODEL] [SCALE] [REQUESTS]
 #
-#   bench/oracle.sh                                          # saas-control-plane, scale 0.05, 2000 requests
+#   bench/oracle.sh                                          # saas-control-plane, scale 0.01, 500 requests
 #   bench/oracle.sh examples/saas-control-plane/model.json 0.2 5000
 #
 # Generates the example's data once (bench/out/oracle-<model>-<scale>/, reused when
@@ -16,8 +16,8 @@
 set -euo pipefail
 root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
 model=${1:-$root/examples/saas-control-plane/model.json}
-scale=${2:-0.05}
-requests=${3:-2000}
+scale=${2:-0.01}
+requests=${3:-500}
 keyplan=$root/${KP_BUILD:-build}/keyplan
 [[ -x $keyplan ]] || { echo "oracle.sh: $keyplan is missing; run scripts/build.sh first" >&2; exit 2; }
 [[ -f $model ]] || { echo "oracle.sh: no model at $model" >&2; exit 2; }

@@ -18,14 +18,16 @@ const char cmd_teardown_help[] =
     "under the prefix, and their seed marker. Only containers that carry keyplan's marker\n"
     "are removed; containers of a design that exist without it are refused (keyplan did\n"
     "not create them, or cannot tell). A target seeded from another version of the model\n"
-    "is refused unless --force is given; --force also removes empty containers keyplan\n"
-    "created but never marked (a seed stopped right after creating them).\n\n"
+    "file is refused unless --force is given (the data and --scale it was seeded with do\n"
+    "not matter); --force also removes empty containers a backend says keyplan created\n"
+    "but never marked.\n\n"
     "options:\n"
     "  --db LIST          dynamodb, mongodb, cassandra, a comma list, or all\n"
     "  --target DB=URL    where a database listens (repeatable); default: the environment\n"
     "  --prefix P         the prefix the target was seeded with\n"
     "  --force            also remove what another version of the model seeded\n"
-    "  --scale F          the --scale the target was seeded with (designs can depend on it)\n"
+    "  --scale F          the --scale to propose designs at (a design's containers can\n"
+    "                     depend on it; use the one the target was seeded with)\n"
     "  --insecure         do not verify TLS certificates (warned)\n\n"
     "exit status: 0 removed (or nothing to remove); 2 refused; 3 server trouble.\n\n"
     "example:\n"
@@ -62,10 +64,16 @@ static int tear_down_candidate(const kp_backend *b, kp_conn *conn, const kp_mode
         } else if (!cJSON_IsString(candidate) || strcmp(candidate->valuestring, d->candidate) != 0) {
             rc = 0; /* another candidate's marker: that candidate's turn removes it */
         } else {
-            char why[400];
-            if (!kp_seed_marker_matches(state.marker, model, NULL, d, why, sizeof why) && !force) {
-                rc = kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "%s: not removing design '%s' (%s)%s%s: %s; pass "
-                                  "--force to remove it anyway", b->name, d->candidate, names, where, prefix, why);
+            /* the same model file is enough: scale and data do not change what keyplan created */
+            const cJSON *hash = cJSON_GetObjectItemCaseSensitive(state.marker, "model_hash");
+            const cJSON *seeded_from = cJSON_GetObjectItemCaseSensitive(state.marker, "model");
+            int is_same_model = cJSON_IsString(hash) && strcmp(hash->valuestring, model->hash) == 0;
+            if (!is_same_model && !force) {
+                rc = kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "%s: not removing design '%s' (%s)%s%s: it was seeded "
+                                  "from model '%s' (hash %s), not from this model file (hash %s); pass --force to remove "
+                                  "it anyway", b->name, d->candidate, names, where, prefix,
+                                  cJSON_IsString(seeded_from) ? seeded_from->valuestring : "?",
+                                  cJSON_IsString(hash) ? hash->valuestring : "none", model->hash);
             } else if (b->drop(conn, d, err)) {
                 if (err->code == KP_OK) err->code = KP_ERR_TARGET;
                 rc = -1;

@@ -66,13 +66,13 @@ int kp_live_open(const kp_live_args *args, kp_live *live, kp_error *err)
             if (strcmp(live->backends[i]->name, name) == 0) found = i;
         if (found == live->backend_count) {
             if (!kp_backend_find(name)) {
-                const char *names[16];
-                size_t k = 0;
-                for (size_t i = 0; kp_backends[i] && k < 15; i++) names[k++] = kp_backends[i]->name;
-                names[k] = NULL;
-                const char *guess = kp_suggest(name, names);
-                return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "--target %s: unknown database '%s'%s%s%s", text, name,
-                                    guess ? " (did you mean '" : "", guess ? guess : "", guess ? "'?)" : "");
+                /* the registry's own message: a suggestion, or "no such backend yet" */
+                const kp_backend *unused[2];
+                kp_error why;
+                kp_error_clear(&why);
+                kp_backend_parse_list(name, unused, 2, &why);
+                return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "--target %s: %s", text,
+                                    why.message[0] ? why.message : "unknown database");
             }
             return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "--target %s names %s, which --db %s does not select",
                                 text, name, args->db);

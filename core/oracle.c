@@ -23,7 +23,7 @@ typedef struct eval {
     const kp_json_doc *doc;     /* the model's document: literals' exact text */
     kp_params *params;          /* resolved: defaults applied */
     cJSON *after;               /* decoded page token, or NULL */
-    kp_record_list roots;       /* the root set, in key order */
+    kp_record_list roots;       /* the root set (a single root: at most one record) */
     char *token;                /* continuation of the last token-paged $each evaluated */
     kp_error *err;
 } eval;
@@ -172,7 +172,7 @@ static size_t order_values(const kp_shape *shape, const kp_record *rec, const cJ
 
 /* Sorting decorates each record with its order-key values once (a record's values
  * are looked up n times, not n log n times). */
-typedef struct keyed { kp_record *rec; const cJSON *values[MAX_ORDER]; } keyed;
+typedef struct keyed { kp_record *rec; const cJSON **values; } keyed;
 
 static void merge_sort(const eval *ev, const kp_shape *shape, keyed *items, size_t n, keyed *tmp)
 {
@@ -191,16 +191,20 @@ static void merge_sort(const eval *ev, const kp_shape *shape, keyed *items, size
 static int sort_records(const eval *ev, const kp_shape *shape, kp_record_list *list)
 {
     if (list->count < 2) return 0;
+    size_t width = shape->order_count < MAX_ORDER ? shape->order_count : MAX_ORDER;
     keyed *items = malloc(list->count * sizeof *items), *tmp = malloc(list->count * sizeof *tmp);
-    if (!items || !tmp) { free(items); free(tmp); return nomem(ev->err); }
+    const cJSON **values = malloc(list->count * (width ? width : 1) * sizeof *values);
+    if (!items || !tmp || !values) { free(items); free(tmp); free(values); return nomem(ev->err); }
     for (size_t i = 0; i < list->count; i++) {
         items[i].rec = list->items[i];
+        items[i].values = values + i * width;
         order_values(shape, list->items[i], items[i].values);
     }
     merge_sort(ev, shape, items, list->count, tmp);
     for (size_t i = 0; i < list->count; i++) list->items[i] = items[i].rec;
     free(items);
     free(tmp);
+    free(values);
     return 0;
 }
 
@@ -318,7 +322,10 @@ static cJSON *eval_each(eval *ev, const kp_shape *shape, const kp_record *rec)
 {
     kp_record_list list = {0};
     if (collect(ev, shape, rec, &list)) return NULL;
-    if (shape->declared_order_count > 0 && sort_records(ev, shape, &list)) { kp_record_list_free(&list); return NULL; }
+    if ((shape->declared_order_count > 0 || shape->is_root_set) && sort_records(ev, shape, &list)) {
+        kp_record_list_free(&list);
+        return NULL;
+    }
     int is_paged = shape == ev->pattern->paged;
     size_t start = 0;
     if (is_paged && shape->page == KP_PAGE_TOKEN && ev->after) {
@@ -441,15 +448,7 @@ static int find_roots(eval *ev)
             kp_record_list_free(&matched);
             return nomem(ev->err);
         }
-    /* key order: sort with an order made of the root's key */
-    kp_order_key keys[16];
-    kp_shape by_key;
-    memset(&by_key, 0, sizeof by_key);
-    memset(keys, 0, sizeof keys);
-    for (size_t k = 0; k < p->root->key_count && k < 16; k++) keys[k].attr = p->root->key[k];
-    by_key.order = keys;
-    by_key.order_count = p->root->key_count < 16 ? p->root->key_count : 16;
-    if (sort_records(ev, &by_key, &matched)) { kp_record_list_free(&matched); return -1; }
+    /* no sort here: a $each over the root set sorts by its order, which ends with the key */
     ev->roots = matched;
     return 0;
 }

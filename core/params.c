@@ -13,6 +13,9 @@
 #include "core/data.h"
 #include "core/value.h"
 
+/* "an int", "a string": the type name with its article. */
+static const char *article(const char *name) { return strchr("aeiou", name[0]) ? "an" : "a"; }
+
 kp_params *kp_params_new(void) { return calloc(1, sizeof(kp_params)); }
 
 void kp_params_free(kp_params *params)
@@ -135,8 +138,8 @@ int kp_params_parse_text(const kp_param *param, const char *text, cJSON **out, k
                                : kind == KP_T_DECIMAL                    ? "a decimal like 19.99"
                                : kind == KP_T_DOUBLE                     ? "a number like 0.25"
                                                                          : "a JSON value";
-            return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "parameter :%s is a %s: expected %s, got \"%s\"",
-                                param->name, kp_type_name(kind), what, text);
+            return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "parameter :%s is %s %s: expected %s, got \"%s\"",
+                                param->name, article(kp_type_name(kind)), kp_type_name(kind), what, text);
         }
         value = kp_data_copy(kp_json_root(doc), doc);
         kp_json_free(doc);
@@ -196,8 +199,9 @@ int kp_params_resolve(kp_param *const *declared, size_t count, const kp_params *
             continue;
         } else {
             kp_params_free(resolved);
-            return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "%s needs parameter :%s (a %s); give it a value", owner,
-                                p->name, p->type ? kp_type_name(p->type->kind) : "value");
+            const char *type = p->type ? kp_type_name(p->type->kind) : "value";
+            return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "%s needs parameter :%s (%s %s); give it a value", owner,
+                                p->name, article(type), type);
         }
         if (kp_params_set(resolved, p->name, kp_data_copy(v, doc))) {
             kp_params_free(resolved);

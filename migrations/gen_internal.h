@@ -4,7 +4,7 @@
  *
  * The pieces: hashing and draws (a record's values are drawn from a generator seeded
  * by hash(seed, entity, attribute, record number), never from shared state); text
- * buffers; bijective permutations of [0, n); fan-out vectors (how many children each
+ * buffers; bijective permutations of [0, n); fan-outs (how many children each
  * parent has, children of a parent being a contiguous range of positions); distinct
  * picks (the k-th of a parent's N:M partners); links (how a holder's foreign key
  * finds its referenced record); value plans (how one attribute's values look).
@@ -244,7 +244,7 @@ typedef struct kp_gen_entity kp_gen_entity;
 typedef struct kp_gen_link kp_gen_link;
 
 typedef enum kp_gen_link_kind {
-    KP_GEN_LINK_FANOUT,   /* 1:N: children spread over parents by a fan-out vector */
+    KP_GEN_LINK_FANOUT,   /* 1:N: children spread over parents by a fan-out */
     KP_GEN_LINK_PICKS,    /* the second side of a pair key (N:M join): distinct per primary parent */
     KP_GEN_LINK_PAIR,     /* 1:1: a partial bijection between the two sides */
     KP_GEN_LINK_COMPOSED  /* a reference implied by two others (item -> order -> user) */

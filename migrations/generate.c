@@ -7,10 +7,10 @@
  * attribute, record number): a plain value from its own random stream, a key from
  * the record number, a foreign key as the referenced record's key (the record found
  * through a link, see gen_layout.c), a copy as the source attribute of the record
- * reached, a derived aggregate from a vector filled by one pass over the related
- * records (the only per-record state the generator keeps: 8 bytes per record of the
- * entity that has the aggregate). Nothing is remembered per generated record, so
- * memory does not grow with the data written.
+ * reached, a derived aggregate by listing the related records and computing their
+ * values (or, for paths that cannot be listed from the source, from a vector filled
+ * by one pass over the related records). Nothing is remembered per generated record,
+ * so memory does not grow with the data written.
  * Invariant: the value of (entity, attribute, record) never depends on which other
  * values were computed before or in what order — the dataset, kp_generator_record
  * and kp_generator_value always agree.
@@ -139,7 +139,7 @@ static double fanout_max(const kp_fanout *f) { return f->max > 0 ? f->max : 0; }
 static double relation_skew(const kp_relation *r) { return r->has_skew && r->skew > 0 ? r->skew : 0; }
 
 /* N:M through a join entity: the join's records are ordered by `from` (a fan-out
- * vector), and each `from` record picks distinct `to` records. */
+ * tree), and each `from` record picks distinct `to` records. */
 static int build_through(kp_generator *g, kp_gen_relation *gr, kp_error *err)
 {
     const kp_relation *r = gr->relation;

@@ -569,17 +569,19 @@ static void print_summary(const kp_seed_options *o, const kp_seed_report *r, int
 {
     if (!o->progress) return;
     if (r->action == KP_SEED_DRY_RUN) {
-        fprintf(o->progress, "dry run: %s on %s would write %ld records as %ld items in %zu containers (%ld batches",
-                r->design, r->backend, r->records, r->items, r->container_count, r->batches);
+        fprintf(o->progress, "dry run: %s on %s would write %ld records as %ld items in %zu container%s (%ld batches",
+                r->design, r->backend, r->records, r->items, r->container_count, r->container_count == 1 ? "" : "s",
+                r->batches);
         if (r->write_unit) fprintf(o->progress, ", about %.0f %s", r->write_units, r->write_unit);
         fprintf(o->progress, "); nothing was touched\n");
         return;
     }
     double rate = r->seconds > 0 ? (double)r->items_acknowledged / r->seconds : 0;
     if (ok)
-        fprintf(o->progress, "seeded %s on %s (%s): %ld records -> %ld items in %zu containers; sent %ld, acknowledged "
-                "%ld, resumed %ld, read back %ld (%.1f s, %.0f items/s)\n", r->design, r->backend,
-                kp_seed_action_name(r->action), r->records, r->items, r->container_count, r->items_sent,
+        fprintf(o->progress, "seeded %s on %s (%s): %ld records -> %ld items in %zu container%s; sent %ld, "
+                "acknowledged %ld, resumed %ld, read back %ld (%.1f s, %.0f items/s)\n", r->design, r->backend,
+                kp_seed_action_name(r->action), r->records, r->items, r->container_count,
+                r->container_count == 1 ? "" : "s", r->items_sent,
                 r->items_acknowledged, r->items_resumed, r->items_read_back, r->seconds, rate);
     else
         fprintf(o->progress, "seed of %s on %s stopped: %ld of %ld records handled (%ld skipped as already acknowledged), "
@@ -614,7 +616,7 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
     r->backend = b->name;
     r->design = o->design->candidate;
     r->items_read_back = -1;
-    r->write_unit = b->limits ? b->limits->write_unit : NULL;
+    r->write_unit = b->limits && b->item_write_units ? b->limits->write_unit : NULL;
     snprintf(r->model_hash, sizeof r->model_hash, "%s", o->model->hash);
     double started = now_seconds();
 

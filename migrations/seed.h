@@ -132,7 +132,7 @@ typedef struct kp_seed_report {
     long items_read_back;           /* -1: not read back */
     long batches;                   /* submits by this run (dry run: the batches it would send) */
     double write_units;             /* dry run estimate (0 without units) */
-    const char *write_unit;         /* limits->write_unit, or NULL */
+    const char *write_unit;         /* limits->write_unit when the backend has item_write_units, or NULL */
     double seconds;
     int is_complete;                /* every record acknowledged and read back equal */
     char note[512];                 /* "dropped ... (--force)", "resumed after N records", ... */
@@ -162,7 +162,7 @@ int kp_seed_data_hash(const kp_dataset *data, char out[17], kp_error *err);
 
 /* Does the marker describe this model, data and design? Returns 1 when it does; 0
  * when it does not, with a sentence saying what differs in why (empty for markers
- * keyplan did not write). data_hash may be NULL (not compared: teardown). */
+ * keyplan did not write). data_hash may be NULL (not compared). */
 int kp_seed_marker_matches(const cJSON *marker, const kp_model *model, const char *data_hash, const kp_design *design,
                            char *why, size_t why_size);
 

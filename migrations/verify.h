@@ -92,6 +92,7 @@ typedef struct kp_verify_pattern {
     long items_scanned;             /* -1: the server does not report it */
     double claimed_requests;        /* the plan's, for a first page (-1: no plan) */
     int claimed_steps;
+    int is_requests_exact;      /* the claimed requests do not depend on the data */
     int first_requests_min, first_requests_max;
     int first_steps_min, first_steps_max;
     int is_claim_mismatch;
@@ -131,6 +132,7 @@ typedef struct kp_verify_report {
     char undo_note[512];
     long requests;
     double seconds;
+    char stopped[512];              /* why the run stopped before checking everything ("" when it did not) */
 } kp_verify_report;
 
 /* Verifies a seeded target. Returns 0 when every pattern (and write) passed; -1 with

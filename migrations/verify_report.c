@@ -61,6 +61,7 @@ void kp_verify_report_print(FILE *out, const kp_verify_report *r)
         }
         fprintf(out, "  undo: %s\n", r->undo_note[0] ? r->undo_note : r->is_undone ? "nothing to undo" : "not done");
     }
+    if (r->stopped[0]) fprintf(out, "  stopped before checking everything: %s\n", r->stopped);
     fprintf(out, "  %zu patterns: %d passed, %d failed, %d not checked", r->pattern_count, r->patterns_passed,
             r->patterns_failed, r->patterns_skipped);
     if (r->writes) fprintf(out, "; %zu writes: %d passed, %d failed", r->write_count, r->writes_passed, r->writes_failed);
@@ -95,7 +96,9 @@ cJSON *kp_verify_report_to_json(const kp_verify_report *r)
     if (!o) return NULL;
     cJSON_AddStringToObject(o, "database", r->backend);
     cJSON_AddStringToObject(o, "design", r->design);
-    cJSON_AddBoolToObject(o, "passed", r->patterns_failed == 0 && r->writes_failed == 0 && (!r->writes || r->is_undone));
+    cJSON_AddBoolToObject(o, "passed", r->patterns_failed == 0 && r->writes_failed == 0 &&
+                                           (!r->writes || r->is_undone) && !r->stopped[0]);
+    if (r->stopped[0]) cJSON_AddStringToObject(o, "stopped", r->stopped);
     cJSON_AddNumberToObject(o, "seed", (double)r->seed);
     cJSON_AddNumberToObject(o, "samples", r->samples);
     cJSON_AddNumberToObject(o, "max_pages", r->max_pages);

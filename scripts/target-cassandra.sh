@@ -466,12 +466,20 @@ cmd_stop() {
     kp_log "Cassandra stopped"
 }
 
+# rss_of PID — resident memory of PID, e.g. "412 MB".
+rss_of() {
+    local kb
+    kb=$(ps -o rss= -p "$1" 2>/dev/null | tr -d ' ')
+    [[ -n $kb ]] && printf '%d MB' "$((kb / 1024))" || printf '?'
+}
+
 cmd_status() {
     [[ $# -eq 0 ]] || kp_die "status takes no options, not '$*'" 2
     local pid
     if pid=$(node_pid); then
         if cql_ready; then
-            printf 'running (pid %s) on %s:%s (%s)\n' "$pid" "$HOST" "$PORT" "$(cat "$MODE_FILE" 2>/dev/null || echo '?')"
+            printf 'running (pid %s) on %s:%s (%s), RSS %s\n' "$pid" "$HOST" "$PORT" \
+                "$(cat "$MODE_FILE" 2>/dev/null || echo '?')" "$(rss_of "$pid")"
         else
             printf 'running (pid %s), not answering CQL on %s:%s yet\n' "$pid" "$HOST" "$PORT"
         fi

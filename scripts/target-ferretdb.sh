@@ -7,7 +7,7 @@
 #   scripts/target-ferretdb.sh install   build scripts/ferretdb-wrapper/ with go build into
 #                                        .deps/ferretdb/ferretdb-wrapper (skipped when the
 #                                        binary is newer than the wrapper's sources; the
-#                                        first build compiles for a few minutes)
+#                                        first build compiles for 5-10 minutes)
 #   scripts/target-ferretdb.sh start [--port N] [--dir DIR]
 #                                        start it in the background; returns once it
 #                                        answers a MongoDB hello command
@@ -98,7 +98,7 @@ cmd_install() {
 
     local total
     total=$(cd "$SRC_DIR" && go list -mod=readonly -tags "$BUILD_TAGS" -deps . 2>/dev/null | wc -l) || total='?'
-    kp_log "step 2/2: compiling up to $total packages (a few minutes on a fresh machine; seconds once Go's build cache has them)"
+    kp_log "step 2/2: compiling up to $total packages (5-10 minutes on a fresh 2-core machine; seconds once Go's build cache has them)"
     local tmp=$BIN.partial status=0 pid next_note=$((SECONDS + 15))
     rm -f "$tmp"
     # -mod=readonly: the committed go.sum is the authority; the build never edits it.

@@ -146,6 +146,8 @@ const kp_backend kp_dynamodb_backend = {
     .poll = kp_ddb_poll_conn,
     .execute = kp_ddb_execute,
     .read_back = kp_ddb_read_back,
+    .apply_write = kp_ddb_apply_write,
+    .delete_items = kp_ddb_delete_items,
     .item_checksum = kp_ddb_item_checksum,
     .disconnect = kp_ddb_disconnect,
 };

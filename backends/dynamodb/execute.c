@@ -291,7 +291,11 @@ static int key_condition(run *R, const ddb_fetch *f, const char *pk, int with_he
         return kp_error_set(R->err, KP_ERR_USAGE, NULL, 0, 0, "a parameter value does not fit the sort key of %s",
                             f->placement->index->name ? f->placement->index->name : "the table");
     if (!range) {
-        if (base[0]) expr_append(x, " AND begins_with(%s, %s)", sk, expr_value(x, av_string(base)));
+        int literal_only = 1;
+        for (size_t i = 0; i < f->placement->sk.count; i++) literal_only &= f->placement->sk.segs[i].attr == NULL;
+        /* a look-up entry has one exact sort key; a prefix could also match longer ones */
+        if (literal_only && base[0]) expr_append(x, " AND %s = %s", sk, expr_value(x, av_string(base)));
+        else if (base[0]) expr_append(x, " AND begins_with(%s, %s)", sk, expr_value(x, av_string(base)));
         return 0;
     }
     int width = 0;

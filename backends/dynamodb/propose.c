@@ -194,7 +194,10 @@ static ddb_placement *secondary(builder *B, ddb_entity *e, int local, ddb_format
     for (size_t i = 1; i < e->placement_count; i++) {
         ddb_placement *p = &e->placements[i];
         if ((p->index->kind == DDB_LSI) != (local != 0)) continue;
-        if (same_format(&p->pk, &pk) && same_format(&p->sk, &sk) &&
+        /* a look-up entry (a literal sort key) is found by its partition alone, so it
+         * is shared whatever its literal (a header's sentinel included) */
+        int lookups = fmt_attr_count(&p->sk) == 0 && fmt_attr_count(&sk) == 0;
+        if (same_format(&p->pk, &pk) && (lookups || same_format(&p->sk, &sk)) &&
             same_conditions(p->only_when, p->only_when_count, only, only_count)) {
             if (is_new) *is_new = 0;
             return p;
@@ -330,8 +333,8 @@ static int place_entities(builder *B)
             de->home = home;
             char why[512];
             snprintf(why, sizeof why,
-                     "%s items live in the partition of their %s (an item collection), so listing a %s's %s is one Query "
-                     "on PK with begins_with(SK, \"%s#\")", e->name, parent->name, parent->name, home->name, de->prefix);
+                     "%s items live in the partition of their %s (an item collection), so listing the %s of one %s is one "
+                     "Query on PK with begins_with(SK, \"%s#\")", e->name, parent->name, home->name, parent->name, de->prefix);
             kp_decision *x = kp_design_decide(B->d, kp_design_printf(B->d, "%s.%s", parent->name, home->name),
                                               kp_design_printf(B->d, "item collection: PK=%s, SK=%s",
                                                                kp_ddb_format_describe(B->arena, &base->pk),
@@ -896,7 +899,10 @@ static int plan_root(builder *B, const kp_pattern *p, ddb_fetch **out)
         }
         f->shape = NULL;
         *out = f;
-        return plan_shape_children(B, p, f, p->returns->kind == KP_SHAPE_EACH ? p->returns : p->returns, e);
+        /* a bare array (or $one / $count) at the top is a listing of the root itself */
+        if (p->returns->kind == KP_SHAPE_EACH || p->returns->kind == KP_SHAPE_ONE || p->returns->kind == KP_SHAPE_COUNT)
+            return plan_hops(B, p, f, p->returns, p->returns->hops, p->returns->hop_count);
+        return plan_shape_children(B, p, f, p->returns, e);
     }
     /* a root set: rule 4/5/6 — a GSI keyed by the equalities, sorted as declared */
     const kp_shape *each = p->returns->kind == KP_SHAPE_EACH ? p->returns : NULL;
@@ -1013,6 +1019,7 @@ static void merge_header_on_gsi(builder *B, const kp_pattern *p, ddb_fetch *root
     for (size_t i = 0; i < root->child_count; i++) {
         ddb_fetch *c = root->children[i];
         if (c->kind != DDB_QUERY || !c->shape || c->shape->kind != KP_SHAPE_EACH || c->next_hop || !c->rel) continue;
+        if (c->sk_eq_count || c->range || c->filter_count) continue;
         const kp_relation *rel = c->rel->relation;
         if (c->rel->is_inverse || rel->link != KP_LINK_FOREIGN_KEY || rel->from != parent->entity || rel->holder != rel->to) continue;
         ddb_entity *child = (ddb_entity *)c->entity;
@@ -1049,6 +1056,8 @@ static void merge_header(builder *B, const kp_pattern *p, ddb_fetch *root)
     for (size_t i = 0; i < root->child_count; i++) {
         ddb_fetch *c = root->children[i];
         if (c->kind != DDB_QUERY || !c->shape || c->shape->kind != KP_SHAPE_EACH || c->next_hop) continue;
+        /* the header range cannot also carry the listing's own key conditions */
+        if (c->sk_eq_count || c->range || c->filter_count) continue;
         if (c->entity->home == NULL || c->entity->home->from != root->entity->entity || c->rel->relation != c->entity->home) continue;
         /* the header must sort first in the read's direction, on the index the children use */
         ddb_entity *parent = (ddb_entity *)root->entity;
@@ -1168,7 +1177,8 @@ static void describe_fetch(builder *B, const kp_pattern *p, const ddb_fetch *f, 
     (void)p;
 }
 
-static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fetch *f, double parents, int waits)
+static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fetch *f, double parents, int waits,
+                    int step)
 {
     static const char *const ops[] = {"GetItem", "Query", "BatchGetItem", "Query (COUNT)"};
     /* a key look-up for several parents is one BatchGetItem per 100 keys (execute.c) */
@@ -1180,6 +1190,9 @@ static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fe
     describe_fetch(B, p, f, cond, sizeof cond);
     o->condition = kp_design_printf(B->d, "%s", cond);
     o->waits_for_previous = waits;
+    o->step = step;
+    /* a request count that follows the data (one per parent, per reference) is an estimate */
+    if (parents != 1 || f->kind == DDB_BATCH_GET || (f->kind == DDB_QUERY && !f->limit && f->rel)) plan->is_requests_exact = 0;
     double per = 1;
     const kp_shape *s = f->shape;
     if (f->kind == DDB_GET) per = 1;
@@ -1219,18 +1232,18 @@ static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fe
     if (f->header) {
         /* children of the header run on the header record (one per parent) */
     }
-    const ddb_fetch *hop = f->next_hop;
-    double hop_parents = produced;
-    while (hop) {
-        add_ops(B, p, plan, hop, hop_parents > 0 ? hop_parents : 1, 1);
-        hop_parents = plan->ops[plan->op_count - 1].items;
-        hop = hop->next_hop;
+    if (f->next_hop) {
+        /* a multi-hop path: the next hop (which adds its own next hops and, being last,
+         * the children) runs one round trip later on what this one read */
+        add_ops(B, p, plan, f->next_hop, produced > 0 ? produced : 1, 1, step + 1);
+        return;
     }
+    int last_step = step;
     for (size_t i = 0; i < f->child_count; i++) {
         const ddb_fetch *c = f->children[i];
         /* children whose keys come from parameters run in parallel with their parent */
         double n = c->source == DDB_FROM_PARAMS ? 1 : (f->header && c->rel && c->rel->source == f->header->entity ? parents : produced);
-        add_ops(B, p, plan, c, n > 0 ? n : 1, c->source != DDB_FROM_PARAMS);
+        add_ops(B, p, plan, c, n > 0 ? n : 1, c->source != DDB_FROM_PARAMS, c->source == DDB_FROM_PARAMS ? last_step : last_step + 1);
     }
 }
 
@@ -1474,7 +1487,8 @@ int kp_ddb_propose(const kp_model *m, const kp_propose_options *options, kp_desi
     if (rc) { kp_design_free(d); return -1; }
     for (size_t i = 0; i < m->pattern_count; i++) {
         kp_plan *plan = &d->plans[i];
-        add_ops(&B, m->patterns[i], plan, L->roots[i], 1, 0);
+        plan->is_requests_exact = 1;
+        add_ops(&B, m->patterns[i], plan, L->roots[i], 1, 0, 1);
         kp_plan_total(plan);
         plan->why = L->roots[i]->header
                         ? kp_design_printf(d, "the %s header and its %s come back from one Query", L->roots[i]->header->entity->name,

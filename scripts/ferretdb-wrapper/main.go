@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/FerretDB/FerretDB/ferretdb"
@@ -44,6 +45,10 @@ func run(listen, dir string, debug bool) error {
 	}
 	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
 		return fmt.Errorf("-dir %q is not an existing directory", abs)
+	}
+	// FerretDB passes the directory on inside a SQLite URI without escaping it.
+	if strings.ContainsAny(abs, "?#%") {
+		return fmt.Errorf("-dir %q: FerretDB cannot use a path containing '?', '#' or '%%'", abs)
 	}
 
 	level := slog.LevelInfo

@@ -1030,7 +1030,7 @@ static void test_no_credential_ever_appears_in_errors_or_on_stderr(void **state)
     };
     responder r;
     responder_start(&r, script, 3);
-    kp_ddb_client *client = open_against(&r, 0, 1);
+    kp_ddb_client *client = open_against(&r, KP_DDB_NO_RETRIES, 1);
     COLLECT(kp_ddb_client_describe(client));
     cJSON *response = NULL;
     kp_error err;

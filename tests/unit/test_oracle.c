@@ -198,7 +198,7 @@ static void test_parameters_are_checked(void **state)
     kp_error err;
     cJSON *value = NULL;
     assert_int_equal(kp_params_parse_text(kp_pattern_param(p, "n"), "abc", &value, &err), -1);
-    assert_string_equal(err.message, "parameter :n is a int: expected an integer like 42, got \"abc\"");
+    assert_string_equal(err.message, "parameter :n is an int: expected an integer like 42, got \"abc\"");
     assert_int_equal(kp_params_parse_text(kp_pattern_param(p, "n"), "11", &value, &err), -1);
     assert_string_equal(err.message, "parameter :n is 11, above its maximum 10 (from \"11\")");
     assert_int_equal(kp_params_parse_text(kp_pattern_param(p, "status"), "LOST", &value, &err), -1);
@@ -212,7 +212,7 @@ static void test_parameters_are_checked(void **state)
     kp_params *none = kp_params_new();
     kp_oracle_result result;
     assert_int_equal(kp_oracle_run(f->data, p, none, NULL, &result, &err), -1);
-    assert_string_equal(err.message, "pattern 'orders-by-status' needs parameter :status (a enum); give it a value");
+    assert_string_equal(err.message, "pattern 'orders-by-status' needs parameter :status (an enum); give it a value");
     kp_params_set(none, "stauts", cJSON_CreateString("OPEN"));
     assert_int_equal(kp_oracle_run(f->data, p, none, NULL, &result, &err), -1);
     assert_string_equal(err.message, "pattern 'orders-by-status' has no parameter :stauts (did you mean :status?)");

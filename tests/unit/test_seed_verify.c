@@ -32,7 +32,7 @@
 
 /* ==== the fake backend (unit-test double) ================================================ */
 
-enum fake_mode { FAKE_OK, FAKE_CORRUPT, FAKE_SWAP, FAKE_EXTRA_PAGE, FAKE_EMPTY_EXTRA_PAGE, FAKE_COSTLY };
+enum fake_mode { FAKE_OK, FAKE_CORRUPT, FAKE_SWAP, FAKE_EXTRA_PAGE, FAKE_EMPTY_EXTRA_PAGE, FAKE_COSTLY, FAKE_DROP_WRITES };
 
 typedef struct fake_item {
     char *id;
@@ -304,6 +304,7 @@ static int fake_execute(kp_conn *c, const kp_design *d, const kp_pattern *p, con
 static int fake_apply_write(kp_conn *c, const kp_design *d, const kp_dataset *before, const kp_dataset *after,
                             const void *request, int *atomic, kp_error *err)
 {
+    if (S.mode == FAKE_DROP_WRITES) return 0; /* misbehaving: says yes, does nothing */
     kp_item_list items = {0};
     char **keep = NULL;
     size_t keep_count = 0;
@@ -929,6 +930,68 @@ static void test_verify_writes_then_undoes_them_exactly(void **state)
     kp_verify_report_free(&r);
 }
 
+static void test_verify_writes_fail_when_the_target_drops_them_and_are_still_undone(void **state)
+{
+    fixture *f = *state;
+    seed_ok(f);
+    char *before = store_snapshot();
+    S.mode = FAKE_DROP_WRITES;
+    kp_verify_options o = verify_options(f);
+    o.writes = 1;
+    o.samples = 5;
+    kp_verify_report r;
+    kp_error err;
+    run_verify(f, &o, &r, -1, &err);
+    assert_int_equal(err.code, KP_ERR_CHECK);
+    assert_int_equal(r.patterns_failed, 0);
+    const kp_verify_write *rename = NULL;
+    for (size_t i = 0; i < r.write_count; i++)
+        if (strcmp(r.write_results[i].write->name, "rename-customer") == 0) rename = &r.write_results[i];
+    assert_non_null(rename);
+    assert_false(rename->is_pass);
+    assert_true(rename->reads_failed > 0);
+    assert_non_null(strstr(rename->difference.message, "after operation 1"));
+    assert_true(r.writes_failed > 0);
+    assert_true(r.is_undone);
+    char *after = store_snapshot();
+    assert_string_equal(after, before);
+    assert_string_equal(marker_status(), "complete");
+    free(before);
+    free(after);
+    kp_verify_report_free(&r);
+}
+
+/* ==== the commands (no server: usage errors and dry runs) ======================================== */
+
+static void expect_run(const char *args, int status, const char *text)
+{
+    char *out = NULL;
+    int rc = kp_test_run(args, &out);
+    if (rc != status || (text && !strstr(out, text)))
+        fail_msg("keyplan %s\n  exit %d (expected %d)\n%s", args, rc, status, out);
+    free(out);
+}
+
+static void test_commands_check_their_arguments_and_dry_run_without_a_server(void **state)
+{
+    const char *model = "tests/fixtures/oracle/model.json", *data = "tests/fixtures/oracle/data";
+    char args[1024];
+    snprintf(args, sizeof args, "seed %s --db dynamodb", model);
+    expect_run(args, 2, "--data DIR");
+    snprintf(args, sizeof args, "seed %s --db dynamodb --data %s --target dynamo=http://127.0.0.1:1", model, data);
+    expect_run(args, 2, "did you mean 'dynamodb'?");
+    snprintf(args, sizeof args, "seed %s --db dynamodb --data %s --prefix 'no spaces'", model, data);
+    expect_run(args, 2, "--prefix 'no spaces'");
+    snprintf(args, sizeof args, "seed %s --db dynamodb --data %s --dry-run --target dynamodb=http://127.0.0.1:1", model, data);
+    expect_run(args, 0, "32 records -> 32 items");
+    snprintf(args, sizeof args, "verify %s --db dynamodb --data %s --dry-run --seed 5", model, data);
+    expect_run(args, 0, "customer-orders");
+    snprintf(args, sizeof args, "verify %s --db dynamodb --data %s --samples 0", model, data);
+    expect_run(args, 2, "--samples takes a whole number");
+    expect_run("teardown --help", 0, "keyplan teardown examples/");
+    expect_run("help verify", 0, "--junit FILE");
+}
+
 /* ==== the diff ==================================================================================== */
 
 static void diff_of(const char *expected, const char *actual, const char *path, const char *e, const char *a)
@@ -1015,6 +1078,8 @@ int main(void)
         T(test_verify_refuses_a_target_left_by_interrupted_writes),
         T(test_junit_output_is_well_formed_with_one_case_per_pattern),
         T(test_verify_writes_then_undoes_them_exactly),
+        T(test_verify_writes_fail_when_the_target_drops_them_and_are_still_undone),
+        cmocka_unit_test(test_commands_check_their_arguments_and_dry_run_without_a_server),
         cmocka_unit_test(test_diff_reports_the_first_difference_as_a_json_path),
         cmocka_unit_test(test_diff_compares_numbers_exactly_not_through_doubles),
     };
