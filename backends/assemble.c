@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/data.h"
+#include "core/oracle.h"
 #include "core/value.h"
 
 typedef struct link_list {
@@ -33,6 +34,9 @@ struct kp_fetched {
     size_t link_cap, link_used;
     const kp_shape **client_ordered;
     size_t client_count, client_cap;
+    cJSON *client_after;        /* decoded page token of a client-paged $each */
+    char *client_next;          /* the token after this page */
+    int is_client_filtered;     /* filter the root set by conditions through relations */
 };
 
 kp_fetched *kp_fetched_new(void)
@@ -52,8 +56,22 @@ void kp_fetched_free(kp_fetched *f)
     for (size_t i = 0; i < f->link_cap; i++) free(f->links[i].items);
     free(f->links);
     free(f->client_ordered);
+    cJSON_Delete(f->client_after);
+    free(f->client_next);
     free(f);
 }
+
+int kp_fetched_client_page(kp_fetched *f, const char *token, kp_error *err)
+{
+    cJSON_Delete(f->client_after);
+    f->client_after = NULL;
+    if (!token || !token[0]) return 0;
+    return kp_oracle_token_decode(token, &f->client_after, err);
+}
+
+const char *kp_fetched_next_token(const kp_fetched *f) { return f->client_next; }
+
+void kp_fetched_client_filter(kp_fetched *f) { f->is_client_filtered = 1; }
 
 static int push(void ***items, size_t *count, size_t *cap, void *item)
 {
@@ -251,7 +269,10 @@ static cJSON *leaf(build *b, const kp_shape *s, const kp_frec *rec)
         const cJSON *v = kp_params_get(b->params, s->param->name);
         return v ? kp_data_copy(v, NULL) : cJSON_CreateNull();
     }
-    if (s->kind == KP_SHAPE_TOKEN) return b->token ? cJSON_CreateString(b->token) : cJSON_CreateNull();
+    if (s->kind == KP_SHAPE_TOKEN) {
+        const char *t = b->token ? b->token : b->f->client_next;
+        return t ? cJSON_CreateString(t) : cJSON_CreateNull();
+    }
     if (!rec) return cJSON_CreateNull();
     if (s->path_len) {
         const kp_attr *copy = copy_for(rec->entity, s->path, s->path_len, s->attr);
@@ -269,13 +290,23 @@ static cJSON *shape_value(build *b, const kp_shape *s, const kp_frec *rec);
 
 static cJSON *members(build *b, const kp_shape *s, const kp_frec *rec)
 {
-    cJSON *out = cJSON_CreateObject();
-    if (!out) return nomem(b);
+    cJSON **values = calloc(s->member_count ? s->member_count : 1, sizeof *values);
+    if (!values) return nomem(b);
+    int failed = 0;
+    /* tokens last: the $each they continue decides them */
+    for (int pass = 0; pass < 2 && !failed; pass++)
+        for (size_t i = 0; i < s->member_count && !failed; i++) {
+            if ((s->members[i]->kind == KP_SHAPE_TOKEN) != pass) continue;
+            values[i] = shape_value(b, s->members[i], rec);
+            if (!values[i]) failed = 1;
+        }
+    cJSON *out = failed ? NULL : cJSON_CreateObject();
     for (size_t i = 0; i < s->member_count; i++) {
-        cJSON *v = shape_value(b, s->members[i], rec);
-        if (!v) { cJSON_Delete(out); return NULL; }
-        cJSON_AddItemToObject(out, s->members[i]->name, v);
+        if (out && values[i]) cJSON_AddItemToObject(out, s->members[i]->name, values[i]);
+        else cJSON_Delete(values[i]);
     }
+    free(values);
+    if (!out && !failed) return nomem(b);
     return out;
 }
 
@@ -318,6 +349,61 @@ static int is_client_ordered(const build *b, const kp_shape *s)
     return 0;
 }
 
+/* Does a condition through to-one relations hold on a record (hops as linked)? */
+static int path_condition_holds(build *b, const kp_cond *c, const kp_frec *rec)
+{
+    const kp_frec *target = hop(b, rec, c->path, c->path_len);
+    const cJSON *v = target ? cJSON_GetObjectItemCaseSensitive(target->object, c->attr->name) : NULL;
+    const cJSON *x = c->value.param ? kp_params_get(b->params, c->value.param->name) : c->value.literal;
+    if (!x) return 1; /* an optional parameter left out drops its condition */
+    if (!v || cJSON_IsNull(v)) return 0;
+    kp_type_kind kind = c->attr->type.kind;
+    int cmp = kp_data_compare(kind, v, x, NULL);
+    switch (c->op) {
+    case KP_OP_EQ: return cmp == 0;
+    case KP_OP_LT: return cmp < 0;
+    case KP_OP_LE: return cmp <= 0;
+    case KP_OP_GT: return cmp > 0;
+    case KP_OP_GE: return cmp >= 0;
+    case KP_OP_BETWEEN: {
+        const cJSON *up = c->upper.param ? kp_params_get(b->params, c->upper.param->name) : c->upper.literal;
+        return cmp >= 0 && up && kp_data_compare(kind, v, up, NULL) <= 0;
+    }
+    case KP_OP_BEGINS_WITH:
+        return cJSON_IsString(v) && cJSON_IsString(x) && strncmp(v->valuestring, x->valuestring, strlen(x->valuestring)) == 0;
+    }
+    return 0;
+}
+
+static int64_t int_value(const build *b, const kp_param *param, int64_t fallback)
+{
+    const cJSON *v = param ? kp_params_get(b->params, param->name) : NULL;
+    char buf[64];
+    const char *t = v ? kp_data_number_text(v, NULL, buf, sizeof buf) : NULL;
+    int64_t n = fallback;
+    if (t && kp_int_parse(t, strlen(t), &n)) n = fallback;
+    return n;
+}
+
+/* Strictly after the token's order-key values? */
+static int past(const kp_shape *s, const kp_frec *r, const cJSON *after)
+{
+    const cJSON *t = after ? after->child : NULL;
+    for (size_t k = 0; k < s->order_count; k++, t = t ? t->next : NULL) {
+        const kp_order_key *key = &s->order[k];
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(r->object, key->attr->name);
+        int xn = !x || cJSON_IsNull(x), yn = !t || cJSON_IsNull(t);
+        if (xn || yn) {
+            if (xn && yn) continue;
+            int first = key->is_nulls_first ? -1 : 1;
+            return (xn ? first : -first) > 0;
+        }
+        int c = kp_data_compare(key->attr->type.kind, x, t, NULL);
+        if (c) return (key->is_desc ? -c : c) > 0;
+    }
+    return 0;
+}
+
 static cJSON *each(build *b, const kp_shape *s, const kp_frec *rec)
 {
     size_t n;
@@ -327,9 +413,40 @@ static cJSON *each(build *b, const kp_shape *s, const kp_frec *rec)
     kp_frec **items = malloc((n ? n : 1) * sizeof *items);
     if (!items) return nomem(b);
     if (n) memcpy(items, linked, n * sizeof *items);
+    if (s->is_root_set && b->f->is_client_filtered) {
+        size_t kept = 0;
+        for (size_t i = 0; i < n; i++) {
+            int ok = 1;
+            for (size_t c = 0; c < b->pattern->where_count && ok; c++)
+                if (b->pattern->where[c].path_len) ok = path_condition_holds(b, &b->pattern->where[c], items[i]);
+            if (ok) items[kept++] = items[i];
+        }
+        n = kept;
+    }
+    size_t start = 0;
     if (is_client_ordered(b, s)) {
-        if (s->declared_order_count) sort_records(s, items, n);
-        if (s->limit > 0 && n > (size_t)s->limit && s != b->pattern->paged) n = (size_t)s->limit;
+        if (s->declared_order_count || s == b->pattern->paged) sort_records(s, items, n);
+        int64_t limit = s->limit_param ? int_value(b, s->limit_param, s->limit) : s->limit;
+        if (s == b->pattern->paged && s->page == KP_PAGE_OFFSET) {
+            int64_t offset = int_value(b, s->offset_param, 0);
+            start = offset > 0 ? ((size_t)offset < n ? (size_t)offset : n) : 0;
+        } else if (s == b->pattern->paged && b->f->client_after) {
+            while (start < n && !past(s, items[start], b->f->client_after)) start++;
+        }
+        size_t end = limit > 0 && n - start > (size_t)limit ? start + (size_t)limit : n;
+        if (s == b->pattern->paged && s->page == KP_PAGE_TOKEN && end < n && end > start) {
+            /* the next page starts after the last element's order-key values */
+            cJSON *values = cJSON_CreateArray();
+            for (size_t k = 0; values && k < s->order_count; k++) {
+                const cJSON *v = cJSON_GetObjectItemCaseSensitive(items[end - 1]->object, s->order[k].attr->name);
+                cJSON_AddItemToArray(values, v ? kp_data_copy(v, NULL) : cJSON_CreateNull());
+            }
+            free(((kp_fetched *)b->f)->client_next);
+            ((kp_fetched *)b->f)->client_next = values ? kp_oracle_token_encode(values) : NULL;
+            cJSON_Delete(values);
+        }
+        memmove(items, items + start, (end - start) * sizeof *items);
+        n = end - start;
     }
     cJSON *arr = cJSON_CreateArray();
     for (size_t i = 0; arr && i < n; i++) {

@@ -44,6 +44,14 @@ int kp_fetched_link(kp_fetched *f, const void *edge, const kp_frec *parent, kp_f
 int kp_fetched_set_count(kp_fetched *f, const kp_shape *shape, const kp_frec *parent, long count);
 /* Marks an $each whose children the client must sort and limit. */
 void kp_fetched_client_order(kp_fetched *f, const kp_shape *shape);
+/* For a client-ordered paged $each: the page starts strictly after `token` (the
+ * oracle's token form: the last element's order-key values), and after kp_assemble
+ * kp_fetched_next_token tells the next page's token (NULL on the last page). */
+int kp_fetched_client_page(kp_fetched *f, const char *token, kp_error *err);
+const char *kp_fetched_next_token(const kp_fetched *f);
+/* Root-set records the client must filter by the pattern's conditions on related
+ * records (reached through linked to-one hops). */
+void kp_fetched_client_filter(kp_fetched *f);
 /* The records linked under (edge, parent), in order. */
 kp_frec *const *kp_fetched_children(const kp_fetched *f, const void *edge, const kp_frec *parent, size_t *count);
 size_t kp_fetched_record_count(const kp_fetched *f);

@@ -156,6 +156,8 @@ struct kp_design {
     const kp_mix *mix;          /* the rates it was designed for (NULL: declared rates) */
     const char *candidate;      /* "single-table", "table-per-entity", "embed", "reference", ... */
     const char *summary;        /* one line */
+    char fingerprint[17];       /* hex hash of the physical layout (keys, indexes, key formats): a seeded
+                                   target whose marker names another fingerprint holds another layout */
     kp_container *containers;
     size_t container_count;
     kp_plan *plans;             /* one per access pattern, in model order */
@@ -271,6 +273,13 @@ typedef struct kp_propose_options {
     int all_candidates;         /* also the alternatives (compare) */
 } kp_propose_options;
 
+/* What emit is given besides the design. */
+typedef struct kp_emit_options {
+    const char *prefix;         /* --prefix: prepended to every container name ("" for none) */
+    void (*on_file)(void *ctx, const char *path);   /* told of each file written; may be NULL */
+    void *ctx;
+} kp_emit_options;
+
 struct kp_backend {
     const char *name;                 /* "dynamodb", "mongodb", "cassandra" */
     const char *title;                /* "DynamoDB" */
@@ -278,7 +287,10 @@ struct kp_backend {
 
     /* design time: no server */
     int (*propose)(const kp_model *, const kp_propose_options *, kp_design_list *out, kp_error *);
-    int (*emit)(const kp_design *, const char *out_dir, kp_error *);
+    /* Writes the files a team applies into out_dir, which exists and belongs to this
+     * database alone (kp_emit_design makes DIR/<name>/); each file atomically, and
+     * the same bytes for the same design and options (backends/emit.h). */
+    int (*emit)(const kp_design *, const char *out_dir, const kp_emit_options *, kp_error *);
     /* A neutral record (its entity, its canonical JSON) -> the items it becomes, each
      * checked against the size limits (KP_ERR_DATA naming the record when too big).
      * `data` lets a design copy parent attributes it denormalises. */

@@ -1097,7 +1097,8 @@ int kp_derive_counts(kp_parser *P, double scale)
     if (scale > 0 && scale != 1) {
         for (size_t i = 0; i < m->entity_count; i++) {
             kp_entity *e = m->entities[i];
-            e->count = floor(e->count * scale + 0.5);
+            double scaled = floor(e->count * scale + 0.5);
+            e->count = scaled < 1 && e->count > 0 ? 1 : scaled; /* an entity that exists keeps a record */
         }
         for (size_t i = 0; i < m->relation_count; i++) {
             kp_relation *r = m->relations[i];

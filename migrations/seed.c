@@ -122,6 +122,12 @@ int kp_seed_marker_matches(const cJSON *marker, const kp_model *model, const cha
         snprintf(why, why_size, "it holds design '%s', not '%s'", candidate ? candidate : "?", design->candidate);
         return 0;
     }
+    const char *layout = marker_string(marker, "design_hash");
+    if (layout && design->fingerprint[0] && strcmp(layout, design->fingerprint) != 0) {
+        snprintf(why, why_size, "it holds an older layout of design '%s' (layout %s, now %s): keyplan's proposal changed",
+                 design->candidate, layout, design->fingerprint);
+        return 0;
+    }
     return 1;
 }
 
@@ -379,6 +385,7 @@ static cJSON *build_marker(const kp_seed_options *o, const kp_seed_report *r, co
     cJSON_AddNumberToObject(mk, "scale", m->scale);
     cJSON_AddStringToObject(mk, "backend", r->backend);
     cJSON_AddStringToObject(mk, "design", o->design->candidate);
+    cJSON_AddStringToObject(mk, "design_hash", o->design->fingerprint);
     cJSON_AddStringToObject(mk, "status", status);
     cJSON *ack = cJSON_AddObjectToObject(mk, "acknowledged");
     cJSON *rec = cJSON_AddObjectToObject(mk, "records");

@@ -252,7 +252,7 @@ ready() {
     fi
     grep -q "Listening on TCP $HOST:$port" "$LOG_FILE" 2>/dev/null || return 1
     (exec 3<>"/dev/tcp/$HOST/$port") 2>/dev/null || return 1
-    printf 'accepts connections (install python3 for a real hello)\n'
+    printf 'accepts connections; no python3 here for a real hello\n'
 }
 
 log_tail() {

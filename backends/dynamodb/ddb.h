@@ -101,7 +101,8 @@ struct ddb_fetch {
     int64_t limit;                  /* Limit sent (0: none); with a header, one more */
     int is_paged;                   /* the pattern's paged $each: continued with ExclusiveStartKey */
     int shards;                     /* scatter-gather over PK#0..#n-1 */
-    int is_scan;                    /* no index serves it: a defect the report shows */
+    int is_scan;                    /* no index serves it: a Scan, a defect the report shows */
+    int is_client_filtered;         /* root set filtered in the client by conditions through relations */
     double expected;                /* items a root-set Query is expected to return (estimates) */
     ddb_fetch **children;           /* run for each record this fetch returns */
     size_t child_count, child_cap;
@@ -143,6 +144,9 @@ const char *kp_ddb_entity_prefix(kp_arena *arena, const kp_model *model, const k
 
 /* backend.c: the item a record becomes (PK, SK, index keys, type tag, attributes). */
 int kp_ddb_item_for(const kp_design *d, const kp_record *r, cJSON **out, kp_error *err);
+
+/* emit.c: create-table.json, nosql-workbench.json, cloudformation.yaml, requests/ */
+int kp_ddb_emit(const kp_design *d, const char *out_dir, const kp_emit_options *options, kp_error *err);
 
 /* propose.c */
 int kp_ddb_propose(const kp_model *model, const kp_propose_options *options, kp_design_list *out, kp_error *err);

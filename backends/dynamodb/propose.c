@@ -288,6 +288,9 @@ static void vote_homes(builder *B, const kp_pattern *p, const kp_shape *s)
     const kp_rel *r = s->hops[0];
     const kp_relation *rel = r->relation;
     if (r->is_inverse || rel->link != KP_LINK_FOREIGN_KEY || rel->holder != rel->to || rel->from == rel->to) return;
+    /* a reference that may be absent (or is cleared by a detach) cannot be a partition key */
+    for (size_t i = 0; i < rel->fk_count; i++)
+        if (rel->fk_attrs[i]->is_optional) return;
     double w = pattern_rate(B, p) + 1e-6;
     home_vote *v = &votes[rel->to->index];
     if (!v->relation || w > v->weight) {
@@ -461,6 +464,17 @@ static int order_is_key(const kp_shape *s, const ddb_entity *e, const ddb_format
     return 1;
 }
 
+/* Is attr the sort key's attribute that follows its first `skip` attribute segments? */
+static int range_in_sk(const ddb_format *sk, const kp_attr *attr, size_t skip)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < sk->count; i++) {
+        if (!sk->segs[i].attr) continue;
+        if (k++ == skip) return sk->segs[i].attr == attr;
+    }
+    return 0;
+}
+
 /* A sort-key format for an ordered listing: <PREFIX>#<eq attrs>#<order attrs>#<key rest>. */
 static ddb_format ordered_sk(builder *B, const ddb_entity *e, const kp_cond *const *eqs, size_t eq_count, const kp_shape *s,
                              const kp_attr *const *exclude, size_t exclude_count)
@@ -483,6 +497,15 @@ static ddb_format ordered_sk(builder *B, const ddb_entity *e, const kp_cond *con
     return fmt_keyed(B, e->prefix, attrs, n);
 }
 
+/* An order attribute some items lack cannot be in an index sort key: those items would
+ * not be in the index at all. Such an order is sorted in the client. */
+static int optional_order(const kp_shape *s)
+{
+    for (size_t i = 0; s && i < s->declared_order_count; i++)
+        if (s->order[i].attr->is_optional) return 1;
+    return 0;
+}
+
 static int mixed_directions(const kp_shape *s)
 {
     for (size_t i = 1; i < s->declared_order_count; i++)
@@ -503,8 +526,8 @@ static void split_where(builder *B, const kp_shape *s, const kp_cond ***eqs, siz
         int optional = c->value.param && c->value.param->is_optional;
         if (c->path_len == 0 && c->op == KP_OP_EQ && !optional) (*eqs)[(*eq_count)++] = c;
         else if (c->path_len == 0 && !*range && c->op != KP_OP_EQ && s->declared_order_count &&
-                 s->order[0].attr == c->attr && !optional)
-            *range = c;
+                 s->order[0].attr == c->attr)
+            *range = c; /* an optional bound left out simply drops the range */
         else (*filters)[(*filter_count)++] = c;
     }
 }
@@ -548,7 +571,7 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
             int ok = s && s->kind == KP_SHAPE_EACH ? order_is_key(s, child, &child->placements[0].sk, &forward) : 1;
             if (ok && eq_count == 0 && !range) {
                 pl = &child->placements[0];
-            } else if (s && !mixed_directions(s)) {
+            } else if (s && !mixed_directions(s) && !optional_order(s)) {
                 /* rule 3: an LSI on the collection ordered as declared */
                 const kp_attr *const *fk = (const kp_attr *const *)rel->fk_attrs;
                 ddb_format sk = ordered_sk(B, child, eqs, eq_count, s, fk, rel->fk_count);
@@ -580,7 +603,7 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
             /* rule 4: the child lives elsewhere; a GSI keyed by the parent reference */
             ddb_format pk = fmt_keyed(B, kp_ddb_entity_prefix(B->arena, B->m, r->source), (const kp_attr *const *)rel->fk_attrs,
                                       rel->fk_count);
-            ddb_format sk = s && !mixed_directions(s) ? ordered_sk(B, child, eqs, eq_count, s, NULL, 0)
+            ddb_format sk = s && !mixed_directions(s) && !optional_order(s) ? ordered_sk(B, child, eqs, eq_count, s, NULL, 0)
                                                       : fmt_keyed(B, child->prefix, (const kp_attr *const *)r->target->key,
                                                                   r->target->key_count);
             int is_new = 0;
@@ -588,7 +611,7 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
             if (!gp) return NULL;
             pl = gp;
             forward = s && s->declared_order_count ? !s->order[0].is_desc : 1;
-            server_ordered = !(s && mixed_directions(s));
+            server_ordered = !(s && (mixed_directions(s) || optional_order(s)));
             if (is_new) {
                 kp_decision *x = kp_design_decide(
                     B->d, kp_design_printf(B->d, "%s %s", gp->index->name, r->target->name),
@@ -626,7 +649,9 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
             filters = all;
             filter_count = t;
         }
-        f->range = pl == &child->placements[0] ? NULL : range;
+        /* a range is a key condition only where the sort key holds it right after the
+         * equalities; elsewhere the server filters it */
+        f->range = range && range_in_sk(&pl->sk, range->attr, pl == &child->placements[0] ? 0 : eq_count) ? range : NULL;
         if (range && !f->range) filters[filter_count++] = range;
         f->filters = filters;
         f->filter_count = filter_count;
@@ -911,6 +936,8 @@ static int plan_root(builder *B, const kp_pattern *p, ddb_fetch **out)
     const kp_cond **eqs = kp_arena_alloc(B->arena, sizeof *eqs * (p->where_count + 1));
     const kp_cond **literal_eqs = kp_arena_alloc(B->arena, sizeof *literal_eqs * (p->where_count + 1));
     const kp_cond **filters = kp_arena_alloc(B->arena, sizeof *filters * (p->where_count + 1));
+    const kp_cond **path_filters = kp_arena_alloc(B->arena, sizeof *path_filters * (p->where_count + 1));
+    size_t path_filter_count = 0;
     kp_cond *sparse = kp_arena_alloc(B->arena, sizeof *sparse * (p->where_count + 1));
     size_t eq_count = 0, literal_count = 0, filter_count = 0, sparse_count = 0;
     const kp_cond *range = NULL;
@@ -919,10 +946,12 @@ static int plan_root(builder *B, const kp_pattern *p, ddb_fetch **out)
         int optional = c->value.param && c->value.param->is_optional;
         const kp_attr *copy = c->path_len ? copy_for(p->root, c->path, c->path_len, c->attr) : NULL;
         if (c->path_len && !copy) {
-            kp_design_defect(B->d, "'%s' filters %s by %s.%s, a value of another entity: without a copy (copy_of) on %s "
-                                   "every candidate item is read and filtered",
-                             p->name, p->root->name, c->path[0]->name, c->attr->name, p->root->name);
-            filters[filter_count++] = c;
+            kp_design_note(B->d, "'%s' filters %s by %s.%s, a value of another entity: every %s the index returns is read "
+                                 "with its %s and filtered in the client; a copy (copy_of) of %s.%s on %s would make it "
+                                 "one Query",
+                           p->name, p->root->name, c->path[0]->name, c->attr->name, p->root->name, c->path[0]->name,
+                           c->path[0]->name, c->attr->name, p->root->name);
+            path_filters[path_filter_count++] = c;
             continue;
         }
         if (c->op == KP_OP_EQ && !optional && c->value.literal) {
@@ -947,7 +976,8 @@ static int plan_root(builder *B, const kp_pattern *p, ddb_fetch **out)
     const kp_attr *eq_attrs[32] = {0};
     for (size_t i = 0; i < eq_count && i < 32; i++) eq_attrs[i] = eqs[i]->attr;
     ddb_format pk = fmt_keyed(B, label, eq_attrs, eq_count < 32 ? eq_count : 32);
-    ddb_format sk = ordered_sk(B, e, NULL, 0, each, eq_attrs, eq_count);
+    int client_sorted = each && (mixed_directions(each) || optional_order(each));
+    ddb_format sk = ordered_sk(B, e, NULL, 0, client_sorted ? NULL : each, eq_attrs, eq_count);
     double rows = p->root->count;
     for (size_t i = 0; i < literal_count; i++)
         if (literal_eqs[i]->attr->type.kind == KP_T_ENUM) rows /= (double)literal_eqs[i]->attr->type.enum_count;
@@ -991,10 +1021,23 @@ static int plan_root(builder *B, const kp_pattern *p, ddb_fetch **out)
     f->filters = filters;
     f->filter_count = filter_count;
     f->is_forward = each && each->declared_order_count ? !each->order[0].is_desc : 1;
-    f->is_server_ordered = !(each && mixed_directions(each)); /* per shard; shards are merged in the client */
-    f->limit = each && filter_count == 0 ? each->limit : 0;
+    f->is_server_ordered = !client_sorted; /* per shard; shards are merged in the client */
+    f->limit = each && filter_count == 0 && !client_sorted ? each->limit : 0;
+    if (client_sorted && range) {
+        /* the index is not sorted on the range attribute: the range is a filter */
+        filters[filter_count++] = range;
+        f->filter_count = filter_count;
+        f->range = NULL;
+    }
     f->is_paged = each && each->page != KP_PAGE_NONE;
     *out = f;
+    if (path_filter_count) {
+        /* read every candidate and the records its conditions name; filter, sort and page in the client */
+        f->is_client_filtered = 1;
+        f->limit = 0;
+        for (size_t i = 0; i < path_filter_count; i++)
+            if (plan_hops(B, p, f, NULL, path_filters[i]->path, path_filters[i]->path_len)) return -1;
+    }
     if (each) return plan_shape_children(B, p, f, each, e);
     return 0;
 }
@@ -1056,8 +1099,11 @@ static void merge_header(builder *B, const kp_pattern *p, ddb_fetch *root)
     for (size_t i = 0; i < root->child_count; i++) {
         ddb_fetch *c = root->children[i];
         if (c->kind != DDB_QUERY || !c->shape || c->shape->kind != KP_SHAPE_EACH || c->next_hop) continue;
-        /* the header range cannot also carry the listing's own key conditions */
-        if (c->sk_eq_count || c->range || c->filter_count) continue;
+        /* the header range cannot also carry the listing's own key conditions, except a
+         * bound on the far side of the header (the newest since X, read newest first) */
+        int range_fits = !c->range || (!c->is_forward && (c->range->op == KP_OP_GE || c->range->op == KP_OP_GT)) ||
+                         (c->is_forward && (c->range->op == KP_OP_LE || c->range->op == KP_OP_LT));
+        if (c->sk_eq_count || !range_fits || c->filter_count) continue;
         if (c->entity->home == NULL || c->entity->home->from != root->entity->entity || c->rel->relation != c->entity->home) continue;
         /* the header must sort first in the read's direction, on the index the children use */
         ddb_entity *parent = (ddb_entity *)root->entity;
@@ -1200,7 +1246,7 @@ static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fe
     else if (f->rel) per = expected_items(s && s->kind == KP_SHAPE_EACH ? s : NULL, f->rel);
     else per = expected_items(s, NULL);
     if (!f->rel && !s) per = 1;
-    if (f->kind == DDB_QUERY && !f->rel && s && s->is_root_set) per = f->expected;
+    if (f->kind == DDB_QUERY && !f->rel && s && s->is_root_set) per = f->is_client_filtered ? (s->expect.is_given ? s->expect.avg : f->expected) : f->expected;
     if (f->header) per += 1;
     double count = parents * per;
     double bytes = count * item_bytes(f->entity->entity);
@@ -1449,6 +1495,26 @@ static void describe_table(builder *B)
     }
 }
 
+/* A hash of everything that decides what the items look like. */
+static void fingerprint(builder *B)
+{
+    uint64_t h = 1469598103934665603ULL;
+    const ddb_layout *L = B->L;
+    for (size_t e = 0; e < L->entity_count; e++) {
+        const ddb_entity *de = &L->entities[e];
+        for (size_t k = 0; k < de->placement_count; k++) {
+            const ddb_placement *pl = &de->placements[k];
+            const char *parts[] = {de->entity->name, pl->index->sk_attr, kp_ddb_format_describe(B->arena, &pl->pk),
+                                   kp_ddb_format_describe(B->arena, &pl->sk)};
+            for (size_t x = 0; x < 4; x++)
+                for (const char *c = parts[x]; c && *c; c++) { h ^= (unsigned char)*c; h *= 1099511628211ULL; }
+            h ^= (uint64_t)pl->shards * 31 + pl->only_when_count;
+            h *= 1099511628211ULL;
+        }
+    }
+    snprintf(B->d->fingerprint, sizeof B->d->fingerprint, "%016llx", (unsigned long long)h);
+}
+
 static void free_layout(void *layout)
 {
     ddb_layout *L = layout;
@@ -1499,6 +1565,7 @@ int kp_ddb_propose(const kp_model *m, const kp_propose_options *options, kp_desi
     describe_table(&B);
     d->summary = kp_design_printf(d, "one table '%s' with %zu local and %zu global secondary indexes", L->table, L->lsi_count,
                                   L->gsi_count);
+    fingerprint(&B);
     out->items = malloc(sizeof *out->items);
     if (!out->items) { kp_design_free(d); return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
     out->items[0] = d;

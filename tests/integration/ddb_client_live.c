@@ -214,7 +214,11 @@ static int functional(const char *endpoint)
     CHECK(state.items_written == 2000, "%ld items written", state.items_written);
     CHECK(state.failed == 0, "%d batches failed", state.failed);
     CHECK(kp_ddb_requests_sent(client) - sent_before == 80, "%ld requests", kp_ddb_requests_sent(client) - sent_before);
-    printf("seeded 2000 items in %.3f s (%.0f items/s)\n", took, 2000 / took);
+    kp_ddb_stats stats;
+    kp_ddb_get_stats(client, &stats);
+    CHECK(stats.connections_opened <= 4 + 1, "%ld connections opened for 4 in flight", stats.connections_opened);
+    printf("seeded 2000 items in %.3f s (%.0f items/s) over %ld connections\n", took, 2000 / took,
+           stats.connections_opened);
 
     /* Query P#3 (100 items) in pages of 30, following LastEvaluatedKey */
     int pages = 0, items = 0, in_order = 1;
@@ -338,10 +342,10 @@ static int functional(const char *endpoint)
     }
     CHECK(gone, "table still there after DeleteTable");
 
-    kp_ddb_stats stats;
     kp_ddb_get_stats(client, &stats);
-    printf("requests sent: %ld (retries %ld, throttled %ld), %ld bytes sent, %ld received\n", stats.requests_sent,
-           stats.retries, stats.throttled, stats.bytes_sent, stats.bytes_received);
+    printf("requests sent: %ld (retries %ld, throttled %ld) over %ld connections, %ld bytes sent, %ld received\n",
+           stats.requests_sent, stats.retries, stats.throttled, stats.connections_opened, stats.bytes_sent,
+           stats.bytes_received);
     kp_ddb_client_close(client);
     printf("%s\n", failures ? "FAILED" : "passed");
     return failures ? 1 : 0;
@@ -369,8 +373,11 @@ static int bench(const char *endpoint, long count, int in_flight)
     double started = seconds_now();
     int rc = seed(client, table, count, 100, &state);
     double took = seconds_now() - started;
-    printf("%ld items of 5 attributes, %d in flight: %.3f s, %.0f items/s, %d requests\n", state.items_written,
-           in_flight, took, (double)state.items_written / took, (int)kp_ddb_requests_sent(client));
+    kp_ddb_stats stats;
+    kp_ddb_get_stats(client, &stats);
+    printf("%ld items of 5 attributes, %d in flight: %.3f s, %.0f items/s, %ld requests, %ld connections\n",
+           state.items_written, in_flight, took, (double)state.items_written / took, stats.requests_sent,
+           stats.connections_opened);
     delete_table_if_present(client, table);
     kp_ddb_client_close(client);
     return rc == 0 && state.items_written == count ? 0 : 1;

@@ -307,12 +307,15 @@ static void test_every_example_has_a_design_without_unexpected_defects(void **st
         snprintf(path, sizeof path, "examples/%s/model.json", examples[i]);
         kp_model *m = load(path);
         kp_design *d = propose(m);
-        /* order-response filters a day's orders by their shipment's carrier, a value of
-         * another entity, on purpose: that one defect is expected */
-        size_t expected = strcmp(examples[i], "order-response") == 0 ? 1 : 0;
         for (size_t k = 0; k < d->defect_count; k++) printf("%s: %s\n", examples[i], d->defects[k]);
-        assert_int_equal(d->defect_count, expected);
-        if (expected) assert_non_null(strstr(d->defects[0], "day-carrier-orders"));
+        assert_int_equal(d->defect_count, 0);
+        /* order-response filters a day's orders by their shipment's carrier, a value of
+         * another entity: not a scan, but the report says what it costs and how to avoid it */
+        if (strcmp(examples[i], "order-response") == 0) {
+            int noted = 0;
+            for (size_t k = 0; k < d->note_count; k++) noted |= strstr(d->notes[k], "day-carrier-orders") != NULL;
+            assert_true(noted);
+        }
         for (size_t k = 0; k < d->plan_count; k++) assert_false(d->plans[k].is_scan);
         kp_design_free(d);
         kp_model_free(m);
