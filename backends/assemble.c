@@ -216,27 +216,7 @@ static cJSON *nomem(build *b)
 
 static cJSON *encode(const kp_attr *attr, const cJSON *v)
 {
-    if (!v || cJSON_IsNull(v)) return cJSON_CreateNull();
-    if (attr->type.kind == KP_T_TIMESTAMP && attr->encoding != KP_ENC_ISO && cJSON_IsString(v)) {
-        int64_t ms = 0;
-        if (kp_timestamp_parse(v->valuestring, &ms) == 0) {
-            if (attr->encoding == KP_ENC_EPOCH_MS) return kp_data_int(ms);
-            return kp_data_int(ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000));
-        }
-    }
-    if (attr->type.kind == KP_T_OBJECT && cJSON_IsObject(v)) {
-        cJSON *out = cJSON_CreateObject();
-        for (const cJSON *m = v->child; out && m; m = m->next) {
-            const kp_attr *field = NULL;
-            for (size_t i = 0; i < attr->type.field_count; i++)
-                if (strcmp(attr->type.fields[i]->name, m->string) == 0) field = attr->type.fields[i];
-            cJSON *item = field ? encode(field, m) : kp_data_copy(m, NULL);
-            if (!item) { cJSON_Delete(out); return NULL; }
-            cJSON_AddItemToObject(out, m->string, item);
-        }
-        return out;
-    }
-    return kp_data_copy(v, NULL);
+    return kp_oracle_encode_value(attr, v && !cJSON_IsNull(v) ? v : NULL);
 }
 
 /* The record reached from rec over to-one hops, or NULL. */

@@ -3,6 +3,7 @@
  * live targets in each database's proposed layout, resumably. Parsing options and
  * printing only; the work is in migrations/seed.c.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +16,7 @@
 const char cmd_seed_help[] =
     "usage: keyplan seed MODEL --db LIST --data DIR [--target DB=ENDPOINT]... [--prefix P]\n"
     "                    [--candidate NAME] [--force] [--dry-run] [--scale F] [--batch N]\n"
-    "                    [--format text|json] [--insecure] [--quiet]\n\n"
+    "                    [--export-items FILE] [--format text|json] [--insecure] [--quiet]\n\n"
     "Seeds each database with the sample data (DIR/<Entity>.ndjson, e.g. from `keyplan\n"
     "generate`) in the layout keyplan proposes for it, then reads back what the target\n"
     "holds: per container, the items transform made, sent, acknowledged and read back\n"
@@ -39,6 +40,11 @@ const char cmd_seed_help[] =
     "  --force              drop a target that holds something else, and start over\n"
     "  --dry-run            transform everything and print what would be created and\n"
     "                       written (items, bytes, write units); touch nothing\n"
+    "  --export-items FILE  with --dry-run and one database: also write every item\n"
+    "                       to FILE as NDJSON, one {\"table\": T, \"item\": ITEM} per\n"
+    "                       line in the order seeding sends them (T with --prefix;\n"
+    "                       ITEM in DynamoDB JSON, {\"PK\": {\"S\": ...}, ...}), e.g. to\n"
+    "                       load the same data with another tool\n"
     "  --scale F            multiply the model's counts by F (as for generate)\n"
     "  --batch N            items per write request (default: the database's batch limit)\n"
     "  --format FORMAT      text (default) or json (docs/output.md \"seed\")\n"
@@ -53,7 +59,8 @@ const char cmd_seed_help[] =
 
 int cmd_seed(int argc, char **argv)
 {
-    enum { O_DB = 1, O_DATA, O_TARGET, O_PREFIX, O_CANDIDATE, O_FORCE, O_DRY, O_SCALE, O_BATCH, O_FORMAT, O_INSECURE, O_QUIET };
+    enum { O_DB = 1, O_DATA, O_TARGET, O_PREFIX, O_CANDIDATE, O_FORCE, O_DRY, O_SCALE, O_BATCH, O_FORMAT, O_INSECURE, O_QUIET,
+           O_EXPORT };
     static const struct option options[] = {
         {"db", required_argument, NULL, O_DB},           {"data", required_argument, NULL, O_DATA},
         {"target", required_argument, NULL, O_TARGET},   {"prefix", required_argument, NULL, O_PREFIX},
@@ -61,10 +68,10 @@ int cmd_seed(int argc, char **argv)
         {"dry-run", no_argument, NULL, O_DRY},           {"scale", required_argument, NULL, O_SCALE},
         {"batch", required_argument, NULL, O_BATCH},     {"format", required_argument, NULL, O_FORMAT},
         {"insecure", no_argument, NULL, O_INSECURE},     {"quiet", no_argument, NULL, O_QUIET},
-        {NULL, 0, NULL, 0}};
+        {"export-items", required_argument, NULL, O_EXPORT}, {NULL, 0, NULL, 0}};
     static const char *const formats[] = {"text", "json", NULL};
     kp_live_args args = {.verb = "seed", .needs_data = 1};
-    const char *candidate = NULL;
+    const char *candidate = NULL, *export_path = NULL;
     int force = 0, dry_run = 0, batch = 0, format = 0, quiet = 0, c;
     kp_error err;
     optind = 1;
@@ -103,6 +110,7 @@ int cmd_seed(int argc, char **argv)
             break;
         case O_INSECURE: args.is_insecure = 1; break;
         case O_QUIET: quiet = 1; break;
+        case O_EXPORT: export_path = optarg; break;
         default:
             fprintf(stderr, "keyplan seed: see `keyplan seed --help`\n");
             return KP_EXIT_INPUT;
@@ -113,8 +121,32 @@ int cmd_seed(int argc, char **argv)
         fprintf(stderr, "keyplan seed: error: give exactly one model file; see `keyplan seed --help`\n");
         return KP_EXIT_INPUT;
     }
+    if (export_path && !dry_run) {
+        fprintf(stderr, "keyplan seed: error: --export-items writes the items a dry run makes: add --dry-run (it "
+                        "never seeds)\n");
+        return KP_EXIT_INPUT;
+    }
+    if (export_path && !export_path[0]) {
+        fprintf(stderr, "keyplan seed: error: --export-items takes a file name\n");
+        return KP_EXIT_INPUT;
+    }
     kp_live live;
     if (kp_live_open(&args, &live, &err)) { kp_error_print(stderr, &err); return kp_error_exit_code(&err); }
+    FILE *export_file = NULL;
+    if (export_path) {
+        if (live.backend_count != 1) {
+            fprintf(stderr, "keyplan seed: error: --export-items takes one database in --db, not %zu\n",
+                    live.backend_count);
+            kp_live_close(&live);
+            return KP_EXIT_INPUT;
+        }
+        export_file = fopen(export_path, "w");
+        if (!export_file) {
+            fprintf(stderr, "keyplan seed: error: cannot write %s: %s\n", export_path, strerror(errno));
+            kp_live_close(&live);
+            return KP_EXIT_INPUT;
+        }
+    }
     kp_live_catch_interrupt();
 
     int status = KP_EXIT_OK;
@@ -146,6 +178,7 @@ int cmd_seed(int argc, char **argv)
         kp_seed_options seed_options = {.model = live.model, .data = live.data, .data_dir = args.data_dir,
                                    .design = design, .backend = backend, .target = &live.targets[i],
                                    .force = force, .dry_run = dry_run, .batch_size = batch,
+                                   .export_items = export_file,
                                    .progress = quiet ? NULL : stderr, .interrupted = &kp_live_interrupted};
         kp_seed_report report;
         int rc = kp_seed_run(&seed_options, &report, &err);
@@ -166,6 +199,15 @@ int cmd_seed(int argc, char **argv)
         }
         kp_seed_report_free(&report);
         kp_design_list_free(&designs);
+    }
+    if (export_file) {
+        /* a partial export (bad data, a full disk) is removed rather than left to be loaded */
+        int bad = ferror(export_file);
+        if (fclose(export_file) != 0 || bad) {
+            fprintf(stderr, "keyplan seed: error: could not write %s\n", export_path);
+            if (status == KP_EXIT_OK) status = KP_EXIT_INPUT;
+        }
+        if (status != KP_EXIT_OK) remove(export_path);
     }
     if (json) {
         char *text = cJSON_Print(json);

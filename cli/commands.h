@@ -21,6 +21,8 @@ int cmd_check(int argc, char **argv);
 extern const char cmd_check_help[];
 int cmd_advise(int argc, char **argv);
 extern const char cmd_advise_help[];
+int cmd_emit(int argc, char **argv);
+extern const char cmd_emit_help[];
 int cmd_expect(int argc, char **argv);
 extern const char cmd_expect_help[];
 int cmd_generate(int argc, char **argv);

@@ -13,6 +13,7 @@
 const kp_command kp_commands[] = {
     {"check", cmd_check, "validate a model and summarise it", cmd_check_help},
     {"advise", cmd_advise, "propose a design per database, explained and costed", cmd_advise_help},
+    {"emit", cmd_emit, "write the files that apply a design (schema, requests, models)", cmd_emit_help},
     {"expect", cmd_expect, "the oracle's response for one request of a pattern", cmd_expect_help},
     {"generate", cmd_generate, "write sample data for a model (NDJSON per entity)", cmd_generate_help},
     {"seed", cmd_seed, "write the sample data into live targets, resumably", cmd_seed_help},

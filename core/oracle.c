@@ -210,7 +210,7 @@ static int sort_records(const eval *ev, const kp_shape *shape, kp_record_list *l
 
 /* ---- values in responses ------------------------------------------------------------- */
 
-static cJSON *encode_value(const kp_attr *attr, const cJSON *v)
+cJSON *kp_oracle_encode_value(const kp_attr *attr, const cJSON *v)
 {
     if (!v) return cJSON_CreateNull();
     if (attr->type.kind == KP_T_TIMESTAMP && attr->encoding != KP_ENC_ISO && cJSON_IsString(v)) {
@@ -227,7 +227,7 @@ static cJSON *encode_value(const kp_attr *attr, const cJSON *v)
             const kp_attr *field = NULL;
             for (size_t i = 0; i < attr->type.field_count; i++)
                 if (strcmp(attr->type.fields[i]->name, m->string) == 0) field = attr->type.fields[i];
-            cJSON *item = field ? encode_value(field, m) : kp_data_copy(m, NULL);
+            cJSON *item = field ? kp_oracle_encode_value(field, m) : kp_data_copy(m, NULL);
             if (!item) { cJSON_Delete(out); return NULL; }
             cJSON_AddItemToObject(out, m->string, item);
         }
@@ -367,7 +367,7 @@ static cJSON *eval_shape(eval *ev, const kp_shape *shape, const kp_record *rec)
     case KP_SHAPE_ATTR: {
         const kp_record *at = rec && shape->path_len ? kp_dataset_follow_one(ev->ds, rec, shape->path, shape->path_len)
                                                      : rec;
-        return encode_value(shape->attr, at ? kp_record_get(at, shape->attr) : NULL);
+        return kp_oracle_encode_value(shape->attr, at ? kp_record_get(at, shape->attr) : NULL);
     }
     case KP_SHAPE_PARAM: {
         const cJSON *v = kp_params_get(ev->params, shape->param->name);

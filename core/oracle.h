@@ -10,7 +10,8 @@
  *    that does not exist makes the whole response null;
  *  - timestamps declared "epoch_s" / "epoch_ms" are integers (seconds are floored);
  *  - order: $order keys in turn, each with nulls last unless "nulls": "first" (the
- *    position of nulls does not depend on asc/desc), then the element key ascending;
+ *    position of nulls does not depend on asc/desc), then the element key in the
+ *    direction of the last $order entry (ascending without $order; model.c appends it);
  *    without $order, elements come in key order, except a forward array-of-references
  *    hop, which keeps the array's order; multi-hop paths without $order are flattened
  *    in path order (each hop in the order above), duplicates kept;
@@ -47,6 +48,10 @@ void kp_oracle_result_free(kp_oracle_result *result);
 /* The first page's response: a new cJSON tree the caller frees with cJSON_Delete(),
  * or NULL with err filled. */
 cJSON *kp_oracle_eval(const kp_dataset *data, const kp_pattern *pattern, const kp_params *params, kp_error *err);
+
+/* An attribute's canonical value as a response carries it: epoch encodings of
+ * timestamps applied (also inside objects), absent as null. A new tree. */
+cJSON *kp_oracle_encode_value(const kp_attr *attr, const cJSON *value);
 
 /* The token codec: values (a JSON array) -> a malloc'd opaque string, and back (a new
  * array whose numbers are cJSON_Raw). decode fails with KP_ERR_USAGE on anything that

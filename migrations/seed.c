@@ -8,6 +8,7 @@
  */
 #include "migrations/seed.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -232,9 +233,28 @@ static int transform_record(const kp_seed_options *o, const kp_backend *b, const
     return 0;
 }
 
+/* One line of --export-items: {"table": PREFIX+CONTAINER, "item": BODY}. */
+static int export_item(const kp_seed_options *o, const kp_item *it, kp_error *err)
+{
+    char name[512];
+    const char *prefix = o->target && o->target->prefix ? o->target->prefix : "";
+    snprintf(name, sizeof name, "%s%s", prefix, it->container);
+    cJSON *table = cJSON_CreateString(name);
+    char *table_text = table ? cJSON_PrintUnformatted(table) : NULL;
+    char *body_text = cJSON_PrintUnformatted(it->body);
+    cJSON_Delete(table);
+    if (!table_text || !body_text) { free(table_text); free(body_text); return nomem(err); }
+    int rc = fprintf(o->export_items, "{\"table\":%s,\"item\":%s}\n", table_text, body_text) < 0;
+    free(table_text);
+    free(body_text);
+    if (rc) return kp_error_set(err, KP_ERR_IO, NULL, 0, 0, "could not write the exported items: %s", strerror(errno));
+    return 0;
+}
+
 static int prescan(const kp_seed_options *o, const kp_backend *b, kp_seed_report *r, kp_error *err)
 {
     kp_item_list items = {0};
+    int is_export = o->dry_run && o->export_items;
     const kp_model *m = o->model;
     for (size_t e = 0; e < m->entity_count; e++) {
         size_t n = 0;
@@ -251,6 +271,7 @@ static int prescan(const kp_seed_options *o, const kp_backend *b, kp_seed_report
                 if (b->item_checksum) c->checksum ^= b->item_checksum(it->body);
                 if (b->item_write_units) c->write_units += b->item_write_units(o->design, it);
                 r->items++;
+                if (is_export && export_item(o, it, err)) { kp_item_list_free(&items); return -1; }
             }
         }
     }
@@ -468,7 +489,8 @@ static int run_pipeline(pipeline *p, kp_error *err)
     const kp_model *m = o->model;
     int batch_size = o->batch_size > 0 ? o->batch_size
                      : p->b->limits && p->b->limits->max_batch_write > 0 ? p->b->limits->max_batch_write : 25;
-    long window_items = (long)(o->window > 0 ? o->window : 8) * batch_size;
+    int in_flight = o->target && o->target->concurrency > 0 ? o->target->concurrency : KP_SEED_DEFAULT_IN_FLIGHT;
+    long window_items = (long)(o->window > 0 ? o->window : 2 * in_flight) * batch_size;
     kp_item_list items = {0}, batch = {0};
     int rc = 0;
     for (size_t e = 0; e < m->entity_count && rc == 0; e++) {
@@ -634,7 +656,8 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
         c->kind = o->design->containers[i].kind;
     }
     if (kp_seed_data_hash(o->data, r->data_hash, err)) return -1;
-    if (prescan(o, b, r, err)) { r->seconds = now_seconds() - started; return -1; }
+    if (prescan(o, b, r, err)) { r->seconds = r->prepare_seconds = now_seconds() - started; return -1; }
+    r->prepare_seconds = now_seconds() - started;
     int batch_size = o->batch_size > 0 ? o->batch_size
                      : b->limits && b->limits->max_batch_write > 0 ? b->limits->max_batch_write : 25;
     if (o->dry_run) {
@@ -661,7 +684,9 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
     kp_target_state state = {0};
     p.conn = o->conn;
     if (!p.conn) {
-        if (b->connect(o->target, &p.conn, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; rc = -1; }
+        kp_target target = *o->target;
+        if (target.concurrency <= 0) target.concurrency = KP_SEED_DEFAULT_IN_FLIGHT;
+        if (b->connect(&target, &p.conn, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; rc = -1; }
         else is_own_conn = 1;
     }
     if (rc == 0 && b->inspect(p.conn, o->design, &state, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; rc = -1; }
@@ -711,9 +736,10 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
 
     /* step 3: schema and marker */
     if (rc == 0 && is_fresh && b->apply_schema(p.conn, o->design, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; rc = -1; }
+    if (rc == 0 && r->action != KP_SEED_ALREADY_DONE && write_marker(&p, "seeding", err)) rc = -1;
     p.started = now_seconds();
     p.last_marker = p.started;
-    if (rc == 0 && r->action != KP_SEED_ALREADY_DONE && write_marker(&p, "seeding", err)) rc = -1;
+    r->setup_seconds = p.started - started - r->prepare_seconds;
     if (rc == 0 && r->action == KP_SEED_RESUMED) {
         long done = 0;
         for (size_t e = 0; e < entities; e++) done += p.watermark[e];
@@ -734,10 +760,14 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
         r->items_resumed = r->items;
     }
 
+    double written = now_seconds();
+    r->write_seconds = written - p.started;
+
     /* step 5 */
     if (rc == 0) rc = read_back(&p, err);
     r->is_complete = rc == 0;
     r->seconds = now_seconds() - started;
+    r->read_back_seconds = r->seconds - (written - started);
     print_summary(o, r, rc == 0);
     if (is_own_conn && p.conn) b->disconnect(p.conn);
     free(p.queue);
@@ -807,6 +837,13 @@ cJSON *kp_seed_report_to_json(const kp_seed_report *r)
         cJSON_AddNumberToObject(o, "write_units", r->write_units);
     }
     cJSON_AddNumberToObject(o, "seconds", r->seconds);
+    cJSON *phases = cJSON_AddObjectToObject(o, "phases");
+    if (phases) {
+        cJSON_AddNumberToObject(phases, "prepare", r->prepare_seconds);
+        cJSON_AddNumberToObject(phases, "setup", r->setup_seconds);
+        cJSON_AddNumberToObject(phases, "write", r->write_seconds);
+        cJSON_AddNumberToObject(phases, "read_back", r->read_back_seconds);
+    }
     if (r->note[0]) cJSON_AddStringToObject(o, "note", r->note);
     cJSON *cs = cJSON_AddArrayToObject(o, "containers");
     for (size_t i = 0; cs && i < r->container_count; i++) {

@@ -8,7 +8,8 @@
  *      thrown away; a record the design cannot hold (transform's KP_ERR_DATA, e.g. an
  *      item above the size limit) stops the run here with DIR/<Entity>.ndjson:LINE,
  *      so a target is never left half-seeded by bad data. A dry run stops after this
- *      step and prints what it would create and write.
+ *      step and prints what it would create and write; with export_items it also
+ *      writes every item there, one JSON line each, in the order seeding sends them.
  *   2. connect and inspect. The target's marker decides (see "The marker"):
  *        no containers                      -> create them, seed from the start;
  *        marker with the same model hash, data hash, scale and design
@@ -78,6 +79,13 @@
 
 #define KP_MARKER_SCHEMA_VERSION 1
 
+/* Requests in flight when seeding opens its own connection and the target does not say
+ * (kp_target.concurrency 0). Measured on dynalite (bench/README.md, "DynamoDB seeding"):
+ * 8 beats the client's general default of 4 when the machine is busy, as the server
+ * never waits for the client to be scheduled; against AWS more requests in flight are
+ * simply more throughput. */
+#define KP_SEED_DEFAULT_IN_FLIGHT 8
+
 typedef struct kp_seed_options {
     const kp_model *model;
     const kp_dataset *data;
@@ -89,9 +97,14 @@ typedef struct kp_seed_options {
     int force;                      /* drop a mismatching or foreign target and start over */
     int dry_run;                    /* pre-scan and report only: no connection, nothing written */
     int batch_size;                 /* items per submit; 0: limits->max_batch_write, else 25 */
-    int window;                     /* batches in flight at most; 0: 8 */
+    int window;                     /* batches submitted and not yet acknowledged, at most; 0: twice the
+                                       requests in flight, so the next requests wait in the client while
+                                       those on the wire are answered */
     double checkpoint_seconds;      /* marker rewrite interval; 0: 5 s; < 0: at every advance */
     FILE *progress;                 /* progress bar (when a TTY) and the final summary line; NULL: silent */
+    FILE *export_items;             /* dry run only: every item transform makes, as NDJSON lines
+                                       {"table": PREFIX+CONTAINER, "item": BODY} (BODY: the backend's
+                                       item JSON, DynamoDB attribute values), in seeding order; NULL: none */
     volatile sig_atomic_t *interrupted; /* set (e.g. by SIGINT) to stop cleanly; may be NULL */
 } kp_seed_options;
 
@@ -134,6 +147,10 @@ typedef struct kp_seed_report {
     double write_units;             /* dry run estimate (0 without units) */
     const char *write_unit;         /* limits->write_unit when the backend has item_write_units, or NULL */
     double seconds;
+    /* where the seconds went: data hash and pre-scan; connect, inspect, CreateTable and
+     * its wait, the first marker; the writes until the last ack and the final marker;
+     * the read-back */
+    double prepare_seconds, setup_seconds, write_seconds, read_back_seconds;
     int is_complete;                /* every record acknowledged and read back equal */
     char note[512];                 /* "dropped ... (--force)", "resumed after N records", ... */
     kp_seed_container *containers;  /* the design's containers first, in design order */

@@ -136,6 +136,7 @@ const kp_backend kp_dynamodb_backend = {
     .title = "DynamoDB",
     .limits = &ddb_limits,
     .propose = kp_ddb_propose,
+    .emit = kp_ddb_emit,
     .transform = ddb_transform,
     .connect = kp_ddb_connect,
     .inspect = kp_ddb_inspect,

@@ -565,8 +565,10 @@ static int finish_transfer(kp_ddb_client *c, kp_ddb_slot *slot, CURLcode result)
 {
     CURL *easy = slot->easy;
     kp_ddb_request *req = slot->request;
-    long status = 0;
+    long status = 0, connects = 0;
     curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(easy, CURLINFO_NUM_CONNECTS, &connects);
+    c->stats.connections_opened += connects;
     char request_id[80], crc_text[24];
     header_value(easy, "x-amzn-RequestId", request_id, sizeof request_id);
     header_value(easy, "x-amz-crc32", crc_text, sizeof crc_text);

@@ -53,9 +53,11 @@ typedef struct kp_ddb_config {
  * messages; they never contain a secret. */
 typedef struct kp_ddb_settings {
     char *endpoint;             /* "http://127.0.0.1:18000", "https://dynamodb.eu-west-1.amazonaws.com" */
-    char *endpoint_source;      /* "--target", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL", "the region's default" */
+    char *endpoint_source;      /* "--target", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL",
+                                   "the default for region R" */
     char *region;
-    char *region_source;        /* "--region", "AWS_REGION", "AWS_DEFAULT_REGION", "profile 'x' in PATH", "default" */
+    char *region_source;        /* "the caller" (cfg->region), "AWS_REGION", "AWS_DEFAULT_REGION",
+                                   "profile 'x' in PATH", "the default" */
     char *access_key_id;
     char *secret_access_key;    /* secret */
     char *session_token;        /* secret; NULL without temporary credentials */
@@ -178,6 +180,7 @@ typedef struct kp_ddb_stats {
     long unprocessed_rounds;    /* BatchWriteItem resubmissions of UnprocessedItems */
     long bytes_sent;            /* request bodies */
     long bytes_received;        /* response bodies */
+    long connections_opened;    /* new connections (reuse keeps this at max_in_flight under a steady load) */
 } kp_ddb_stats;
 
 long kp_ddb_requests_sent(const kp_ddb_client *client);

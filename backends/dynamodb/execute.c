@@ -12,7 +12,6 @@
  * as the depth of the dependency chain of requests actually sent, items returned and
  * scanned from the service's answers) is never estimated here.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,7 @@
 #include "backends/dynamodb/client.h"
 #include "backends/dynamodb/conn.h"
 #include "backends/dynamodb/ddb.h"
+#include "backends/dynamodb/request.h"
 #include "core/data.h"
 #include "core/value.h"
 
@@ -181,230 +181,23 @@ static void virtual_targets(run *R, const ddb_fetch *f, const kp_frec *from, cJS
     }
 }
 
-/* ---- expressions --------------------------------------------------------------------------- */
-
-typedef struct expr {
-    char text[4096];
-    cJSON *names, *values;
-    int next;
-} expr;
-
-static void expr_init(expr *x)
-{
-    x->text[0] = '\0';
-    x->names = cJSON_CreateObject();
-    x->values = cJSON_CreateObject();
-    x->next = 0;
-}
-
-static void expr_free(expr *x)
-{
-    cJSON_Delete(x->names);
-    cJSON_Delete(x->values);
-}
-
-static const char *expr_name(expr *x, const char *attr)
-{
-    for (const cJSON *n = x->names->child; n; n = n->next)
-        if (strcmp(n->valuestring, attr) == 0) return n->string;
-    char key[32];
-    snprintf(key, sizeof key, "#n%d", x->next++);
-    cJSON_AddStringToObject(x->names, key, attr);
-    return cJSON_GetObjectItemCaseSensitive(x->names, key)->string;
-}
-
-static const char *expr_value(expr *x, cJSON *av)
-{
-    char key[32];
-    snprintf(key, sizeof key, ":v%d", x->next++);
-    cJSON_AddItemToObject(x->values, key, av);
-    return cJSON_GetObjectItemCaseSensitive(x->values, key)->string;
-}
-
-static void expr_append(expr *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void expr_append(expr *x, const char *fmt, ...)
-{
-    size_t len = strlen(x->text);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(x->text + len, sizeof x->text - len, fmt, ap);
-    va_end(ap);
-}
-
-static const cJSON *operand(run *R, const kp_operand *o)
-{
-    return o->param ? kp_params_get(R->params, o->param->name) : o->literal;
-}
-
-/* The sort-key text up to the first attribute that no equality fixes (or `stop`). */
-static int sk_prefix(run *R, const ddb_fetch *f, const kp_attr *stop, char *buf, size_t size)
-{
-    const ddb_format *sk = &f->placement->sk;
-    size_t len = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < sk->count; i++) {
-        const ddb_segment *s = &sk->segs[i];
-        char part[1024];
-        if (s->literal) {
-            snprintf(part, sizeof part, "%s", s->literal);
-        } else {
-            if (s->attr == stop) break;
-            const kp_cond *eq = NULL;
-            for (size_t k = 0; k < f->sk_eq_count; k++)
-                if (f->sk_eq[k]->attr == s->attr) eq = f->sk_eq[k];
-            if (!eq) break;
-            const cJSON *v = operand(R, &eq->value);
-            if (!v || kp_ddb_key_text(s->attr, s->width, v, part, sizeof part)) return -1;
-        }
-        size_t n = strlen(part);
-        if (len + n + 1 > size) return -1;
-        memcpy(buf + len, part, n + 1);
-        len += n;
-    }
-    return 0;
-}
-
-/* "#pk = :pk AND <sort key condition>" */
-static int key_condition(run *R, const ddb_fetch *f, const char *pk, int with_header, expr *x)
-{
-    expr_append(x, "%s = %s", expr_name(x, f->placement->index->pk_attr), expr_value(x, av_string(pk)));
-    const char *sk = expr_name(x, f->placement->index->sk_attr);
-    if (R->after_sk && f->shape == R->pattern->paged) {
-        /* a later page of a scatter-gather: strictly after the previous page's last sort key
-         * (every item of a shard partition shares the prefix) */
-        expr_append(x, " AND %s %s %s", sk, f->is_forward ? ">" : "<", expr_value(x, av_string(R->after_sk)));
-        return 0;
-    }
-    if (with_header) {
-        /* the header's sentinel sorts just before (!) or after ($) the "<CHILD>#" items */
-        char lo[300], hi[300];
-        snprintf(lo, sizeof lo, "%s!", f->entity->prefix);
-        snprintf(hi, sizeof hi, "%s$", f->entity->prefix);
-        expr_append(x, " AND %s BETWEEN %s AND %s", sk, expr_value(x, av_string(lo)), expr_value(x, av_string(hi)));
-        return 0;
-    }
-    const kp_cond *range = f->range;
-    const cJSON *rv = range ? operand(R, &range->value) : NULL;
-    if (range && !rv) range = NULL; /* an optional parameter left out */
-    char base[2048];
-    if (sk_prefix(R, f, range ? range->attr : NULL, base, sizeof base))
-        return kp_error_set(R->err, KP_ERR_USAGE, NULL, 0, 0, "a parameter value does not fit the sort key of %s",
-                            f->placement->index->name ? f->placement->index->name : "the table");
-    if (!range) {
-        int literal_only = 1;
-        for (size_t i = 0; i < f->placement->sk.count; i++) literal_only &= f->placement->sk.segs[i].attr == NULL;
-        /* a look-up entry has one exact sort key; a prefix could also match longer ones */
-        if (literal_only && base[0]) expr_append(x, " AND %s = %s", sk, expr_value(x, av_string(base)));
-        else if (base[0]) expr_append(x, " AND begins_with(%s, %s)", sk, expr_value(x, av_string(base)));
-        return 0;
-    }
-    int width = 0;
-    for (size_t i = 0; i < f->placement->sk.count; i++)
-        if (f->placement->sk.segs[i].attr == range->attr) width = f->placement->sk.segs[i].width;
-    char v1[1024], v2[1024], a[3200], b[3200];
-    if (kp_ddb_key_text(range->attr, width, rv, v1, sizeof v1))
-        return kp_error_set(R->err, KP_ERR_USAGE, NULL, 0, 0, "the value of %s does not fit the sort key", range->attr->name);
-    /* values of the range attribute are followed by "#..." in the key; '$' sorts just after '#' */
-    switch (range->op) {
-    case KP_OP_GE:
-        snprintf(a, sizeof a, "%s%s", base, v1);
-        expr_append(x, " AND %s >= %s", sk, expr_value(x, av_string(a)));
-        break;
-    case KP_OP_GT:
-        snprintf(a, sizeof a, "%s%s$", base, v1);
-        expr_append(x, " AND %s > %s", sk, expr_value(x, av_string(a)));
-        break;
-    case KP_OP_LT:
-        snprintf(a, sizeof a, "%s%s", base, v1);
-        expr_append(x, " AND %s < %s", sk, expr_value(x, av_string(a)));
-        break;
-    case KP_OP_LE:
-        snprintf(a, sizeof a, "%s%s$", base, v1);
-        expr_append(x, " AND %s < %s", sk, expr_value(x, av_string(a)));
-        break;
-    case KP_OP_BETWEEN: {
-        const cJSON *up = operand(R, &range->upper);
-        if (!up || kp_ddb_key_text(range->attr, width, up, v2, sizeof v2))
-            return kp_error_set(R->err, KP_ERR_USAGE, NULL, 0, 0, "the upper bound of %s does not fit the sort key", range->attr->name);
-        snprintf(a, sizeof a, "%s%s", base, v1);
-        snprintf(b, sizeof b, "%s%s$", base, v2);
-        expr_append(x, " AND %s BETWEEN %s AND %s", sk, expr_value(x, av_string(a)), expr_value(x, av_string(b)));
-        break;
-    }
-    case KP_OP_BEGINS_WITH:
-        snprintf(a, sizeof a, "%s%s", base, v1);
-        expr_append(x, " AND begins_with(%s, %s)", sk, expr_value(x, av_string(a)));
-        break;
-    case KP_OP_EQ:
-        snprintf(a, sizeof a, "%s%s#", base, v1);
-        expr_append(x, " AND begins_with(%s, %s)", sk, expr_value(x, av_string(a)));
-        break;
-    }
-    /* the range only covers this entity's items: a lower bound below the prefix is fine
-     * because the partition holds only "<PREFIX>#..." items of this index */
-    return 0;
-}
-
-/* The attribute a condition reads on the items (a copy for a path), or NULL. */
-static const kp_attr *filter_attr(const ddb_fetch *f, const kp_cond *c)
-{
-    if (!c->path_len) return c->attr;
-    const kp_entity *e = f->entity->entity;
-    for (size_t a = 0; a < e->attr_count; a++) {
-        const kp_copy *cp = e->attrs[a]->copy_of;
-        if (cp && cp->source == c->attr && cp->path_len == c->path_len &&
-            memcmp(cp->path, c->path, sizeof *cp->path * cp->path_len) == 0)
-            return e->attrs[a];
-    }
-    return NULL;
-}
-
-static void filter_expression(run *R, const ddb_fetch *f, expr *x)
-{
-    for (size_t i = 0; i < f->filter_count; i++) {
-        const kp_cond *c = f->filters[i];
-        const kp_attr *attr = filter_attr(f, c);
-        const cJSON *v = operand(R, &c->value);
-        if (!attr || !v) continue;
-        const char *name = expr_name(x, attr->name);
-        const char *a = expr_value(x, kp_ddb_to_attribute_value(&attr->type, v));
-        expr_append(x, "%s", x->text[0] ? " AND " : "");
-        switch (c->op) {
-        case KP_OP_EQ: expr_append(x, "%s = %s", name, a); break;
-        case KP_OP_LT: expr_append(x, "%s < %s", name, a); break;
-        case KP_OP_LE: expr_append(x, "%s <= %s", name, a); break;
-        case KP_OP_GT: expr_append(x, "%s > %s", name, a); break;
-        case KP_OP_GE: expr_append(x, "%s >= %s", name, a); break;
-        case KP_OP_BEGINS_WITH: expr_append(x, "begins_with(%s, %s)", name, a); break;
-        case KP_OP_BETWEEN:
-            expr_append(x, "%s BETWEEN %s AND %s", name, a,
-                        expr_value(x, kp_ddb_to_attribute_value(&attr->type, operand(R, &c->upper))));
-            break;
-        }
-    }
-}
-
 /* ---- requests -------------------------------------------------------------------------------- */
 
-static int64_t int_param(run *R, const kp_param *param, int64_t fallback)
+/* Every request's body (key condition, filter, limit; GetItem, BatchGetItem, Scan) is
+ * built by request.c, which `keyplan emit` writes request files with: change how a
+ * request looks there, and both follow. This file decides which requests to send.
+ * How the shared request builders see this run: */
+static ddb_request_ctx request_ctx(run *R)
 {
-    const cJSON *v = param ? kp_params_get(R->params, param->name) : NULL;
-    char buf[64];
-    const char *t = v ? kp_data_number_text(v, NULL, buf, sizeof buf) : NULL;
-    int64_t n = fallback;
-    if (t && kp_int_parse(t, strlen(t), &n)) n = fallback;
-    return n;
+    return (ddb_request_ctx){.pattern = R->pattern, .params = R->params, .table = table_name(R), .after_sk = R->after_sk,
+                             .err = R->err};
 }
 
 /* Items a listing asks the server for (0: all). */
 static int64_t limit_for(run *R, const ddb_fetch *f)
 {
-    const kp_shape *s = f->shape;
-    if (!s || s->kind != KP_SHAPE_EACH || !f->is_server_ordered || f->filter_count) return 0;
-    int64_t limit = s->limit_param ? int_param(R, s->limit_param, s->limit) : s->limit;
-    if (limit <= 0) return 0;
-    if (s->page == KP_PAGE_OFFSET) limit += int_param(R, s->offset_param, 0);
-    return limit;
+    ddb_request_ctx ctx = request_ctx(R);
+    return kp_ddb_request_limit(&ctx, f);
 }
 
 /* One Query (as many pages as the limit needs) for one partition value. */
@@ -417,23 +210,9 @@ static int run_query(run *R, const ddb_fetch *f, const char *pk, int with_header
     long got = 0;
     int rc = 0;
     for (;;) {
-        expr x;
-        expr_init(&x);
-        if (key_condition(R, f, pk, with_header, &x)) { expr_free(&x); rc = -1; break; }
-        char key_text[sizeof x.text];
-        snprintf(key_text, sizeof key_text, "%s", x.text);
-        x.text[0] = '\0';
-        filter_expression(R, f, &x);
-        cJSON *req = cJSON_CreateObject();
-        cJSON_AddStringToObject(req, "TableName", table_name(R));
-        if (f->placement->index->kind != DDB_BASE) cJSON_AddStringToObject(req, "IndexName", f->placement->index->name);
-        cJSON_AddStringToObject(req, "KeyConditionExpression", key_text);
-        if (x.text[0]) cJSON_AddStringToObject(req, "FilterExpression", x.text);
-        cJSON_AddItemToObject(req, "ExpressionAttributeNames", x.names);
-        cJSON_AddItemToObject(req, "ExpressionAttributeValues", x.values);
-        cJSON_AddBoolToObject(req, "ScanIndexForward", f->is_forward);
-        if (f->kind == DDB_COUNT) cJSON_AddStringToObject(req, "Select", "COUNT");
-        if (limit > 0) cJSON_AddNumberToObject(req, "Limit", (double)(limit - got));
+        ddb_request_ctx ctx = request_ctx(R);
+        cJSON *req = kp_ddb_query_request(&ctx, f, pk, with_header, limit > 0 ? limit - got : 0);
+        if (!req) { rc = -1; break; }
         if (start) cJSON_AddItemToObject(req, "ExclusiveStartKey", start);
         start = NULL;
         cJSON *resp = NULL;
@@ -461,8 +240,9 @@ static int run_query(run *R, const ddb_fetch *f, const char *pk, int with_header
         int more = cJSON_IsObject(last) && last->child;
         int full = limit > 0 && got >= limit;
         if (is_paged) {
+            /* only token paging continues; offset paging is driven by the caller's :skip */
             cJSON_Delete(R->next_key);
-            R->next_key = more && full ? cJSON_Duplicate(last, 1) : NULL;
+            R->next_key = more && full && f->shape->page == KP_PAGE_TOKEN ? cJSON_Duplicate(last, 1) : NULL;
         }
         if (more && !full && !(is_paged && got == 0 && limit > 0)) start = cJSON_Duplicate(last, 1);
         cJSON_Delete(resp);
@@ -474,11 +254,7 @@ static int run_query(run *R, const ddb_fetch *f, const char *pk, int with_header
 
 static int get_item(run *R, const char *pk, const char *sk, cJSON *items)
 {
-    cJSON *req = cJSON_CreateObject();
-    cJSON_AddStringToObject(req, "TableName", table_name(R));
-    cJSON *key = cJSON_AddObjectToObject(req, "Key");
-    cJSON_AddItemToObject(key, "PK", av_string(pk));
-    cJSON_AddItemToObject(key, "SK", av_string(sk));
+    cJSON *req = kp_ddb_get_item_request(table_name(R), pk, sk);
     cJSON *resp = NULL;
     int rc = call(R, "GetItem", req, &resp);
     cJSON_Delete(req);
@@ -505,9 +281,7 @@ static int batch_get(run *R, cJSON *keys, cJSON *items)
                 return kp_error_set(R->err, KP_ERR_TARGET, NULL, 0, 0,
                                     "BatchGetItem still returned unprocessed keys after 8 rounds; the table is overloaded");
             }
-            cJSON *req = cJSON_CreateObject();
-            cJSON *t = cJSON_AddObjectToObject(cJSON_AddObjectToObject(req, "RequestItems"), table_name(R));
-            cJSON_AddItemToObject(t, "Keys", chunk);
+            cJSON *req = kp_ddb_batch_get_request(table_name(R), chunk);
             chunk = NULL;
             cJSON *resp = NULL;
             rc = call(R, "BatchGetItem", req, &resp);
@@ -551,7 +325,7 @@ static int merge_shards(run *R, const ddb_fetch *f, cJSON *items)
         for (size_t i = 0; i < n / 2; i++) { cJSON *t = all[i]; all[i] = all[n - 1 - i]; all[n - 1 - i] = t; }
     int64_t limit = limit_for(R, f);
     size_t keep = limit > 0 && (size_t)limit < n ? (size_t)limit : n;
-    int is_paged = f->shape && f->shape == R->pattern->paged;
+    int is_paged = f->shape && f->shape == R->pattern->paged && f->shape->page == KP_PAGE_TOKEN;
     if (is_paged) {
         cJSON_Delete(R->next_key);
         R->next_key = NULL;
@@ -583,9 +357,52 @@ static int item_matches(run *R, const kp_frec *rec, const cJSON *target)
     return 1;
 }
 
+/* A declared scan defect, served honestly: a Scan of the whole table filtered on the
+ * entity and the array of references that holds `from`'s key. */
+static int scan_array(run *R, const ddb_fetch *f, const kp_frec *from, cJSON *items)
+{
+    const kp_relation *rel = f->rel->relation;
+    const cJSON *key = cJSON_GetObjectItemCaseSensitive(from->object, rel->to->key[0]->name);
+    if (!key) return 0;
+    cJSON *start = NULL;
+    int rc = 0;
+    do {
+        cJSON *req = kp_ddb_scan_request(table_name(R), f, kp_ddb_to_attribute_value(&rel->to->key[0]->type, key));
+        if (start) cJSON_AddItemToObject(req, "ExclusiveStartKey", start);
+        start = NULL;
+        cJSON *resp = NULL;
+        rc = call(R, "Scan", req, &resp);
+        cJSON_Delete(req);
+        if (rc) break;
+        const cJSON *scanned = cJSON_GetObjectItemCaseSensitive(resp, "ScannedCount");
+        if (cJSON_IsNumber(scanned)) R->items_scanned += (long)scanned->valuedouble;
+        const cJSON *list = cJSON_GetObjectItemCaseSensitive(resp, "Items");
+        for (const cJSON *it = list ? list->child : NULL; it; it = it->next) cJSON_AddItemToArray(items, cJSON_Duplicate(it, 1));
+        const cJSON *last = cJSON_GetObjectItemCaseSensitive(resp, "LastEvaluatedKey");
+        if (cJSON_IsObject(last) && last->child) start = cJSON_Duplicate(last, 1);
+        cJSON_Delete(resp);
+    } while (start);
+    return rc;
+}
+
 /* Reads what f reads for each input, appending (record, origin) pairs in order. */
 static int fetch_level(run *R, const ddb_fetch *f, const pairs *in, pairs *out)
 {
+    if (f->is_scan) {
+        for (size_t i = 0; i < in->count; i++) {
+            cJSON *items = cJSON_CreateArray();
+            int rc = scan_array(R, f, in->items[i].rec, items);
+            for (const cJSON *it = items->child; rc == 0 && it; it = it->next) {
+                kp_frec *rec = record_of(R, it);
+                if (!rec) rc = -1;
+                else if (pairs_push3(out, rec, in->items[i].origin ? in->items[i].origin : in->items[i].rec, in->items[i].rec))
+                    rc = nomem(R);
+            }
+            cJSON_Delete(items);
+            if (rc) return -1;
+        }
+        return 0;
+    }
     if (f->kind == DDB_BATCH_GET || (f->kind == DDB_GET && in->count > 1)) {
         /* one BatchGetItem for every input's targets; then the results in reference order */
         cJSON *targets = cJSON_CreateArray(), *keys = cJSON_CreateArray(), *items = cJSON_CreateArray();
@@ -760,9 +577,14 @@ static int exec_fetch(run *R, const ddb_fetch *f, const pairs *in, int depth)
     const int is_root = in->count == 1 && !in->items[0].rec;
     if (rc == 0 && last->shape && last->kind != DDB_COUNT) {
         const kp_shape *s = last->shape;
+        int64_t skip = 0;
+        if (s == R->pattern->paged && s->page == KP_PAGE_OFFSET && last->is_server_ordered && !last->filter_count &&
+            last->shards == 1 && last == f && !last->is_client_filtered)
+            skip = kp_ddb_param_int(R->params, s->offset_param, 0);
         if (is_root && !f->header) {
             /* a root set (or a single root looked up on an index) */
             for (size_t k = 0; k < level.count && rc == 0; k++) {
+                if (skip > 0) { skip--; continue; }
                 if (kp_fetched_add_root(R->fetched, level.items[k].rec)) rc = nomem(R);
                 if (!s->is_root_set) R->root = level.items[k].rec;
             }
@@ -774,13 +596,20 @@ static int exec_fetch(run *R, const ddb_fetch *f, const pairs *in, int depth)
                 owner_root = R->root;
                 if (rc == 0 && owner_root && kp_fetched_add_root(R->fetched, owner_root)) rc = nomem(R);
             }
+            /* offset paging read offset + limit items in index order: drop the first offset
+             * (a client-ordered listing is cut by the assembler instead) */
             for (size_t k = 0; k < level.count && rc == 0; k++) {
+                if (skip > 0) { skip--; continue; }
                 kp_frec *owner = is_root ? owner_root : level.items[k].origin;
                 if (owner && kp_fetched_link(R->fetched, s, owner, level.items[k].rec)) rc = nomem(R);
             }
         }
+        if (rc == 0 && f->is_client_filtered) {
+            kp_fetched_client_filter(R->fetched);
+            kp_fetched_client_order(R->fetched, s);
+        }
         if (rc == 0 && s->kind == KP_SHAPE_EACH &&
-            (!last->is_server_ordered || last->shards > 1 || last->kind == DDB_BATCH_GET || last != f) &&
+            (!last->is_server_ordered || last->shards > 1 || last->kind == DDB_BATCH_GET || last != f || last->is_scan) &&
             !(last->rel && last->rel->relation->link == KP_LINK_ARRAY && !last->rel->is_inverse && !s->declared_order_count))
             kp_fetched_client_order(R->fetched, s);
     } else if (rc == 0 && is_root) {
@@ -860,13 +689,23 @@ int kp_ddb_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const
     if (!R.fetched) return nomem(&R);
     if (page && page[0]) {
         R.start_key = token_decode(page);
-        if (!cJSON_IsObject(R.start_key)) {
+        if (cJSON_IsArray(R.start_key)) {
+            cJSON_Delete(R.start_key);
+            R.start_key = NULL;
+        } else if (!cJSON_IsObject(R.start_key)) {
             kp_fetched_free(R.fetched);
             cJSON_Delete(R.start_key);
             return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "the page token is not one this design produced");
         }
         const cJSON *after = cJSON_GetObjectItemCaseSensitive(R.start_key, "after");
         if (cJSON_IsString(after)) R.after_sk = after->valuestring;
+    }
+    if (page && page[0] && !R.start_key) {
+        /* a page the client cut (sorted and paged in the client): the oracle's token form */
+        if (kp_fetched_client_page(R.fetched, page, err)) {
+            kp_fetched_free(R.fetched);
+            return -1;
+        }
     }
     long before = kp_ddb_requests_sent(kp_ddb_conn_client(R.conn));
     const ddb_fetch *root = L->roots[p->index];
@@ -876,6 +715,7 @@ int kp_ddb_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const
     if (rc == 0) {
         char *token = R.next_key ? token_encode(R.next_key) : NULL;
         out->response = kp_assemble(R.fetched, p, params, token, err);
+        if (!token && kp_fetched_next_token(R.fetched)) token = strdup(kp_fetched_next_token(R.fetched));
         out->next_page = token;
         if (!out->response) rc = -1;
     }

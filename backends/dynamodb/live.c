@@ -194,7 +194,9 @@ int kp_ddb_inspect(kp_conn *conn, const kp_design *d, kp_target_state *out, kp_e
 
 static int wait_active(kp_ddb_conn *c, const char *table, kp_error *err)
 {
-    for (int attempt = 0; attempt < 600; attempt++) {
+    /* 10, 20, 40, 80 ms, then every 100 ms: a local server is ACTIVE at once, AWS takes seconds */
+    long pause_ms = 10, waited_ms = 0;
+    while (waited_ms < 60000) {
         cJSON *desc = NULL;
         int missing = 0;
         if (describe(c, table, &desc, &missing, err)) return -1;
@@ -208,8 +210,10 @@ static int wait_active(kp_ddb_conn *c, const char *table, kp_error *err)
         }
         cJSON_Delete(desc);
         if (active) return 0;
-        struct timespec pause = {0, 100 * 1000000L};
+        struct timespec pause = {0, pause_ms * 1000000L};
         nanosleep(&pause, NULL);
+        waited_ms += pause_ms;
+        pause_ms = pause_ms * 2 > 100 ? 100 : pause_ms * 2;
     }
     return kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "table %s did not become ACTIVE within 60 s", table);
 }
@@ -324,8 +328,13 @@ int kp_ddb_submit_items(kp_conn *conn, kp_item_list *batch, kp_ack_fn on_ack, vo
         const char *container = batch->items[i].container;
         batch_ctx *b = calloc(1, sizeof *b);
         cJSON *requests = cJSON_CreateArray();
-        if (!b || !requests) { free(b); cJSON_Delete(requests); return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
-        b->items = calloc(KP_DDB_MAX_BATCH_WRITE, sizeof *b->items);
+        if (b) b->items = calloc(KP_DDB_MAX_BATCH_WRITE, sizeof *b->items);
+        if (!b || !b->items || !requests) {
+            if (b) free(b->items);
+            free(b);
+            cJSON_Delete(requests);
+            return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+        }
         b->on_ack = on_ack;
         b->ctx = ctx;
         while (i < batch->count && b->count < KP_DDB_MAX_BATCH_WRITE && strcmp(batch->items[i].container, container) == 0) {
@@ -333,12 +342,23 @@ int kp_ddb_submit_items(kp_conn *conn, kp_item_list *batch, kp_ack_fn on_ack, vo
             int dup = 0;
             for (size_t k = 0; k < b->count && !dup; k++) dup = it->id && b->items[k].id && strcmp(it->id, b->items[k].id) == 0;
             if (dup) break;
+            /* the body and id move into the request and the ack context: the caller
+             * clears the list after this returns, so copying them would only be freed */
             cJSON *put = cJSON_CreateObject();
-            cJSON_AddItemToObject(cJSON_AddObjectToObject(put, "PutRequest"), "Item", cJSON_Duplicate(it->body, 1));
+            cJSON *request = put ? cJSON_AddObjectToObject(put, "PutRequest") : NULL;
+            if (!request || !cJSON_AddItemToObject(request, "Item", it->body)) {
+                cJSON_Delete(put);
+                for (size_t k = 0; k < b->count; k++) free(b->items[k].id);
+                free(b->items);
+                free(b);
+                cJSON_Delete(requests);
+                return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+            }
             cJSON_AddItemToArray(requests, put);
             b->items[b->count] = *it;
             b->items[b->count].body = NULL;
-            b->items[b->count].id = it->id ? strdup(it->id) : NULL;
+            it->body = NULL;
+            it->id = NULL;
             b->count++;
             i++;
         }

@@ -43,6 +43,14 @@ print(count - 1)  # keyplan's marker item
 PY
 }
 
+# the HTTP client itself: batch writes, paging, errors, connection reuse
+if [[ -x $build/tests/ddb_client_live ]]; then
+    if "$build/tests/ddb_client_live" --endpoint "$url" >"$work/client.out" 2>&1; then ok "the DynamoDB client against dynalite"
+    else bad "the DynamoDB client against dynalite (exit $?)"; tail -20 "$work/client.out"; fi
+else
+    bad "tests/ddb_client_live was not built"
+fi
+
 # example scale: at most ~13,000 records each, so the whole run stays within minutes
 examples=(saas-control-plane:0.004 ecommerce-single-table:0.0002 leaderboard:0.00001 order-response:0.00002 auction-mixes:0.0002)
 for entry in "${examples[@]}"; do

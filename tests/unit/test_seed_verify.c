@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -638,6 +639,39 @@ static void test_seed_dry_run_touches_nothing(void **state)
     kp_seed_report_free(&r);
 }
 
+static void test_seed_dry_run_exports_every_item_as_ndjson(void **state)
+{
+    fixture *f = *state;
+    kp_target target = {.database = "fake", .prefix = "px"};
+    kp_seed_options o = seed_options(f);
+    o.dry_run = 1;
+    o.target = &target;
+    o.export_items = tmpfile();
+    assert_non_null(o.export_items);
+    kp_seed_report r;
+    kp_error err;
+    assert_int_equal(kp_seed_run(&o, &r, &err), 0);
+    assert_int_equal(S.connects, 0);
+    rewind(o.export_items);
+    char line[8192];
+    long lines = 0;
+    while (fgets(line, sizeof line, o.export_items)) {
+        cJSON *row = cJSON_Parse(line);
+        assert_non_null(row);
+        const cJSON *table = cJSON_GetObjectItemCaseSensitive(row, "table");
+        assert_true(cJSON_IsString(table));
+        assert_memory_equal(table->valuestring, "px", 2);      /* the prefix, then the container */
+        assert_true(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(row, "item")));
+        assert_int_equal(cJSON_GetArraySize(row), 2);
+        cJSON_Delete(row);
+        lines++;
+    }
+    assert_int_equal(lines, r.items);
+    assert_int_equal(lines, total_records(f));
+    fclose(o.export_items);
+    kp_seed_report_free(&r);
+}
+
 static void test_seed_names_the_record_too_large_before_writing_anything(void **state)
 {
     fixture *f = *state;
@@ -984,6 +1018,27 @@ static void test_commands_check_their_arguments_and_dry_run_without_a_server(voi
     expect_run(args, 2, "--prefix 'no spaces'");
     snprintf(args, sizeof args, "seed %s --db dynamodb --data %s --dry-run --target dynamodb=http://127.0.0.1:1", model, data);
     expect_run(args, 0, "32 records -> 32 items");
+    snprintf(args, sizeof args, "seed %s --db dynamodb --data %s --export-items /dev/null", model, data);
+    expect_run(args, 2, "add --dry-run");
+    char export_path[] = "/tmp/kp-export-XXXXXX";
+    int fd = mkstemp(export_path);
+    assert_true(fd >= 0);
+    close(fd);
+    snprintf(args, sizeof args, "seed %s --db dynamodb --data %s --dry-run --export-items %s --prefix ci", model, data,
+             export_path);
+    expect_run(args, 0, "32 records -> 32 items");
+    FILE *exported = fopen(export_path, "r");
+    assert_non_null(exported);
+    char line[8192];
+    int lines = 0;
+    while (fgets(line, sizeof line, exported)) {
+        if (lines == 0) assert_non_null(strstr(line, "{\"table\":\"ci"));
+        assert_non_null(strstr(line, "\"item\":{\"PK\":{\"S\":"));
+        lines++;
+    }
+    fclose(exported);
+    remove(export_path);
+    assert_int_equal(lines, 32);
     snprintf(args, sizeof args, "verify %s --db dynamodb --data %s --dry-run --seed 5", model, data);
     expect_run(args, 0, "customer-orders");
     snprintf(args, sizeof args, "verify %s --db dynamodb --data %s --samples 0", model, data);
@@ -1068,6 +1123,7 @@ int main(void)
         T(test_seed_refuses_a_target_seeded_from_another_model_without_force),
         T(test_seed_refuses_a_foreign_target_without_force),
         T(test_seed_dry_run_touches_nothing),
+        T(test_seed_dry_run_exports_every_item_as_ndjson),
         T(test_seed_names_the_record_too_large_before_writing_anything),
         T(test_verify_passes_when_the_target_answers_like_the_oracle),
         T(test_verify_names_the_path_of_a_corrupted_value),

@@ -1,0 +1,437 @@
+/*
+ * client.c — keyplan's MongoDB client (client.h) on libmongoc.
+ *
+ * One mongoc_client_t per connection (keyplan drives one pipeline per backend, so a
+ * pool buys nothing: bulk writes of 500 documents keep the server busy, measured in
+ * tests/integration/mongodb.sh). Every command the driver starts is counted through
+ * the APM callbacks, so getMores and retries are in the request count verify reports.
+ * Transient failures (network errors, a primary stepping down, server selection
+ * timeouts) are retried up to 5 times with a growing pause.
+ * Invariant: messages name the server by the redacted connection string only.
+ */
+#include "backends/mongodb/client.h"
+
+#include <mongoc/mongoc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backends/mongodb/mongo.h"
+
+#define RETRIES 5
+
+struct kp_mg_client {
+    mongoc_client_t *client;
+    mongoc_database_t *db;
+    char *uri;          /* redacted */
+    char *database;
+    int is_database_named;      /* the URI names the database */
+    long requests;
+};
+
+static void quiet_log(mongoc_log_level_t level, const char *domain, const char *message, void *data)
+{
+    (void)data;
+    /* FerretDB answers endSessions with CommandNotFound at every close: not worth a line */
+    if (level <= MONGOC_LOG_LEVEL_ERROR || getenv("KP_MONGO_DEBUG")) fprintf(stderr, "libmongoc %s: %s\n", domain, message);
+}
+
+static int initialised;
+
+static void init_driver(void)
+{
+    if (initialised) return;
+    mongoc_log_set_handler(quiet_log, NULL);
+    mongoc_init();
+    initialised = 1;
+}
+
+static void on_started(const mongoc_apm_command_started_t *event)
+{
+    kp_mg_client *c = mongoc_apm_command_started_get_context(event);
+    c->requests++;
+    if (getenv("KP_TRACE_REQUESTS")) {
+        char *json = bson_as_relaxed_extended_json(mongoc_apm_command_started_get_command(event), NULL);
+        fprintf(stderr, "mongodb %s %s\n", mongoc_apm_command_started_get_command_name(event), json ? json : "");
+        bson_free(json);
+    }
+}
+
+void kp_mg_redact_uri(const char *uri, char *buf, size_t size)
+{
+    const char *scheme = strstr(uri, "://");
+    const char *start = scheme ? scheme + 3 : uri;
+    const char *at = strchr(start, '@');
+    const char *slash = strchr(start, '/');
+    if (at && (!slash || at < slash)) {
+        const char *colon = memchr(start, ':', (size_t)(at - start));
+        if (colon) {
+            snprintf(buf, size, "%.*s****%s", (int)(colon + 1 - uri), uri, at);
+            return;
+        }
+    }
+    snprintf(buf, size, "%s", uri);
+}
+
+int kp_mg_client_open(const char *uri_text, int is_insecure, kp_mg_client **out, kp_error *err)
+{
+    *out = NULL;
+    if (!uri_text || !uri_text[0]) uri_text = getenv("MONGODB_URI");
+    if (!uri_text || !uri_text[0])
+        return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "no MongoDB server named: pass --target mongodb=URI (for example "
+                            "mongodb://127.0.0.1:28017/, what scripts/target-ferretdb.sh start runs) or set MONGODB_URI");
+    init_driver();
+    char redacted[1024];
+    kp_mg_redact_uri(uri_text, redacted, sizeof redacted);
+    bson_error_t e;
+    mongoc_uri_t *uri = mongoc_uri_new_with_error(uri_text, &e);
+    if (!uri) return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "the MongoDB connection string %s is not valid: %s", redacted, e.message);
+    if (!mongoc_uri_has_option(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS))
+        mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, 5000);
+    if (is_insecure) mongoc_uri_set_option_as_bool(uri, MONGOC_URI_TLSINSECURE, true);
+    mongoc_uri_set_option_as_utf8(uri, MONGOC_URI_APPNAME, "keyplan");
+    kp_mg_client *c = calloc(1, sizeof *c);
+    if (!c) { mongoc_uri_destroy(uri); return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
+    c->client = mongoc_client_new_from_uri_with_error(uri, &e);
+    const char *db = mongoc_uri_get_database(uri);
+    c->is_database_named = db && db[0];
+    c->database = strdup(db && db[0] ? db : "keyplan");
+    c->uri = strdup(redacted);
+    mongoc_uri_destroy(uri);
+    if (!c->client) {
+        kp_mg_client_close(c);
+        return kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "cannot use the MongoDB connection string %s: %s", redacted, e.message);
+    }
+    mongoc_client_set_error_api(c->client, MONGOC_ERROR_API_VERSION_2);
+    mongoc_apm_callbacks_t *cb = mongoc_apm_callbacks_new();
+    mongoc_apm_set_command_started_cb(cb, on_started);
+    mongoc_client_set_apm_callbacks(c->client, cb, c);
+    mongoc_apm_callbacks_destroy(cb);
+    c->db = mongoc_client_get_database(c->client, c->database);
+    bson_t *ping = BCON_NEW("ping", BCON_INT32(1));
+    bool ok = mongoc_client_command_simple(c->client, "admin", ping, NULL, NULL, &e);
+    bson_destroy(ping);
+    if (!ok) {
+        kp_mg_client_close(c);
+        return kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "cannot reach MongoDB at %s: %s (is the server running? "
+                            "scripts/target-ferretdb.sh start runs a local one)", redacted, e.message);
+    }
+    *out = c;
+    return 0;
+}
+
+void kp_mg_client_close(kp_mg_client *c)
+{
+    if (!c) return;
+    if (c->db) mongoc_database_destroy(c->db);
+    if (c->client) mongoc_client_destroy(c->client);
+    free(c->uri);
+    free(c->database);
+    free(c);
+}
+
+const char *kp_mg_client_uri(const kp_mg_client *c) { return c->uri; }
+
+void kp_mg_client_default_database(kp_mg_client *c, const char *name)
+{
+    if (c->is_database_named || !name || strcmp(c->database, name) == 0) return;
+    char *copy = strdup(name);
+    if (!copy) return;
+    free(c->database);
+    c->database = copy;
+    mongoc_database_destroy(c->db);
+    c->db = mongoc_client_get_database(c->client, c->database);
+}
+const char *kp_mg_client_database(const kp_mg_client *c) { return c->database; }
+long kp_mg_client_requests(const kp_mg_client *c) { return c->requests; }
+
+/* ---- errors ----------------------------------------------------------------------------- */
+
+static int is_transient(const bson_error_t *e)
+{
+    if (e->domain == MONGOC_ERROR_STREAM || e->domain == MONGOC_ERROR_SERVER_SELECTION) return 1;
+    switch (e->code) {
+    case 6: case 7: case 89: case 91: case 189: case 262: case 9001: case 10107: case 11600: case 11602: case 13435:
+    case 13436: case 112: case 117:
+        return e->domain == MONGOC_ERROR_SERVER || e->domain == MONGOC_ERROR_WRITE_CONCERN;
+    default: return 0;
+    }
+}
+
+static void pause_ms(int ms)
+{
+    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+static int fail(kp_mg_client *c, kp_error *err, const char *what, const bson_error_t *e)
+{
+    return kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "MongoDB at %s: %s failed: %s", c->uri, what, e->message);
+}
+
+static int to_bson(const cJSON *j, bson_t *b, kp_error *err)
+{
+    if (!j) { bson_init(b); return 0; }
+    return kp_mg_ejson_to_bson(j, b, err);
+}
+
+/* ---- commands and finds -------------------------------------------------------------------- */
+
+int kp_mg_command(kp_mg_client *c, const cJSON *command, cJSON **reply, int *server_code, kp_error *err)
+{
+    if (reply) *reply = NULL;
+    if (server_code) *server_code = 0;
+    bson_t cmd, out;
+    if (to_bson(command, &cmd, err)) return -1;
+    bson_error_t e;
+    bool ok = false;
+    for (int attempt = 0; attempt < RETRIES; attempt++) {
+        ok = mongoc_database_command_simple(c->db, &cmd, NULL, &out, &e);
+        if (ok || !is_transient(&e)) break;
+        bson_destroy(&out);
+        pause_ms(100 << attempt);
+    }
+    bson_destroy(&cmd);
+    if (reply) *reply = kp_mg_bson_to_ejson(&out);
+    bson_destroy(&out);
+    if (!ok) {
+        if (server_code && e.domain == MONGOC_ERROR_SERVER) *server_code = (int)e.code;
+        const char *name = command && command->child ? command->child->string : "command";
+        return fail(c, err, name, &e);
+    }
+    return 0;
+}
+
+int kp_mg_find(kp_mg_client *c, const char *collection, const cJSON *filter, const cJSON *options, cJSON **docs,
+               kp_error *err)
+{
+    *docs = NULL;
+    bson_t f, o;
+    if (to_bson(filter, &f, err)) return -1;
+    if (to_bson(options, &o, err)) { bson_destroy(&f); return -1; }
+    mongoc_collection_t *coll = mongoc_database_get_collection(c->db, collection);
+    cJSON *all = NULL;
+    int rc = -1;
+    for (int attempt = 0; attempt < RETRIES; attempt++) {
+        cJSON_Delete(all);
+        all = cJSON_CreateArray();
+        mongoc_cursor_t *cur = mongoc_collection_find_with_opts(coll, &f, &o, NULL);
+        const bson_t *doc;
+        while (mongoc_cursor_next(cur, &doc)) {
+            cJSON *j = kp_mg_bson_to_ejson(doc);
+            if (!j) break;
+            cJSON_AddItemToArray(all, j);
+        }
+        bson_error_t e;
+        if (mongoc_cursor_error(cur, &e)) {
+            mongoc_cursor_destroy(cur);
+            if (is_transient(&e) && attempt + 1 < RETRIES) { pause_ms(100 << attempt); continue; }
+            fail(c, err, "find", &e);
+            break;
+        }
+        mongoc_cursor_destroy(cur);
+        rc = 0;
+        break;
+    }
+    mongoc_collection_destroy(coll);
+    bson_destroy(&f);
+    bson_destroy(&o);
+    if (rc) { cJSON_Delete(all); return -1; }
+    *docs = all;
+    return 0;
+}
+
+static long ejson_long(const cJSON *v)
+{
+    if (cJSON_IsNumber(v)) return (long)v->valuedouble;
+    const cJSON *t = cJSON_IsObject(v) ? v->child : NULL;
+    if (t && cJSON_IsString(t)) return (long)strtod(t->valuestring, NULL);
+    return -1;
+}
+
+int kp_mg_count(kp_mg_client *c, const char *collection, const cJSON *filter, long *count, kp_error *err)
+{
+    cJSON *cmd = cJSON_CreateObject();
+    cJSON_AddStringToObject(cmd, "count", collection);
+    cJSON_AddItemToObject(cmd, "query", filter ? cJSON_Duplicate(filter, 1) : cJSON_CreateObject());
+    cJSON *reply = NULL;
+    int rc = kp_mg_command(c, cmd, &reply, NULL, err);
+    cJSON_Delete(cmd);
+    *count = rc ? 0 : ejson_long(cJSON_GetObjectItemCaseSensitive(reply, "n"));
+    cJSON_Delete(reply);
+    if (rc == 0 && *count < 0) return kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "MongoDB at %s answered count without n", c->uri);
+    return rc;
+}
+
+/* ---- bulk writes ------------------------------------------------------------------------------ */
+
+/* One unordered bulk of the documents whose state is 0 (to do): insert or replace.
+ * Marks 1 (stored), 2 (exists: replace next), -1 (failed for good). Returns -1 when
+ * the whole request failed transiently (retry), -2 for good. */
+static int bulk_pass(kp_mg_client *c, mongoc_collection_t *coll, cJSON *const *docs, size_t n, int *state, int as_replace,
+                     kp_error *err)
+{
+    bson_t opts;
+    bson_init(&opts);
+    BSON_APPEND_BOOL(&opts, "ordered", false);
+    mongoc_bulk_operation_t *bulk = mongoc_collection_create_bulk_operation_with_opts(coll, &opts);
+    bson_destroy(&opts);
+    size_t *index = malloc(sizeof *index * (n ? n : 1));
+    size_t m = 0;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (state[i] != (as_replace ? 2 : 0)) continue;
+        bson_t doc;
+        if (kp_mg_ejson_to_bson(docs[i], &doc, err)) { state[i] = -1; continue; }
+        bson_error_t e;
+        bool ok;
+        if (as_replace) {
+            bson_t selector, upsert;
+            bson_init(&selector);
+            bson_iter_t it;
+            if (bson_iter_init_find(&it, &doc, "_id")) bson_append_iter(&selector, "_id", -1, &it);
+            bson_init(&upsert);
+            BSON_APPEND_BOOL(&upsert, "upsert", true);
+            ok = mongoc_bulk_operation_replace_one_with_opts(bulk, &selector, &doc, &upsert, &e);
+            bson_destroy(&selector);
+            bson_destroy(&upsert);
+        } else {
+            ok = mongoc_bulk_operation_insert_with_opts(bulk, &doc, NULL, &e);
+        }
+        bson_destroy(&doc);
+        if (!ok) { state[i] = -1; kp_error_set(err, KP_ERR_DATA, NULL, 0, 0, "a document MongoDB refuses: %s", e.message); continue; }
+        index[m++] = i;
+    }
+    if (m == 0) { mongoc_bulk_operation_destroy(bulk); free(index); return 0; }
+    bson_t reply;
+    bson_error_t e;
+    uint32_t ok = mongoc_bulk_operation_execute(bulk, &reply, &e);
+    cJSON *r = kp_mg_bson_to_ejson(&reply);
+    bson_destroy(&reply);
+    mongoc_bulk_operation_destroy(bulk);
+    const cJSON *errors = cJSON_GetObjectItemCaseSensitive(r, "writeErrors");
+    if (!ok && (!errors || !errors->child)) {
+        /* the request itself failed */
+        cJSON_Delete(r);
+        free(index);
+        if (is_transient(&e)) return -1;
+        fail(c, err, "a bulk write", &e);
+        return -2;
+    }
+    for (size_t k = 0; k < m; k++) state[index[k]] = 1;
+    for (const cJSON *we = errors ? errors->child : NULL; we; we = we->next) {
+        long at = ejson_long(cJSON_GetObjectItemCaseSensitive(we, "index"));
+        long code = ejson_long(cJSON_GetObjectItemCaseSensitive(we, "code"));
+        if (at < 0 || (size_t)at >= m) continue;
+        size_t i = index[at];
+        if (code == 11000 && !as_replace) state[i] = 2;
+        else {
+            state[i] = (code == 91 || code == 189 || code == 10107 || code == 11600 || code == 11602) ? 0 : -1;
+            const cJSON *msg = cJSON_GetObjectItemCaseSensitive(we, "errmsg");
+            if (state[i] < 0)
+                kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "MongoDB at %s refused a document (code %ld): %s", c->uri, code,
+                             cJSON_IsString(msg) ? msg->valuestring : "no message");
+        }
+    }
+    cJSON_Delete(r);
+    free(index);
+    return 0;
+}
+
+int kp_mg_bulk_store(kp_mg_client *c, const char *collection, cJSON *const *docs, size_t n, int replace, int *ok,
+                     kp_error *err)
+{
+    int *state = calloc(n ? n : 1, sizeof *state);
+    if (!state) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    mongoc_collection_t *coll = mongoc_database_get_collection(c->db, collection);
+    int rc = 0;
+    kp_error pass_err;
+    kp_error_clear(&pass_err);
+    for (int attempt = 0; attempt < RETRIES; attempt++) {
+        int r = bulk_pass(c, coll, docs, n, state, 0, &pass_err);
+        if (r == -2) { rc = -1; break; }
+        if (r == 0 && replace) r = bulk_pass(c, coll, docs, n, state, 1, &pass_err);
+        if (r == -2) { rc = -1; break; }
+        int pending = 0;
+        for (size_t i = 0; i < n; i++) pending |= state[i] == 0 || (replace && state[i] == 2);
+        if (!pending) break;
+        pause_ms(100 << attempt);
+        if (attempt + 1 == RETRIES)
+            kp_error_set(&pass_err, KP_ERR_TARGET, NULL, 0, 0, "MongoDB at %s still failed a bulk write after %d attempts",
+                         c->uri, RETRIES);
+    }
+    mongoc_collection_destroy(coll);
+    for (size_t i = 0; i < n; i++) ok[i] = rc == 0 && state[i] == 1;
+    int failed = 0;
+    for (size_t i = 0; i < n; i++) failed |= !ok[i];
+    if (failed || rc) *err = pass_err;
+    if (failed && err->code == KP_OK)
+        kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "MongoDB at %s did not store %s documents", c->uri,
+                     replace ? "some" : "already existing");
+    free(state);
+    return rc;
+}
+
+int kp_mg_delete_ids(kp_mg_client *c, const char *collection, const cJSON *ids, kp_error *err)
+{
+    if (!ids || !ids->child) return 0;
+    cJSON *cmd = cJSON_CreateObject();
+    cJSON_AddStringToObject(cmd, "delete", collection);
+    cJSON *deletes = cJSON_AddArrayToObject(cmd, "deletes");
+    for (const cJSON *id = ids->child; id; id = id->next) {
+        cJSON *d = cJSON_CreateObject();
+        cJSON *q = cJSON_AddObjectToObject(d, "q");
+        cJSON_AddItemToObject(q, "_id", cJSON_Duplicate(id, 1));
+        cJSON_AddNumberToObject(d, "limit", 1);
+        cJSON_AddItemToArray(deletes, d);
+    }
+    cJSON_AddBoolToObject(cmd, "ordered", 1);
+    cJSON *reply = NULL;
+    int rc = kp_mg_command(c, cmd, &reply, NULL, err);
+    const cJSON *errors = cJSON_GetObjectItemCaseSensitive(reply, "writeErrors");
+    if (rc == 0 && errors && errors->child) {
+        const cJSON *msg = cJSON_GetObjectItemCaseSensitive(errors->child, "errmsg");
+        rc = kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "MongoDB at %s refused a delete in %s: %s", c->uri, collection,
+                          cJSON_IsString(msg) ? msg->valuestring : "no message");
+    }
+    cJSON_Delete(cmd);
+    cJSON_Delete(reply);
+    return rc;
+}
+
+int kp_mg_drop_collection(kp_mg_client *c, const char *collection, kp_error *err)
+{
+    cJSON *cmd = cJSON_CreateObject();
+    cJSON_AddStringToObject(cmd, "drop", collection);
+    int code = 0;
+    kp_error e;
+    kp_error_clear(&e);
+    int rc = kp_mg_command(c, cmd, NULL, &code, &e);
+    cJSON_Delete(cmd);
+    if (rc && (code == 26 || strstr(e.message, "ns not found"))) return 0; /* NamespaceNotFound */
+    if (rc) *err = e;
+    return rc;
+}
+
+int kp_mg_collection_names(kp_mg_client *c, cJSON **names, kp_error *err)
+{
+    *names = NULL;
+    cJSON *cmd = cJSON_CreateObject();
+    cJSON_AddNumberToObject(cmd, "listCollections", 1);
+    cJSON_AddBoolToObject(cmd, "nameOnly", 1);
+    cJSON *reply = NULL;
+    int rc = kp_mg_command(c, cmd, &reply, NULL, err);
+    cJSON_Delete(cmd);
+    if (rc) { cJSON_Delete(reply); return -1; }
+    cJSON *out = cJSON_CreateArray();
+    const cJSON *cursor = cJSON_GetObjectItemCaseSensitive(reply, "cursor");
+    const cJSON *batch = cJSON_GetObjectItemCaseSensitive(cursor, "firstBatch");
+    for (const cJSON *x = batch ? batch->child : NULL; x; x = x->next) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(x, "name");
+        if (cJSON_IsString(name)) cJSON_AddItemToArray(out, cJSON_CreateString(name->valuestring));
+    }
+    cJSON_Delete(reply);
+    *names = out;
+    return 0;
+}

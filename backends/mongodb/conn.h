@@ -1,0 +1,37 @@
+/*
+ * conn.h — a live MongoDB connection as the backend sees it (the client and the
+ * collection-name prefix), and the live functions of the kp_backend table.
+ */
+#ifndef KP_MONGO_CONN_H
+#define KP_MONGO_CONN_H
+
+#include "backends/backend.h"
+#include "backends/mongodb/client.h"
+
+typedef struct kp_mg_conn kp_mg_conn;
+
+kp_mg_client *kp_mg_conn_client(kp_mg_conn *conn);
+/* Chooses the database for a design (the URI's, else the model's name). */
+void kp_mg_conn_use(kp_mg_conn *conn, const kp_design *d);
+/* "<prefix><name>" (valid until the next call on this connection). */
+const char *kp_mg_conn_collection(kp_mg_conn *conn, const char *name);
+
+/* live.c */
+int kp_mg_connect(const kp_target *t, kp_conn **out, kp_error *err);
+void kp_mg_disconnect(kp_conn *conn);
+int kp_mg_inspect(kp_conn *conn, const kp_design *d, kp_target_state *out, kp_error *err);
+int kp_mg_apply_schema(kp_conn *conn, const kp_design *d, kp_error *err);
+int kp_mg_drop(kp_conn *conn, const kp_design *d, kp_error *err);
+int kp_mg_write_marker(kp_conn *conn, const kp_design *d, const cJSON *marker, kp_error *err);
+int kp_mg_submit(kp_conn *conn, kp_item_list *batch, kp_ack_fn on_ack, void *ctx, kp_error *err);
+int kp_mg_poll(kp_conn *conn, int timeout_ms, kp_error *err);
+int kp_mg_read_back(kp_conn *conn, const kp_design *d, kp_readback *out, kp_error *err);
+/* execute.c */
+int kp_mg_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const kp_params *params, const char *page,
+                  kp_result *out, kp_error *err);
+/* writes.c */
+int kp_mg_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *before, const kp_dataset *after,
+                      const void *request, int *atomic_exercised, kp_error *err);
+int kp_mg_delete_items(kp_conn *conn, const kp_design *d, const kp_item_list *items, kp_error *err);
+
+#endif

@@ -1,0 +1,269 @@
+/*
+ * live.c — the MongoDB backend against a live server: connecting, the collections with
+ * their validators and indexes, keyplan's marker, seeding writes, read-back, teardown.
+ *
+ * The database is the connection string's, or the model's name when it names none, so
+ * two models never share a collection. keyplan's marker is one document per model in
+ * the collection "<prefix>_keyplan" (`_id`: the model's name) holding the seed marker
+ * as JSON text: collections without it were not created by keyplan, and nothing drops
+ * or overwrites them without --force.
+ * Invariant: every seeding write stores a document under its deterministic `_id`
+ * (insert, or replace when it exists), so replaying any part of a seed never
+ * duplicates a document.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/mongodb/conn.h"
+#include "backends/mongodb/mongo.h"
+
+struct kp_mg_conn {
+    kp_mg_client *client;
+    char *prefix;
+    char name[512];
+    int warned_validators;
+};
+
+kp_mg_client *kp_mg_conn_client(kp_mg_conn *c) { return c->client; }
+
+void kp_mg_conn_use(kp_mg_conn *c, const kp_design *d)
+{
+    kp_mg_client_default_database(c->client, d->model->name);
+}
+
+const char *kp_mg_conn_collection(kp_mg_conn *c, const char *name)
+{
+    snprintf(c->name, sizeof c->name, "%s%s", c->prefix ? c->prefix : "", name);
+    return c->name;
+}
+
+int kp_mg_connect(const kp_target *t, kp_conn **out, kp_error *err)
+{
+    *out = NULL;
+    kp_mg_conn *c = calloc(1, sizeof *c);
+    if (!c) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    if (kp_mg_client_open(t->endpoint, t->is_insecure, &c->client, err)) { free(c); return -1; }
+    c->prefix = strdup(t->prefix ? t->prefix : "");
+    *out = (kp_conn *)c;
+    return 0;
+}
+
+void kp_mg_disconnect(kp_conn *conn)
+{
+    kp_mg_conn *c = (kp_mg_conn *)conn;
+    if (!c) return;
+    kp_mg_client_close(c->client);
+    free(c->prefix);
+    free(c);
+}
+
+/* ---- the marker ----------------------------------------------------------------------------- */
+
+static const char *marker_collection(kp_mg_conn *c)
+{
+    static char name[512];
+    snprintf(name, sizeof name, "%s%s", c->prefix ? c->prefix : "", KP_MG_MARKER_COLLECTION);
+    return name;
+}
+
+static int read_marker(kp_mg_conn *c, const kp_design *d, cJSON **marker, kp_error *err)
+{
+    *marker = NULL;
+    cJSON *filter = cJSON_CreateObject();
+    cJSON_AddStringToObject(filter, "_id", d->model->name);
+    cJSON *docs = NULL;
+    int rc = kp_mg_find(c->client, marker_collection(c), filter, NULL, &docs, err);
+    cJSON_Delete(filter);
+    if (rc) return -1;
+    const cJSON *text = docs && docs->child ? cJSON_GetObjectItemCaseSensitive(docs->child, "marker") : NULL;
+    if (cJSON_IsString(text)) *marker = cJSON_Parse(text->valuestring);
+    cJSON_Delete(docs);
+    return 0;
+}
+
+int kp_mg_write_marker(kp_conn *conn, const kp_design *d, const cJSON *marker, kp_error *err)
+{
+    kp_mg_conn *c = (kp_mg_conn *)conn;
+    kp_mg_conn_use(c, d);
+    char *text = cJSON_PrintUnformatted(marker);
+    if (!text) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    cJSON *doc = cJSON_CreateObject();
+    cJSON_AddStringToObject(doc, "_id", d->model->name);
+    cJSON_AddStringToObject(doc, "marker", text);
+    cJSON_free(text);
+    int ok = 0;
+    int rc = kp_mg_bulk_store(c->client, marker_collection(c), &doc, 1, 1, &ok, err);
+    cJSON_Delete(doc);
+    if (rc == 0 && !ok) rc = -1;
+    return rc;
+}
+
+/* ---- inspect, schema, drop ----------------------------------------------------------------------- */
+
+static int has_name(const cJSON *names, const char *name)
+{
+    for (const cJSON *n = names ? names->child : NULL; n; n = n->next)
+        if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0) return 1;
+    return 0;
+}
+
+int kp_mg_inspect(kp_conn *conn, const kp_design *d, kp_target_state *out, kp_error *err)
+{
+    kp_mg_conn *c = (kp_mg_conn *)conn;
+    kp_mg_conn_use(c, d);
+    const mg_layout *L = d->layout;
+    memset(out, 0, sizeof *out);
+    cJSON *names = NULL;
+    if (kp_mg_collection_names(c->client, &names, err)) return -1;
+    int any = 0;
+    long documents = 0;
+    for (size_t i = 0; i < L->collection_count; i++) {
+        const char *name = kp_mg_conn_collection(c, L->collections[i]->name);
+        if (!has_name(names, name)) continue;
+        any = 1;
+        long n = 0;
+        if (kp_mg_count(c->client, name, NULL, &n, err)) { cJSON_Delete(names); return -1; }
+        documents += n;
+    }
+    int has_marker_collection = has_name(names, marker_collection(c));
+    cJSON_Delete(names);
+    if (has_marker_collection && read_marker(c, d, &out->marker, err)) return -1;
+    out->exists = any;
+    out->is_empty = documents == 0;
+    out->is_foreign = any && !out->marker;
+    return 0;
+}
+
+static void warn_validators(kp_mg_conn *c, const char *why)
+{
+    if (c->warned_validators++) return;
+    fprintf(stderr, "keyplan: warning: MongoDB at %s does not implement collection validators (%s); the collections are "
+                    "created without their $jsonSchema (`keyplan emit` writes it for a server that has them)\n",
+            kp_mg_client_uri(c->client), why);
+}
+
+int kp_mg_apply_schema(kp_conn *conn, const kp_design *d, kp_error *err)
+{
+    kp_mg_conn *c = (kp_mg_conn *)conn;
+    kp_mg_conn_use(c, d);
+    const mg_layout *L = d->layout;
+    for (size_t i = 0; i < L->collection_count; i++) {
+        const mg_collection *col = L->collections[i];
+        char name[512];
+        snprintf(name, sizeof name, "%s", kp_mg_conn_collection(c, col->name));
+        cJSON *cmd = cJSON_CreateObject();
+        cJSON_AddStringToObject(cmd, "create", name);
+        cJSON_AddItemToObject(cmd, "validator", kp_mg_json_schema(d, col));
+        int code = 0;
+        kp_error e;
+        kp_error_clear(&e);
+        int rc = kp_mg_command(c->client, cmd, NULL, &code, &e);
+        cJSON_Delete(cmd);
+        if (rc && code == 238) { /* NotImplemented: FerretDB */
+            warn_validators(c, "NotImplemented");
+            cmd = cJSON_CreateObject();
+            cJSON_AddStringToObject(cmd, "create", name);
+            kp_error_clear(&e);
+            rc = kp_mg_command(c->client, cmd, NULL, &code, &e);
+            cJSON_Delete(cmd);
+        }
+        if (rc && code == 48) rc = 0; /* NamespaceExists: inspect decided it is ours */
+        if (rc) { *err = e; return -1; }
+        cJSON *specs = kp_mg_index_specs(col);
+        if (specs->child) {
+            cmd = cJSON_CreateObject();
+            cJSON_AddStringToObject(cmd, "createIndexes", name);
+            cJSON_AddItemToObject(cmd, "indexes", specs);
+            rc = kp_mg_command(c->client, cmd, NULL, NULL, err);
+            cJSON_Delete(cmd);
+            if (rc) return -1;
+        } else {
+            cJSON_Delete(specs);
+        }
+    }
+    return 0;
+}
+
+int kp_mg_drop(kp_conn *conn, const kp_design *d, kp_error *err)
+{
+    kp_mg_conn *c = (kp_mg_conn *)conn;
+    kp_mg_conn_use(c, d);
+    const mg_layout *L = d->layout;
+    for (size_t i = 0; i < L->collection_count; i++)
+        if (kp_mg_drop_collection(c->client, kp_mg_conn_collection(c, L->collections[i]->name), err)) return -1;
+    cJSON *ids = cJSON_CreateArray();
+    cJSON_AddItemToArray(ids, cJSON_CreateString(d->model->name));
+    int rc = kp_mg_delete_ids(c->client, marker_collection(c), ids, err);
+    cJSON_Delete(ids);
+    if (rc) return -1;
+    long left = 0;
+    if (kp_mg_count(c->client, marker_collection(c), NULL, &left, err)) return -1;
+    if (left == 0 && kp_mg_drop_collection(c->client, marker_collection(c), err)) return -1;
+    return 0;
+}
+
+/* ---- seeding writes ------------------------------------------------------------------------------- */
+
+int kp_mg_submit(kp_conn *conn, kp_item_list *batch, kp_ack_fn on_ack, void *ctx, kp_error *err)
+{
+    kp_mg_conn *c = (kp_mg_conn *)conn;
+    size_t i = 0;
+    while (i < batch->count) {
+        /* one unordered bulk per run of items of one collection */
+        size_t start = i;
+        const char *container = batch->items[i].container;
+        while (i < batch->count && i - start < KP_MG_BATCH && strcmp(batch->items[i].container, container) == 0) i++;
+        size_t n = i - start;
+        cJSON **docs = malloc(sizeof *docs * n);
+        int *ok = calloc(n, sizeof *ok);
+        if (!docs || !ok) { free(docs); free(ok); return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
+        for (size_t k = 0; k < n; k++) docs[k] = batch->items[start + k].body;
+        char name[512];
+        snprintf(name, sizeof name, "%s", kp_mg_conn_collection(c, container));
+        kp_error bulk_err;
+        kp_error_clear(&bulk_err);
+        int rc = kp_mg_bulk_store(c->client, name, docs, n, 1, ok, &bulk_err);
+        for (size_t k = 0; k < n; k++) on_ack(ctx, &batch->items[start + k], ok[k], ok[k] ? NULL : &bulk_err);
+        free(docs);
+        free(ok);
+        if (rc && bulk_err.code != KP_ERR_TARGET) { *err = bulk_err; return -1; }
+    }
+    return 0;
+}
+
+int kp_mg_poll(kp_conn *conn, int timeout_ms, kp_error *err)
+{
+    (void)conn;
+    (void)timeout_ms;
+    (void)err;
+    return 0; /* submit is synchronous: nothing is ever in flight */
+}
+
+/* ---- read-back -------------------------------------------------------------------------------------- */
+
+int kp_mg_read_back(kp_conn *conn, const kp_design *d, kp_readback *out, kp_error *err)
+{
+    kp_mg_conn *c = (kp_mg_conn *)conn;
+    kp_mg_conn_use(c, d);
+    const mg_layout *L = d->layout;
+    memset(out, 0, sizeof *out);
+    out->entries = calloc(L->collection_count ? L->collection_count : 1, sizeof *out->entries);
+    if (!out->entries) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    for (size_t i = 0; i < L->collection_count; i++) {
+        kp_readback_entry *e = &out->entries[out->count++];
+        e->container = strdup(L->collections[i]->name);
+        cJSON *options = cJSON_CreateObject();
+        cJSON_AddNumberToObject(options, "batchSize", 10000);
+        cJSON *docs = NULL;
+        int rc = kp_mg_find(c->client, kp_mg_conn_collection(c, L->collections[i]->name), NULL, options, &docs, err);
+        cJSON_Delete(options);
+        if (rc || !e->container) { cJSON_Delete(docs); kp_readback_free(out); return rc ? -1 : kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
+        for (const cJSON *doc = docs->child; doc; doc = doc->next) {
+            e->items++;
+            e->checksum ^= kp_item_hash(doc);
+        }
+        cJSON_Delete(docs);
+    }
+    return 0;
+}

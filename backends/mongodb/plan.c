@@ -1,0 +1,1365 @@
+/*
+ * plan.c — the MongoDB fetch trees (one per access pattern), the indexes they need,
+ * the neutral plans advisors read, the write plans, and the collections' description.
+ *
+ * A fetch tree mirrors the response shape. Its nodes are finds (the root from the
+ * parameters; follow-ups with the parent records' values: children by their
+ * reference, targets by `_id` with $in — never $lookup), counts, and records taken out
+ * of documents already read (embedded arrays and subdocuments, subsets, extended
+ * references, the document that holds an embedded record), which cost no request.
+ * Every find registers the index it needs, Equality-Sort-Range: the equality fields,
+ * then the sort (the declared order, then the key in the direction of the last order
+ * key — the oracle's tie-break), then the range fields.
+ * Invariant: a plan's steps count the finds that must wait for an earlier answer,
+ * exactly as execute.c measures them.
+ */
+#include "backends/mongodb/propose.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int nomem(builder *B) { return kp_error_set(B->err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
+
+/* ---- fetch nodes ------------------------------------------------------------------------------ */
+
+static mg_fetch *new_fetch(builder *B, mg_fetch_kind kind, const mg_entity *e)
+{
+    mg_fetch *f = kp_arena_alloc(B->arena, sizeof *f);
+    f->kind = kind;
+    f->entity = e;
+    f->is_server_ordered = 1;
+    return f;
+}
+
+static void add_child(builder *B, mg_fetch *parent, mg_fetch *child)
+{
+    kp_arena_push(B->arena, (void **)&parent->children, &parent->child_count, &parent->child_cap, sizeof *parent->children);
+    parent->children[parent->child_count - 1] = child;
+}
+
+static void add_cond(builder *B, mg_fetch *f, const kp_cond *c, const char *field)
+{
+    const kp_cond **conds = kp_arena_alloc(B->arena, sizeof *conds * (f->cond_count + 1));
+    const char **fields = kp_arena_alloc(B->arena, sizeof *fields * (f->cond_count + 1));
+    if (f->cond_count) {
+        memcpy(conds, f->conds, sizeof *conds * f->cond_count);
+        memcpy(fields, f->cond_fields, sizeof *fields * f->cond_count);
+    }
+    conds[f->cond_count] = c;
+    fields[f->cond_count] = field;
+    f->conds = conds;
+    f->cond_fields = fields;
+    f->cond_count++;
+}
+
+static void add_client_cond(builder *B, mg_fetch *f, const kp_cond *c)
+{
+    const kp_cond **conds = kp_arena_alloc(B->arena, sizeof *conds * (f->client_cond_count + 1));
+    if (f->client_cond_count) memcpy(conds, f->client_conds, sizeof *conds * f->client_cond_count);
+    conds[f->client_cond_count++] = c;
+    f->client_conds = conds;
+}
+
+static void set_match(builder *B, mg_fetch *f, mg_match match, size_t n)
+{
+    f->match = match;
+    f->match_count = n;
+    f->match_fields = kp_arena_alloc(B->arena, sizeof *f->match_fields * (n ? n : 1));
+    f->match_from = kp_arena_alloc(B->arena, sizeof *f->match_from * (n ? n : 1));
+}
+
+static int is_optional_param(const kp_cond *c) { return c->value.param && c->value.param->is_optional; }
+
+/* Can the attribute be missing (so MongoDB sorts it as null, lowest)? */
+static int is_nullable(const kp_attr *a)
+{
+    if (a->is_optional) return 1;
+    if (a->derived && (a->derived->fn == KP_AGG_MIN || a->derived->fn == KP_AGG_MAX)) return 1;
+    return 0;
+}
+
+/* ---- conditions as document fields -------------------------------------------------------------- */
+
+/* The field of a condition reached from entity me's documents: its own attribute, or
+ * through embedded subdocuments / an extended reference; NULL when only another find
+ * can test it. */
+static const char *cond_field(builder *B, const mg_entity *me, const kp_cond *c, const char *prefix)
+{
+    const char *path = prefix && prefix[0] ? prefix : "";
+    const mg_entity *at = me;
+    for (size_t h = 0; h < c->path_len; h++) {
+        const kp_rel *r = c->path[h];
+        const mg_nested *n = NULL;
+        for (size_t i = 0; at && i < at->nested_count; i++)
+            if (at->nested[i].rel == r && !at->nested[i].is_array && !at->nested[i].subset) n = &at->nested[i];
+        if (n) {
+            path = path[0] ? mg_bprintf(B, "%s.%s", path, n->field) : n->field;
+            at = n->child;
+            continue;
+        }
+        if (h + 1 == c->path_len && at) {
+            for (size_t i = 0; i < at->extref_count; i++) {
+                const mg_extref *x = &at->extrefs[i];
+                if (x->rel != r) continue;
+                for (size_t k = 0; k < x->attr_count; k++)
+                    if (x->attrs[k] == c->attr)
+                        return path[0] ? mg_bprintf(B, "%s.%s.%s", path, x->field, c->attr->name) : mg_bprintf(B, "%s.%s", x->field, c->attr->name);
+            }
+        }
+        return NULL;
+    }
+    return path[0] ? mg_bprintf(B, "%s.%s", path, c->attr->name) : c->attr->name;
+}
+
+/* ---- sorting ---------------------------------------------------------------------------------------- */
+
+/* The sort a find sends for shape s, each order attribute mapped to a field by `map`
+ * (NULL: the attribute's own name). Returns 0 when the server cannot give the order
+ * the oracle defines (a field it does not hold, nulls on the wrong side). */
+typedef const char *(*field_map)(builder *B, const kp_attr *a, void *ctx);
+
+static int make_sort(builder *B, mg_fetch *f, const kp_shape *s, field_map map, void *ctx)
+{
+    f->order_shape = s;
+    if (!s || s->order_count == 0) return 1;
+    mg_index_field *sort = kp_arena_alloc(B->arena, sizeof *sort * s->order_count);
+    size_t n = 0;
+    for (size_t k = 0; k < s->order_count; k++) {
+        const kp_order_key *o = &s->order[k];
+        if (is_nullable(o->attr) && !((o->is_desc && !o->is_nulls_first) || (!o->is_desc && o->is_nulls_first))) return 0;
+        const char *field = map ? map(B, o->attr, ctx) : o->attr->name;
+        if (!field) return 0;
+        sort[n].path = field;
+        sort[n].is_desc = o->is_desc;
+        n++;
+        if (o->attr->is_unique && !is_nullable(o->attr)) break; /* no ties after a unique value */
+    }
+    f->sort = sort;
+    f->sort_count = n;
+    return 1;
+}
+
+/* ---- indexes ------------------------------------------------------------------------------------------- */
+
+static const char *index_name(builder *B, const mg_index_field *fields, size_t n)
+{
+    const char *name = "";
+    for (size_t i = 0; i < n; i++) name = mg_bprintf(B, "%s%s%s_%s", name, i ? "_" : "", fields[i].path, fields[i].is_desc ? "-1" : "1");
+    return name;
+}
+
+static int same_fields(const mg_index_field *a, size_t an, const mg_index_field *b, size_t bn, int *inverted)
+{
+    if (an != bn) return 0;
+    int same = 1, inv = 1;
+    for (size_t i = 0; i < an; i++) {
+        if (strcmp(a[i].path, b[i].path) != 0) return 0;
+        same &= a[i].is_desc == b[i].is_desc;
+        inv &= a[i].is_desc != b[i].is_desc;
+    }
+    if (inverted) *inverted = !same && inv;
+    return same || inv;
+}
+
+static mg_index *need_index(builder *B, mg_collection *c, const mg_index_field *fields, size_t n, int unique,
+                            const kp_pattern *p)
+{
+    if (n == 0) return NULL;
+    if (n == 1 && strcmp(fields[0].path, "_id") == 0) return NULL;
+    mg_index *x = NULL;
+    for (size_t i = 0; i < c->index_count && !x; i++)
+        if (same_fields(c->indexes[i]->fields, c->indexes[i]->field_count, fields, n, NULL)) x = c->indexes[i];
+    if (!x) {
+        x = kp_arena_alloc(B->arena, sizeof *x);
+        x->fields = kp_arena_alloc(B->arena, sizeof *x->fields * n);
+        memcpy(x->fields, fields, sizeof *x->fields * n);
+        x->field_count = n;
+        x->name = index_name(B, fields, n);
+        kp_arena_push(B->arena, (void **)&c->indexes, &c->index_count, &c->index_cap, sizeof *c->indexes);
+        c->indexes[c->index_count - 1] = x;
+    }
+    x->is_unique |= unique;
+    if (p) {
+        int seen = 0;
+        for (size_t i = 0; i < x->cause_count; i++) seen |= x->causes[i] == p;
+        if (!seen) {
+            const kp_pattern **causes = kp_arena_alloc(B->arena, sizeof *causes * (x->cause_count + 1));
+            if (x->cause_count) memcpy(causes, x->causes, sizeof *causes * x->cause_count);
+            causes[x->cause_count++] = p;
+            x->causes = causes;
+        }
+    }
+    return x;
+}
+
+/* Equality, Sort, Range: the index a find needs. */
+static void index_for(builder *B, mg_fetch *f, const kp_pattern *p)
+{
+    mg_collection *c = (mg_collection *)f->coll;
+    if (!c) return;
+    mg_index_field fields[96];
+    size_t n = 0;
+#define ADD(path_, desc_) do { int dup_ = 0; for (size_t z_ = 0; z_ < n; z_++) dup_ |= strcmp(fields[z_].path, (path_)) == 0; \
+        if (!dup_ && n < 96) { fields[n].path = (path_); fields[n].is_desc = (desc_); n++; } } while (0)
+    int unique = 0;
+    if (f->match == MG_MATCH_KEY || f->match == MG_MATCH_PARENT) return; /* _id */
+    if (f->match == MG_MATCH_PARAMS && !f->shape && f->entity->collection && f->coll == f->entity->collection) {
+        const kp_entity *e = f->entity->entity;
+        int by_key = e->key_count > 0;
+        for (size_t k = 0; by_key && k < e->key_count; k++) {
+            int found = 0;
+            for (size_t i = 0; i < f->cond_count; i++)
+                found |= f->conds[i]->attr == e->key[k] && f->conds[i]->op == KP_OP_EQ && !f->conds[i]->path_len;
+            by_key &= found;
+        }
+        if (by_key) return; /* _id */
+    }
+    if (f->match == MG_MATCH_PARAMS) {
+        /* a look-up by key is _id; by a unique attribute, its unique index */
+        for (size_t i = 0; i < f->cond_count; i++)
+            if (f->conds[i]->op == KP_OP_EQ && f->conds[i]->attr->is_unique && !f->conds[i]->path_len &&
+                strchr(f->cond_fields[i], '.') == NULL && !f->shape)
+                unique = !is_nullable(f->conds[i]->attr);
+    }
+    for (size_t i = 0; i < f->match_count; i++) ADD(f->match_fields[i], 0);
+    for (size_t i = 0; i < f->cond_count; i++)
+        if (f->conds[i]->op == KP_OP_EQ && !is_optional_param(f->conds[i])) ADD(f->cond_fields[i], 0);
+    if (f->is_server_ordered)
+        for (size_t i = 0; i < f->sort_count; i++) ADD(f->sort[i].path, f->sort[i].is_desc);
+    for (size_t i = 0; i < f->cond_count; i++)
+        if (f->conds[i]->op != KP_OP_EQ || is_optional_param(f->conds[i])) ADD(f->cond_fields[i], 0);
+#undef ADD
+    if (n == 0) {
+        /* nothing to select or sort by: every document is read */
+        f->is_scan = f->kind == MG_FIND;
+        return;
+    }
+    if (unique && n > 1) unique = 0;
+    f->index = need_index(B, c, fields, n, unique, p);
+}
+
+void mg_finish_indexes(builder *B)
+{
+    for (size_t ci = 0; ci < B->L->collection_count; ci++) {
+        mg_collection *c = B->L->collections[ci];
+        for (size_t i = 0; i < c->index_count; i++) {
+            mg_index *a = c->indexes[i];
+            if (a->is_unique) continue;
+            for (size_t j = 0; j < c->index_count && !a->is_redundant; j++) {
+                mg_index *b = c->indexes[j];
+                if (i == j || b->is_redundant || b->field_count <= a->field_count) continue;
+                int inverted;
+                if (same_fields(a->fields, a->field_count, b->fields, a->field_count, &inverted)) {
+                    a->is_redundant = 1;
+                    a->served_by = b->name;
+                }
+            }
+        }
+        /* shard key: the equality field its reads select by most (by rate) */
+        const char *best = NULL;
+        double best_rate = 0;
+        for (size_t i = 0; i < c->index_count; i++) {
+            mg_index *x = c->indexes[i];
+            double rate = 0;
+            for (size_t k = 0; k < x->cause_count; k++) rate += mg_pattern_rate(B, x->causes[k]);
+            if (rate > best_rate && x->field_count > 0 && !strchr(x->fields[0].path, '.')) {
+                best = x->fields[0].path;
+                best_rate = rate;
+            }
+        }
+        if (best) {
+            c->shard_key = mg_bprintf(B, "{ %s: 1, _id: 1 }", best);
+            c->shard_why = mg_bprintf(B, "the reads that select by %s (%.0f req/s) go to one shard; _id after it lets the chunks "
+                                         "of one large %s value split", best, best_rate, best);
+        } else {
+            c->shard_key = "{ _id: \"hashed\" }";
+            c->shard_why = "every read selects by _id: a hashed _id spreads documents and writes evenly and keeps each "
+                           "look-up on one shard";
+        }
+    }
+    /* a find that used a redundant index reports the one that serves it */
+    for (size_t ci = 0; ci < B->L->collection_count; ci++) {
+        mg_collection *c = B->L->collections[ci];
+        size_t live = 0;
+        for (size_t i = 0; i < c->index_count; i++) live += !c->indexes[i]->is_redundant;
+        if (live > 63)
+            kp_design_defect(B->d, "collection %s needs %zu indexes, above MongoDB's 64 per collection (with _id); merge "
+                                   "patterns or move some to another collection", c->name, live + 1);
+    }
+}
+
+static const mg_index *serving(const mg_collection *c, const mg_index *x)
+{
+    if (!x || !x->is_redundant) return x;
+    for (size_t i = 0; i < c->index_count; i++)
+        if (strcmp(c->indexes[i]->name, x->served_by) == 0) return serving(c, c->indexes[i]);
+    return x;
+}
+
+/* ---- planning a pattern --------------------------------------------------------------------------------- */
+
+typedef struct pctx {
+    builder *B;
+    const kp_pattern *p;
+} pctx;
+
+/* Does the pattern reach entity t other than by to-one hops `via` that an extended
+ * reference covers? */
+typedef struct reach_ctx {
+    const kp_entity *target;
+    const kp_rel *via;
+    const mg_extref *extref;
+    int other;
+} reach_ctx;
+
+static int covered(const mg_extref *x, const mg_hop_use *u)
+{
+    if (u->index + 1 != u->count || u->is_cond) return 0;
+    if (u->leaf) {
+        if (u->leaf->key_index >= 0) return 1;
+        for (size_t k = 0; k < x->attr_count; k++)
+            if (x->attrs[k] == u->leaf) return 1;
+        return 0;
+    }
+    if (!u->node || u->node->kind != KP_SHAPE_ONE) return 0;
+    for (size_t i = 0; i < u->node->member_count; i++) {
+        const kp_shape *m = u->node->members[i];
+        if (m->kind == KP_SHAPE_PARAM || m->kind == KP_SHAPE_TOKEN) continue;
+        if (m->kind != KP_SHAPE_ATTR || m->path_len) return 0;
+        if (m->attr->key_index >= 0) continue;
+        int in = 0;
+        for (size_t k = 0; k < x->attr_count; k++) in |= x->attrs[k] == m->attr;
+        if (!in) return 0;
+    }
+    return 1;
+}
+
+static void reach_visit(builder *B, const kp_pattern *p, const mg_hop_use *u, void *ctx)
+{
+    (void)B;
+    (void)p;
+    reach_ctx *c = ctx;
+    if (u->rel->target != c->target) return;
+    if (u->rel == c->via && c->extref && covered(c->extref, u)) return;
+    c->other = 1;
+}
+
+static int extref_usable(builder *B, const kp_pattern *p, const mg_entity *me, const kp_rel *r, const mg_extref **out)
+{
+    *out = NULL;
+    const mg_extref *x = NULL;
+    for (size_t i = 0; i < me->extref_count; i++)
+        if (me->extrefs[i].rel == r) x = &me->extrefs[i];
+    if (!x) return 0;
+    if (p->root == r->target) return 0;
+    reach_ctx c = {r->target, r, x, 0};
+    mg_walk_pattern(B, p, reach_visit, &c);
+    if (c.other) return 0;
+    *out = x;
+    return 1;
+}
+
+/* Are all attributes a shape reads on its elements key attributes (MG_KEYS suffices)? */
+static int reads_only_key(const kp_shape *s, const kp_entity *t)
+{
+    if (s->where_count) return 0;
+    for (size_t k = 0; k < s->order_count; k++)
+        if (s->order[k].attr->key_index < 0) return 0;
+    if (s->value) return s->value->kind == KP_SHAPE_ATTR && !s->value->path_len && s->value->attr->key_index >= 0 &&
+                         s->value->attr->entity == t;
+    for (size_t i = 0; i < s->member_count; i++) {
+        const kp_shape *m = s->members[i];
+        if (m->kind == KP_SHAPE_PARAM || m->kind == KP_SHAPE_TOKEN) continue;
+        if (m->kind != KP_SHAPE_ATTR || m->path_len || m->attr->key_index < 0) return 0;
+    }
+    return 1;
+}
+
+static int64_t shape_limit(const kp_shape *s)
+{
+    if (!s || s->kind != KP_SHAPE_EACH) return 0;
+    if (s->limit_param) {
+        if (s->limit_param->max) return (int64_t)s->limit_param->max->valuedouble;
+        return 0; /* a page size without a bound: read them all, the client cuts */
+    }
+    return s->limit;
+}
+
+/* A listing's limit, sort and paging on a find, or client order when the server cannot. */
+static void order_listing(builder *B, const kp_pattern *p, mg_fetch *f, const kp_shape *s, field_map map, void *ctx,
+                          int server_filters_all)
+{
+    f->is_paged = s && s == p->paged;
+    if (!s || s->kind != KP_SHAPE_EACH) return;
+    if (!make_sort(B, f, s, map, ctx) || !server_filters_all) {
+        f->is_server_ordered = 0;
+        f->sort = NULL;
+        f->sort_count = 0;
+        f->limit = 0;
+        return;
+    }
+    f->limit = s->limit_param ? 0 : s->limit;
+    if (s->limit_param) f->limit = -1; /* from the parameter at run time */
+}
+
+static const char *key_field_map(builder *B, const kp_attr *a, void *ctx)
+{
+    (void)B;
+    /* a join's documents hold the target's key under the join's own attribute names */
+    const kp_attr *const *pairs = ctx; /* [target key attr, join attr] * n, NULL-terminated */
+    for (size_t i = 0; pairs[i]; i += 2)
+        if (pairs[i] == a) return pairs[i + 1]->name;
+    return NULL;
+}
+
+static double fanout_avg(const kp_rel *r) { return r && r->fanout ? r->fanout->avg : 1; }
+
+static int plan_children(pctx *P, mg_fetch *parent, const kp_shape *s, const mg_entity *ctx);
+
+/* A follow-up whose filter values are the single root's key, which the parameters
+ * already give: it need not wait for the root's answer. */
+static int from_params(const kp_pattern *p, const mg_fetch *parent, const mg_fetch *f)
+{
+    if (!parent || parent->rel || parent->match != MG_MATCH_PARAMS || p->is_root_set || parent->kind != MG_FIND ||
+        !parent->entity->collection || parent->next_hop || parent->shape)
+        return 0;
+    if (f->match != MG_MATCH_FK && f->match != MG_MATCH_ARRAY) return 0;
+    for (size_t k = 0; k < f->match_count; k++) {
+        const kp_attr *a = f->match_from[k];
+        int bound = a->entity == p->root;
+        if (bound) {
+            bound = 0;
+            for (size_t i = 0; i < p->where_count; i++)
+                if (p->where[i].op == KP_OP_EQ && !p->where[i].path_len && p->where[i].attr == a && !is_optional_param(&p->where[i]))
+                    bound = 1;
+        }
+        if (!bound) return 0;
+    }
+    return f->match_count > 0;
+}
+
+/* The fetch that follows hop r from records of `from` (s: the node it feeds, or NULL). */
+static mg_fetch *plan_hop(pctx *P, const mg_entity *from, const kp_rel *r, const kp_shape *s, const mg_fetch *parent)
+{
+    builder *B = P->B;
+    const kp_pattern *p = P->p;
+    const kp_relation *rel = r->relation;
+    mg_entity *target = mg_entity_of(B, r->target);
+    int is_count = s && s->kind == KP_SHAPE_COUNT;
+    if (rel->link == KP_LINK_FOREIGN_KEY && rel->holder == r->target) {
+        /* children: forward 1:N / 1:1, or the far side of a 1:1 held by `from`'s partner */
+        for (size_t i = 0; i < from->nested_count; i++) {
+            const mg_nested *n = &from->nested[i];
+            if (n->rel != r) continue;
+            int usable = n->subset == 0;
+            if (n->subset > 0 && s && s->kind == KP_SHAPE_EACH && !s->where_count && s != p->paged) {
+                int same = n->order_shape == s;
+                if (!same && s->order_count == n->order_shape->order_count) {
+                    same = 1;
+                    for (size_t k = 0; k < s->order_count; k++)
+                        same &= s->order[k].attr == n->order_shape->order[k].attr && s->order[k].is_desc == n->order_shape->order[k].is_desc &&
+                                s->order[k].is_nulls_first == n->order_shape->order[k].is_nulls_first;
+                }
+                int64_t lim = shape_limit(s);
+                usable = same && lim > 0 && lim <= n->subset;
+            }
+            if (!usable) continue;
+            mg_fetch *f = new_fetch(B, MG_NESTED, target);
+            f->nested = n;
+            f->rel = r;
+            f->shape = s;
+            if (s) for (size_t k = 0; k < s->where_count; k++) {
+                if (s->where[k].path_len)
+                    kp_design_defect(B->d, "'%s' filters embedded %s by %s through a relation; keyplan cannot test that "
+                                           "condition on embedded elements", p->name, r->target->name, s->where[k].attr->name);
+                else add_client_cond(B, f, &s->where[k]);
+            }
+            /* embedded arrays hold the children in key order; anything else is sorted in the client */
+            f->is_server_ordered = !(s && s->kind == KP_SHAPE_EACH &&
+                                     (s->declared_order_count || s->limit || s->limit_param || s->page != KP_PAGE_NONE || n->subset));
+            f->is_paged = s && s == p->paged;
+            return f;
+        }
+        if (!target->collection) {
+            kp_design_defect(B->d, "'%s' reaches %s through %s.%s, but %s is embedded in %s: only reading every %s document "
+                                   "would find it", p->name, r->target->name, r->source->name, r->name ? r->name : "?",
+                             r->target->name, target->parent->entity->name, target->parent->entity->name);
+            mg_fetch *f = new_fetch(B, MG_FIND, target);
+            f->coll = kp_mg_home(B->L, r->target);
+            f->rel = r;
+            f->shape = s;
+            f->is_scan = 1;
+            f->is_server_ordered = 0;
+            return f;
+        }
+        mg_fetch *f = new_fetch(B, is_count ? MG_COUNT : MG_FIND, target);
+        f->coll = target->collection;
+        f->rel = r;
+        f->shape = s;
+        set_match(B, f, MG_MATCH_FK, rel->fk_count);
+        for (size_t k = 0; k < rel->fk_count; k++) {
+            f->match_fields[k] = rel->fk_attrs[k]->name;
+            f->match_from[k] = rel->ref_attrs[k];
+        }
+        int all_server = 1;
+        if (s) for (size_t k = 0; k < s->where_count; k++) {
+            const char *field = cond_field(B, target, &s->where[k], NULL);
+            if (field) add_cond(B, f, &s->where[k], field);
+            else {
+                all_server = 0;
+                kp_design_defect(B->d, "'%s' filters %s by %s through a relation that is neither embedded nor copied; "
+                                       "keyplan's MongoDB design cannot apply it", p->name, r->target->name, s->where[k].attr->name);
+            }
+        }
+        if (!is_count) order_listing(B, p, f, s, NULL, NULL, all_server);
+        f->is_per_parent = f->limit != 0 || f->is_paged || rel->fk_count > 1 || is_count;
+        f->is_independent = from_params(p, parent, f);
+        index_for(B, f, p);
+        return f;
+    }
+    if (rel->link == KP_LINK_FOREIGN_KEY && rel->holder == r->source) {
+        /* a to-one hop to the record `from` references */
+        if (from->parent_rel && from->parent_rel->relation == rel) {
+            mg_fetch *f = new_fetch(B, MG_NESTED, target);
+            f->rel = r;
+            f->shape = s;
+            f->is_container = 1;
+            return f;
+        }
+        const mg_extref *x;
+        if (extref_usable(B, p, from, r, &x)) {
+            mg_fetch *f = new_fetch(B, MG_NESTED, target);
+            f->rel = r;
+            f->shape = s;
+            f->extref = x;
+            return f;
+        }
+        mg_fetch *f = new_fetch(B, MG_FIND, target);
+        f->coll = kp_mg_home(B->L, r->target);
+        f->rel = r;
+        f->shape = s;
+        f->match = MG_MATCH_KEY;
+        f->key_from = kp_arena_alloc(B->arena, sizeof *f->key_from * (r->target->key_count ? r->target->key_count : 1));
+        for (size_t k = 0; k < r->target->key_count; k++)
+            for (size_t i = 0; i < rel->fk_count; i++)
+                if (rel->ref_attrs[i] == r->target->key[k]) f->key_from[k] = rel->fk_attrs[i];
+        if (!target->collection)
+            kp_design_defect(B->d, "'%s' looks up %s by key, but %s is embedded in %s", p->name, r->target->name,
+                             r->target->name, target->parent->entity->name);
+        return f;
+    }
+    if (rel->link == KP_LINK_THROUGH) {
+        int forward = !r->is_inverse;
+        mg_entity *join = mg_entity_of(B, rel->through);
+        kp_attr **near = forward ? rel->through_from : rel->through_to;
+        kp_attr **far = forward ? rel->through_to : rel->through_from;
+        const kp_entity *near_side = forward ? rel->from : rel->to;
+        mg_fetch *j = new_fetch(B, is_count ? MG_COUNT : MG_FIND, join);
+        j->coll = kp_mg_home(B->L, rel->through);
+        j->rel = r;
+        set_match(B, j, MG_MATCH_FK, near_side->key_count);
+        for (size_t k = 0; k < near_side->key_count; k++) {
+            j->match_fields[k] = near[k]->name;
+            j->match_from[k] = near_side->key[k];
+        }
+        j->is_independent = from_params(p, parent, j);
+        if (is_count) {
+            j->shape = s;
+            j->is_per_parent = 1;
+            index_for(B, j, p);
+            return j;
+        }
+        /* the targets: their key values are in the join documents */
+        const kp_attr **pairs = kp_arena_alloc(B->arena, sizeof *pairs * (2 * r->target->key_count + 1));
+        for (size_t k = 0; k < r->target->key_count; k++) {
+            pairs[2 * k] = r->target->key[k];
+            pairs[2 * k + 1] = far[k];
+        }
+        int keys_only = s && s->kind == KP_SHAPE_EACH && reads_only_key(s, r->target);
+        mg_fetch *t = new_fetch(B, keys_only ? MG_KEYS : MG_FIND, target);
+        t->coll = kp_mg_home(B->L, r->target);
+        t->rel = r;
+        t->shape = s;
+        t->match = MG_MATCH_KEY;
+        t->key_from = kp_arena_alloc(B->arena, sizeof *t->key_from * (r->target->key_count ? r->target->key_count : 1));
+        for (size_t k = 0; k < r->target->key_count; k++) t->key_from[k] = far[k];
+        if (keys_only && s) {
+            /* order and page the join documents themselves: the order is the target's key */
+            order_listing(B, p, j, s, key_field_map, pairs, 1);
+            j->is_per_parent = j->limit != 0 || j->is_paged;
+            t->is_server_ordered = j->is_server_ordered;
+        } else {
+            j->is_server_ordered = 1;
+            t->is_server_ordered = !(s && s->kind == KP_SHAPE_EACH && (s->declared_order_count || s->limit || s->limit_param));
+            if (s && s->kind == KP_SHAPE_EACH) t->is_server_ordered = 0;
+        }
+        index_for(B, j, p);
+        j->next_hop = t;
+        return j;
+    }
+    if (rel->link == KP_LINK_ARRAY) {
+        if (!r->is_inverse) {
+            mg_fetch *f = new_fetch(B, MG_FIND, target);
+            f->coll = kp_mg_home(B->L, r->target);
+            f->rel = r;
+            f->shape = s;
+            f->match = MG_MATCH_KEY;
+            f->key_from = kp_arena_alloc(B->arena, sizeof *f->key_from);
+            f->key_from[0] = rel->array_attr;
+            /* the array's order is kept by linking in array order; a declared order is the client's */
+            f->is_server_ordered = !(s && s->kind == KP_SHAPE_EACH && (s->declared_order_count || s->limit || s->limit_param));
+            if (is_count) f->kind = MG_NESTED; /* the array's length: counted from the references */
+            return f;
+        }
+        mg_fetch *f = new_fetch(B, is_count ? MG_COUNT : MG_FIND, target);
+        f->coll = kp_mg_home(B->L, r->target);
+        f->rel = r;
+        f->shape = s;
+        set_match(B, f, MG_MATCH_ARRAY, 1);
+        f->match_fields[0] = rel->array_attr->name;
+        f->match_from[0] = r->source->key[0];
+        int all_server = 1;
+        if (s) for (size_t k = 0; k < s->where_count; k++) {
+            const char *field = cond_field(B, target, &s->where[k], NULL);
+            if (field) add_cond(B, f, &s->where[k], field);
+            else all_server = 0;
+        }
+        if (!is_count) order_listing(B, p, f, s, NULL, NULL, all_server);
+        f->is_per_parent = 1;
+        f->is_independent = from_params(p, parent, f);
+        index_for(B, f, p);
+        return f;
+    }
+    return NULL;
+}
+
+static int plan_path(pctx *P, mg_fetch *parent, const mg_entity *from, const kp_shape *s, kp_rel *const *hops, size_t n)
+{
+    builder *B = P->B;
+    mg_fetch *first = NULL, *last = NULL;
+    const mg_entity *at = from;
+    for (size_t i = 0; i < n; i++) {
+        const kp_shape *for_shape = i + 1 == n ? s : NULL;
+        mg_fetch *f = plan_hop(P, at, hops[i], for_shape, i == 0 ? parent : NULL);
+        if (!f) return kp_error_set(B->err, KP_ERR_INTERNAL, NULL, 0, 0, "no MongoDB access path for relation '%s'",
+                                    hops[i]->name ? hops[i]->name : "?");
+        if (n > 1) {
+            /* a multi-hop listing: the intermediate hops read everything, the client orders the end */
+            if (i + 1 < n) { f->shape = NULL; }
+            f->is_server_ordered = f->kind == MG_NESTED && !s ? f->is_server_ordered : 0;
+            f->limit = 0;
+            f->sort = NULL;
+            f->sort_count = 0;
+            f->is_per_parent = f->kind == MG_COUNT;
+            f->is_independent = 0;
+            if (f->next_hop) { f->next_hop->is_server_ordered = 0; }
+        }
+        if (!first) first = f;
+        else {
+            mg_fetch *tail = last;
+            while (tail->next_hop) tail = tail->next_hop;
+            tail->next_hop = f;
+        }
+        last = f;
+        at = mg_entity_of(B, hops[i]->target);
+    }
+    add_child(B, parent, first);
+    mg_fetch *end = last;
+    while (end->next_hop) end = end->next_hop;
+    if (s && (s->kind == KP_SHAPE_EACH || s->kind == KP_SHAPE_ONE)) return plan_children(P, end, s, end->entity);
+    return 0;
+}
+
+/* A copy_of attribute of e that answers path.attr. */
+static const kp_attr *copy_for(const kp_entity *e, kp_rel *const *path, size_t n, const kp_attr *attr)
+{
+    for (size_t i = 0; i < e->attr_count; i++) {
+        const kp_copy *c = e->attrs[i]->copy_of;
+        if (!c || c->source != attr || c->path_len != n) continue;
+        int same = 1;
+        for (size_t k = 0; k < n; k++) same &= c->path[k] == path[k];
+        if (same) return e->attrs[i];
+    }
+    return NULL;
+}
+
+static int plan_children(pctx *P, mg_fetch *parent, const kp_shape *s, const mg_entity *ctx)
+{
+    for (size_t i = 0; i < s->member_count; i++) {
+        const kp_shape *m = s->members[i];
+        if (m->kind == KP_SHAPE_ATTR && m->path_len > 0) {
+            if (copy_for(ctx->entity, m->path, m->path_len, m->attr)) continue;
+            if (plan_path(P, parent, ctx, NULL, m->path, m->path_len)) return -1;
+        } else if (m->kind == KP_SHAPE_EACH || m->kind == KP_SHAPE_ONE) {
+            if (plan_path(P, parent, ctx, m, m->hops, m->hop_count)) return -1;
+        } else if (m->kind == KP_SHAPE_COUNT) {
+            int derived = 0;
+            for (size_t a = 0; a < ctx->entity->attr_count; a++) {
+                const kp_derived *d = ctx->entity->attrs[a]->derived;
+                if (d && d->fn == KP_AGG_COUNT && d->path_len == m->hop_count && d->where_count == m->where_count &&
+                    memcmp(d->path, m->hops, sizeof *d->path * d->path_len) == 0)
+                    derived = 1;
+            }
+            if (!derived && plan_path(P, parent, ctx, m, m->hops, m->hop_count)) return -1;
+        } else if (m->kind == KP_SHAPE_OBJECT) {
+            if (plan_children(P, parent, m, ctx)) return -1;
+        }
+    }
+    if (s->kind == KP_SHAPE_EACH && s->value && s->value->kind == KP_SHAPE_ATTR && s->value->path_len > 0 &&
+        !copy_for(ctx->entity, s->value->path, s->value->path_len, s->value->attr))
+        return plan_path(P, parent, ctx, NULL, s->value->path, s->value->path_len);
+    return 0;
+}
+
+int mg_plan_pattern(builder *B, const kp_pattern *p, mg_fetch **out)
+{
+    pctx P = {B, p};
+    mg_entity *me = mg_entity_of(B, p->root);
+    const kp_shape *each = NULL;
+    if (p->is_root_set) {
+        each = p->returns->kind == KP_SHAPE_EACH ? p->returns : NULL;
+        for (size_t i = 0; !each && i < p->returns->member_count; i++)
+            if (p->returns->members[i]->kind == KP_SHAPE_EACH && p->returns->members[i]->is_root_set) each = p->returns->members[i];
+    }
+    mg_fetch *f;
+    mg_fetch *roots; /* the fetch whose records are the roots */
+    if (me->parent) {
+        /* an embedded root: its parent's document is found first */
+        mg_entity *parent = me->parent;
+        const kp_relation *rel = me->parent_rel->relation;
+        f = new_fetch(B, MG_FIND, parent);
+        f->coll = kp_mg_home(B->L, parent->entity);
+        f->shape = NULL;
+        int by_parent = 1;
+        for (size_t k = 0; k < rel->fk_count; k++) {
+            int bound = 0;
+            for (size_t i = 0; i < p->where_count; i++)
+                if (p->where[i].op == KP_OP_EQ && !p->where[i].path_len && p->where[i].attr == rel->fk_attrs[k] &&
+                    !is_optional_param(&p->where[i]))
+                    bound = 1;
+            by_parent &= bound;
+        }
+        f->match = MG_MATCH_PARAMS;
+        if (by_parent) {
+            f->match = MG_MATCH_PARENT;
+        } else {
+            for (size_t i = 0; i < p->where_count; i++)
+                if (p->where[i].op == KP_OP_EQ && !p->where[i].path_len && p->where[i].attr->is_unique)
+                    add_cond(B, f, &p->where[i], mg_bprintf(B, "%s.%s", me->path, p->where[i].attr->name));
+            if (!f->cond_count || p->is_root_set) {
+                kp_design_defect(B->d, "'%s' lists %s across %s documents, where they are embedded: only a collection scan "
+                                       "($unwind over every %s) would serve it", p->name, p->root->name, parent->entity->name,
+                                 parent->entity->name);
+                f->is_scan = 1;
+            }
+        }
+        index_for(B, f, p);
+        mg_fetch *n = new_fetch(B, MG_NESTED, me);
+        for (size_t i = 0; i < parent->nested_count; i++)
+            if (parent->nested[i].child == me && !parent->nested[i].subset) n->nested = &parent->nested[i];
+        n->rel = me->parent_rel;
+        n->shape = each;
+        for (size_t i = 0; i < p->where_count; i++)
+            if (!p->where[i].path_len) add_client_cond(B, n, &p->where[i]);
+        f->next_hop = n;
+        roots = n;
+    } else {
+        f = new_fetch(B, MG_FIND, me);
+        f->coll = me->collection;
+        f->shape = each;
+        f->match = MG_MATCH_PARAMS;
+        int all_server = 1;
+        for (size_t i = 0; i < p->where_count; i++) {
+            const kp_cond *c = &p->where[i];
+            const char *field = cond_field(B, me, c, NULL);
+            if (field) { add_cond(B, f, c, field); continue; }
+            /* a condition on a record of another collection: read it, filter in the client */
+            all_server = 0;
+            f->is_client_filtered = 1;
+            kp_design_note(B->d, "'%s' filters %s by %s.%s, a value of another collection: the client reads each candidate's "
+                                 "%s and filters; embedding or copying %s.%s into %s would make it one find",
+                           p->name, p->root->name, c->path[0]->name ? c->path[0]->name : "?", c->attr->name,
+                           c->path[0]->name ? c->path[0]->name : "?", c->path[0]->target->name, c->attr->name, p->root->name);
+        }
+        if (each) {
+            order_listing(B, p, f, each, NULL, NULL, all_server);
+            f->expected = each->expect.is_given ? each->expect.avg : p->root->count;
+        }
+        index_for(B, f, p);
+        if (f->is_scan) {
+            int allowed = 0;
+            for (size_t i = 0; i < B->m->hint_count; i++)
+                if (strcmp(B->m->hints[i].kind, "allow_scan") == 0 && B->m->hints[i].pattern == p &&
+                    (strcmp(B->m->hints[i].database, "mongodb") == 0 || strcmp(B->m->hints[i].database, "any") == 0))
+                    allowed = 1;
+            if (p->root->count <= 1000 && each && !each->where_count) allowed = 1;
+            if (allowed) f->is_scan = 0;
+            else kp_design_defect(B->d, "'%s' reads every %s document with no filter and no order: a collection scan",
+                                  p->name, p->root->name);
+        }
+        for (size_t i = 0; i < p->where_count; i++)
+            if (p->where[i].path_len && !cond_field(B, me, &p->where[i], NULL))
+                if (plan_path(&P, f, me, NULL, p->where[i].path, p->where[i].path_len)) return -1;
+        roots = f;
+    }
+    *out = f;
+    const kp_shape *top = each ? each : p->returns;
+    if (!p->is_root_set &&
+        (p->returns->kind == KP_SHAPE_EACH || p->returns->kind == KP_SHAPE_ONE || p->returns->kind == KP_SHAPE_COUNT))
+        return plan_path(&P, roots, roots->entity, p->returns, p->returns->hops, p->returns->hop_count);
+    return plan_children(&P, roots, top, roots->entity);
+}
+
+/* ---- find text (plans, emit) ------------------------------------------------------------------------------ */
+
+static void text_value(kp_arena *arena, const char **out, const kp_operand *v)
+{
+    if (v->param) *out = kp_arena_printf(arena, "<%s>", v->param->name);
+    else {
+        char *t = cJSON_PrintUnformatted(v->literal);
+        *out = kp_arena_printf(arena, "%s", t ? t : "?");
+        cJSON_free(t);
+    }
+}
+
+static const char *quoted_field(kp_arena *arena, const char *field)
+{
+    return strchr(field, '.') ? kp_arena_printf(arena, "\"%s\"", field) : field;
+}
+
+static const char *cond_text(kp_arena *arena, const kp_cond *c, const char *field);
+
+/* The conditions of a find as "field: value" parts, several on one field merged. */
+static const char *conds_text(kp_arena *arena, const mg_fetch *f, int skip_key)
+{
+    const char *out = "";
+    for (size_t i = 0; i < f->cond_count; i++) {
+        if (skip_key && f->conds[i]->attr->key_index >= 0 && f->conds[i]->op == KP_OP_EQ) continue;
+        int seen = 0;
+        for (size_t j = 0; j < i; j++) seen |= strcmp(f->cond_fields[j], f->cond_fields[i]) == 0;
+        if (seen) continue;
+        const char *part = cond_text(arena, f->conds[i], f->cond_fields[i]);
+        for (size_t j = i + 1; j < f->cond_count; j++) {
+            if (strcmp(f->cond_fields[j], f->cond_fields[i]) != 0 || f->conds[j]->op == KP_OP_EQ || f->conds[i]->op == KP_OP_EQ) continue;
+            const char *more = cond_text(arena, f->conds[j], f->cond_fields[j]);
+            const char *a = strstr(part, "{ "), *b = strstr(more, "{ ");
+            if (a && b) part = kp_arena_printf(arena, "%.*s, %s", (int)(strlen(part) - 2), part, b + 2);
+        }
+        out = kp_arena_printf(arena, "%s%s%s", out, out[0] ? ", " : "", part);
+    }
+    return out;
+}
+
+static const char *cond_text(kp_arena *arena, const kp_cond *c, const char *field)
+{
+    const char *v, *u = NULL;
+    text_value(arena, &v, &c->value);
+    if (c->op == KP_OP_BETWEEN) text_value(arena, &u, &c->upper);
+    const char *f = quoted_field(arena, field);
+    switch (c->op) {
+    case KP_OP_EQ: return kp_arena_printf(arena, "%s: %s", f, v);
+    case KP_OP_LT: return kp_arena_printf(arena, "%s: { $lt: %s }", f, v);
+    case KP_OP_LE: return kp_arena_printf(arena, "%s: { $lte: %s }", f, v);
+    case KP_OP_GT: return kp_arena_printf(arena, "%s: { $gt: %s }", f, v);
+    case KP_OP_GE: return kp_arena_printf(arena, "%s: { $gte: %s }", f, v);
+    case KP_OP_BETWEEN: return kp_arena_printf(arena, "%s: { $gte: %s, $lte: %s }", f, v, u);
+    case KP_OP_BEGINS_WITH: return kp_arena_printf(arena, "%s: { $regex: \"^\" + escapeRegex(%s) }", f, v);
+    }
+    return "";
+}
+
+const char *kp_mg_fetch_text(kp_arena *arena, const mg_fetch *f, const kp_pattern *p, const char *prefix)
+{
+    if (f->kind == MG_NESTED || f->kind == MG_KEYS) return NULL;
+    const char *coll = f->coll ? f->coll->name : "?";
+    const char *filter = "";
+#define PART(...) filter = kp_arena_printf(arena, "%s%s%s", filter, filter[0] ? ", " : "", kp_arena_printf(arena, __VA_ARGS__))
+    const char *source = f->rel ? f->rel->source->name : p->root->name;
+    (void)source;
+    switch (f->match) {
+    case MG_MATCH_PARAMS: {
+        /* a look-up by the whole key is by _id */
+        const kp_entity *e = f->entity->entity;
+        int by_key = !f->shape && f->entity->collection && e->key_count > 0;
+        for (size_t k = 0; by_key && k < e->key_count; k++) {
+            int found = 0;
+            for (size_t i = 0; i < f->cond_count; i++) found |= f->conds[i]->attr == e->key[k] && f->conds[i]->op == KP_OP_EQ;
+            by_key &= found;
+        }
+        if (by_key) {
+            if (e->key_count == 1) {
+                for (size_t i = 0; i < f->cond_count; i++)
+                    if (f->conds[i]->attr == e->key[0]) { const char *v; text_value(arena, &v, &f->conds[i]->value); PART("_id: %s", v); }
+            } else {
+                const char *id = "";
+                for (size_t k = 0; k < e->key_count; k++)
+                    for (size_t i = 0; i < f->cond_count; i++)
+                        if (f->conds[i]->attr == e->key[k]) {
+                            const char *v;
+                            text_value(arena, &v, &f->conds[i]->value);
+                            id = kp_arena_printf(arena, "%s%s%s", id, k ? " + \"|\" + " : "", v);
+                        }
+                PART("_id: %s", id);
+            }
+            const char *rest = conds_text(arena, f, 1);
+            if (rest[0]) PART("%s", rest);
+        } else {
+            const char *all = conds_text(arena, f, 0);
+            if (all[0]) PART("%s", all);
+        }
+        break;
+    }
+    case MG_MATCH_PARENT: {
+        const kp_relation *rel = f->next_hop && f->next_hop->rel ? f->next_hop->rel->relation : NULL;
+        if (rel && rel->fk_count == 1) PART("_id: <%s>", rel->fk_attrs[0]->name);
+        else if (rel) {
+            const char *id = "";
+            for (size_t k = 0; k < rel->fk_count; k++) id = kp_arena_printf(arena, "%s%s<%s>", id, k ? " + \"|\" + " : "", rel->fk_attrs[k]->name);
+            PART("_id: %s", id);
+        }
+        break;
+    }
+    case MG_MATCH_FK: case MG_MATCH_ARRAY:
+        for (size_t k = 0; k < f->match_count; k++) {
+            const char *from = kp_arena_printf(arena, "<%s.%s>", f->match_from[k]->entity ? f->match_from[k]->entity->name : "?",
+                                               f->match_from[k]->name);
+            if (f->is_per_parent || f->match_count > 1) PART("%s: %s", quoted_field(arena, f->match_fields[k]), from);
+            else PART("%s: { $in: [%s, ...] }", quoted_field(arena, f->match_fields[k]), from);
+        }
+        {
+            const char *all = conds_text(arena, f, 0);
+            if (all[0]) PART("%s", all);
+        }
+        break;
+    case MG_MATCH_KEY: {
+        const char *from = "";
+        const kp_entity *e = f->entity->entity;
+        for (size_t k = 0; k < e->key_count; k++) {
+            const kp_attr *a = f->key_from ? f->key_from[k] : NULL;
+            from = kp_arena_printf(arena, "%s%s<%s.%s>", from, k ? "+" : "", a && a->entity ? a->entity->name : "?", a ? a->name : "?");
+        }
+        PART("_id: { $in: [%s, ...] }", from);
+        break;
+    }
+    }
+    const char *text;
+    if (f->kind == MG_COUNT) text = kp_arena_printf(arena, "db.getCollection(\"%s%s\").countDocuments({ %s })", prefix, coll, filter);
+    else text = kp_arena_printf(arena, "db.getCollection(\"%s%s\").find({ %s%s })", prefix, coll, filter,
+                                f->is_paged && f->is_server_ordered && f->order_shape && f->order_shape->page == KP_PAGE_TOKEN
+                                    ? kp_arena_printf(arena, "%s$or: <after the page token>", filter[0] ? ", " : "")
+                                    : "");
+    if (f->kind == MG_FIND && f->is_server_ordered && f->sort_count) {
+        const char *sort = "";
+        for (size_t i = 0; i < f->sort_count; i++)
+            sort = kp_arena_printf(arena, "%s%s%s: %d", sort, i ? ", " : "", quoted_field(arena, f->sort[i].path), f->sort[i].is_desc ? -1 : 1);
+        text = kp_arena_printf(arena, "%s.sort({ %s })", text, sort);
+        if (f->is_paged && f->order_shape && f->order_shape->page == KP_PAGE_OFFSET && f->order_shape->offset_param)
+            text = kp_arena_printf(arena, "%s.skip(<%s>)", text, f->order_shape->offset_param->name);
+        if (f->limit > 0) text = kp_arena_printf(arena, "%s.limit(%lld)", text, (long long)f->limit);
+        else if (f->limit < 0 && f->order_shape && f->order_shape->limit_param)
+            text = kp_arena_printf(arena, "%s.limit(<%s>)", text, f->order_shape->limit_param->name);
+    } else if (f->kind == MG_FIND && !f->shape && f->match == MG_MATCH_PARAMS && !f->entity->parent) {
+        text = kp_arena_printf(arena, "%s.limit(1)", text);
+    }
+#undef PART
+    return text;
+}
+
+/* ---- neutral plans -------------------------------------------------------------------------------------- */
+
+static double per_parent_items(const mg_fetch *f)
+{
+    const kp_shape *s = f->shape ? f->shape : f->order_shape;
+    double n = fanout_avg(f->rel);
+    if (f->match == MG_MATCH_KEY && f->rel && f->rel->relation->link == KP_LINK_ARRAY) n = fanout_avg(f->rel);
+    else if (f->match == MG_MATCH_KEY) n = 1;
+    if (f->entity->entity == (f->rel && f->rel->relation->link == KP_LINK_THROUGH ? f->rel->relation->through : NULL))
+        n = fanout_avg(f->rel);
+    if (s && s->kind == KP_SHAPE_EACH && s->expect.is_given) n = s->expect.avg;
+    int64_t lim = s && s->kind == KP_SHAPE_EACH ? (s->limit_param && s->limit_param->default_value
+                                                      ? (int64_t)s->limit_param->default_value->valuedouble
+                                                      : s->limit) : 0;
+    if (lim > 0 && n > (double)lim && (f->is_server_ordered || f->kind == MG_NESTED)) n = (double)lim;
+    return n;
+}
+
+typedef struct opctx {
+    builder *B;
+    const kp_pattern *p;
+    kp_plan *plan;
+    const char *why;
+} opctx;
+
+static void add_ops(opctx *O, const mg_fetch *f, double parents, int is_exact_one, int step)
+{
+    builder *B = O->B;
+    kp_plan *plan = O->plan;
+    double per = f->rel ? per_parent_items(f) : (f->shape ? (f->expected > 0 ? f->expected : 1) : 1);
+    if (!f->rel && f->shape && f->shape->kind == KP_SHAPE_EACH) {
+        const kp_shape *s = f->shape;
+        int64_t lim = s->limit_param && s->limit_param->default_value ? (int64_t)s->limit_param->default_value->valuedouble : s->limit;
+        if (lim > 0 && per > (double)lim && f->is_server_ordered) per = (double)lim;
+    }
+    if (!f->rel && f->next_hop) per = 1; /* the parent documents of embedded roots */
+    double produced = parents * per;
+    int my_step = step;
+    if (f->kind == MG_FIND || f->kind == MG_COUNT) {
+        my_step = f->is_independent ? (step > 0 ? step : 1) : step + 1;
+        const mg_collection *c = f->coll;
+        kp_operation *o = kp_plan_add_op(B->d, plan, f->kind == MG_COUNT ? "count" : "find", c ? c->name : "?");
+        const mg_index *x = c ? serving(c, f->index) : NULL;
+        o->index = x ? x->name : (f->is_scan ? NULL : "_id_");
+        o->condition = kp_mg_fetch_text(&B->d->arena, f, O->p, "");
+        o->waits_for_previous = my_step > 1 && !f->is_independent;
+        o->step = my_step;
+        double requests = f->is_per_parent ? parents : (f->match == MG_MATCH_KEY ? ceil(produced / KP_MG_IN_BATCH) : 1);
+        if (f->is_per_parent == 0 && f->match != MG_MATCH_KEY && f->rel && parents > KP_MG_IN_BATCH) requests = ceil(parents / KP_MG_IN_BATCH);
+        if (requests < 1) requests = 1;
+        o->requests = requests;
+        if (!is_exact_one || (f->match == MG_MATCH_KEY && f->rel) || (f->rel && f->rel->relation->link == KP_LINK_ARRAY))
+            plan->is_requests_exact = 0;
+        double doc = mg_document_bytes(f->coll ? f->coll->owner : f->entity);
+        o->items = f->kind == MG_COUNT ? 0 : produced;
+        o->bytes = o->items * doc;
+        if (f->kind == MG_COUNT) o->items = 0;
+        o->is_scan = f->is_scan;
+        if (f->is_scan) {
+            o->items = f->coll && f->coll->owner ? f->coll->owner->entity->count : 0;
+            o->bytes = o->items * doc;
+        }
+        if (!f->is_server_ordered && f->shape && f->shape->kind == KP_SHAPE_EACH && f->shape->declared_order_count)
+            o->why = "every match is read and the client sorts and cuts the page (the server cannot give the declared order)";
+        else if (f->is_independent)
+            o->why = "its filter comes from the parameters: sent with the first find, not after it";
+        else if (f->match == MG_MATCH_KEY)
+            o->why = "a follow-up find by _id with $in on the values the previous answer holds (no $lookup)";
+        else if (f->kind == MG_FIND && f->is_paged && f->is_server_ordered && f->order_shape && f->order_shape->page == KP_PAGE_TOKEN)
+            o->why = "reads one document more than the page to know whether another page follows";
+    } else if (f->kind == MG_NESTED) {
+        const char *what = f->is_container ? kp_arena_printf(&B->d->arena, "the %s document that holds it", f->entity->entity->name)
+                         : f->extref ? kp_arena_printf(&B->d->arena, "the copied %s fields under '%s'", f->entity->entity->name, f->extref->field)
+                         : f->nested && f->nested->subset ? kp_arena_printf(&B->d->arena, "the first %lld %s copied in '%s'",
+                                                                            (long long)f->nested->subset, f->entity->entity->name, f->nested->field)
+                         : f->nested ? kp_arena_printf(&B->d->arena, "the %s embedded in '%s'", f->entity->entity->name, f->nested->field)
+                                     : kp_arena_printf(&B->d->arena, "the %s references the document holds", f->entity->entity->name);
+        if (!O->why) O->why = kp_arena_printf(&B->d->arena, "no extra request for %s", what);
+        else if (!strstr(O->why, what)) O->why = kp_arena_printf(&B->d->arena, "%s; %s", O->why, what);
+    }
+    /* what the next levels run on */
+    int exact_next = is_exact_one;
+    if (f->kind == MG_FIND || f->kind == MG_NESTED || f->kind == MG_KEYS) {
+        int to_one = f->rel && !f->rel->is_many;
+        int required = 1;
+        if (f->rel && f->rel->relation->link == KP_LINK_FOREIGN_KEY && f->rel->relation->holder == f->rel->source)
+            for (size_t k = 0; k < f->rel->relation->fk_count; k++) required &= !f->rel->relation->fk_attrs[k]->is_optional;
+        else required = 0;
+        if (f->is_container) required = 1;
+        if (!f->rel) exact_next = is_exact_one && !O->p->is_root_set && !f->next_hop;
+        else exact_next = is_exact_one && to_one && required;
+        if (!f->rel && f->next_hop) exact_next = 0;
+    }
+    if (f->kind == MG_COUNT) return;
+    if (f->next_hop) {
+        add_ops(O, f->next_hop, produced > 0 ? produced : 1, exact_next, my_step);
+        return;
+    }
+    for (size_t i = 0; i < f->child_count; i++) add_ops(O, f->children[i], produced > 0 ? produced : 1, exact_next, my_step);
+}
+
+/* The next-hop chain of an embedded root keeps its children on its last hop. */
+void mg_plan_ops(builder *B, const kp_pattern *p, const mg_fetch *root, kp_plan *plan)
+{
+    opctx O = {B, p, plan, NULL};
+    plan->is_requests_exact = 1;
+    add_ops(&O, root, 1, 1, 0);
+    kp_plan_total(plan);
+    plan->why = O.why;
+    for (size_t i = 0; i < plan->op_count; i++)
+        if (plan->ops[i].is_scan) {
+            plan->is_scan = 1;
+        }
+}
+
+/* ---- write plans ---------------------------------------------------------------------------------------------- */
+
+static kp_write_touch *touch(builder *B, kp_write_touch *t, size_t *n, const char *container, const char *what, double count,
+                             double bytes)
+{
+    if (*n >= 63) return NULL;
+    kp_write_touch *x = &t[(*n)++];
+    x->container = container;
+    x->what = what;
+    x->count = count;
+    x->bytes = count * bytes;
+    (void)B;
+    return x;
+}
+
+void mg_plan_writes(builder *B)
+{
+    const kp_model *m = B->m;
+    static const char *const ops[] = {"insertOne", "updateOne", "updateOne (upsert)", "deleteOne"};
+    for (size_t w = 0; w < m->write_count; w++) {
+        const kp_write *wr = m->writes[w];
+        kp_write_plan *wp = &B->d->write_plans[w];
+        kp_write_touch *t = kp_arena_alloc(&B->d->arena, sizeof *t * 64);
+        size_t tn = 0;
+        double items = 0, requests = 0;
+        const char *only_doc = NULL; /* every step writes this one document */
+        int one_doc = 1;
+        for (size_t s = 0; s < wr->step_count; s++) {
+            const kp_write_step *st = &wr->steps[s];
+            const mg_entity *me = mg_entity_of(B, st->entity);
+            double rows = st->rows;
+            for (size_t h = 0; h < st->for_each_len; h++) rows *= fanout_avg(st->for_each[h]);
+            const mg_collection *home = kp_mg_home(B->L, st->entity);
+            const char *home_name = home ? home->name : "?";
+            double doc = mg_document_bytes(home ? home->owner : me);
+            const char *what;
+            if (me->parent) {
+                what = kp_design_printf(B->d, "the %s document holding the %s in '%s' (%s)", me->parent->entity->name,
+                                        st->entity->name, me->path,
+                                        me->is_single ? (st->op == KP_WRITE_DELETE ? "$unset" : "$set")
+                                        : st->op == KP_WRITE_INSERT ? "$push" : st->op == KP_WRITE_DELETE ? "$pull" : "positional $set");
+                const char *doc_id = kp_design_printf(B->d, "%s", me->parent->entity->name);
+                if (!only_doc) only_doc = doc_id;
+                else if (strcmp(only_doc, doc_id) != 0) one_doc = 0;
+                /* embedded children inserted with their parent in the same write go in its insertOne */
+                int with_parent = 0;
+                for (size_t k = 0; k < s; k++) with_parent |= wr->steps[k].entity == me->parent->entity && wr->steps[k].op == KP_WRITE_INSERT;
+                if (with_parent && st->op == KP_WRITE_INSERT) {
+                    touch(B, t, &tn, home_name, kp_design_printf(B->d, "%s embedded in the new %s document (same insertOne)",
+                                                                 st->entity->name, me->parent->entity->name), rows, 0);
+                } else {
+                    touch(B, t, &tn, home_name, what, rows, doc);
+                    items += rows;
+                    requests += st->for_each ? rows : 1;
+                }
+            } else {
+                what = kp_design_printf(B->d, "%s document (%s)", st->entity->name, ops[st->op]);
+                touch(B, t, &tn, home_name, what, rows, doc);
+                if (!only_doc) only_doc = st->entity->name;
+                else if (strcmp(only_doc, st->entity->name) != 0) one_doc = 0;
+                if (rows > 1.0001) one_doc = 0;
+                items += rows;
+                requests += st->for_each ? rows : 1;
+            }
+            /* index entries */
+            if (home) {
+                size_t live = 0;
+                for (size_t i = 0; i < home->index_count; i++) live += !home->indexes[i]->is_redundant;
+                if (live) touch(B, t, &tn, home_name, kp_design_printf(B->d, "%zu secondary index entr%s of %s", live,
+                                                                       live == 1 ? "y" : "ies", home_name), rows * (double)live, 0);
+            }
+            /* subsets that hold this entity */
+            for (size_t e = 0; e < B->L->entity_count; e++) {
+                const mg_entity *pe = &B->L->entities[e];
+                for (size_t i = 0; i < pe->nested_count; i++) {
+                    const mg_nested *n = &pe->nested[i];
+                    if (n->child != me || !n->subset) continue;
+                    touch(B, t, &tn, pe->collection ? pe->collection->name : "?",
+                          kp_design_printf(B->d, "the %s document's subset '%s' (re-read the first %lld %s, $set)",
+                                           pe->entity->name, n->field, (long long)n->subset, st->entity->name),
+                          rows, mg_document_bytes(pe));
+                    items += rows;
+                    requests += 2;
+                    one_doc = 0;
+                }
+            }
+            if (st->op == KP_WRITE_UPDATE || st->op == KP_WRITE_UPSERT) {
+                /* extended references and copy_of attributes that copy a changed field */
+                for (size_t e = 0; e < B->L->entity_count; e++) {
+                    const mg_entity *ce = &B->L->entities[e];
+                    for (size_t i = 0; i < ce->extref_count; i++) {
+                        const mg_extref *x = &ce->extrefs[i];
+                        if (x->rel->target != st->entity) continue;
+                        int changed = 0;
+                        for (size_t a = 0; a < st->assign_count; a++)
+                            for (size_t k = 0; k < x->attr_count; k++) changed |= st->assigns[a].attr == x->attrs[k];
+                        if (!changed) continue;
+                        double copies = rows * (x->rel->relation->fanout.avg > 0 ? x->rel->relation->fanout.avg : 1);
+                        const mg_collection *cc = kp_mg_home(B->L, ce->entity);
+                        touch(B, t, &tn, cc ? cc->name : "?", kp_design_printf(B->d, "copies in '%s' of %s documents (updateMany)",
+                                                                               x->field, ce->entity->name), copies, 0);
+                        items += copies;
+                        requests += 1;
+                        one_doc = 0;
+                    }
+                    for (size_t a = 0; a < ce->entity->attr_count; a++) {
+                        const kp_copy *c = ce->entity->attrs[a]->copy_of;
+                        if (!c || c->source->entity != st->entity) continue;
+                        int changed = 0;
+                        for (size_t k = 0; k < st->assign_count; k++) changed |= st->assigns[k].attr == c->source;
+                        if (!changed) continue;
+                        double fan = 1;
+                        for (size_t h = 0; h < c->path_len; h++) fan *= c->path[h]->is_inverse ? c->path[h]->relation->fanout.avg : 1;
+                        const mg_collection *cc = kp_mg_home(B->L, ce->entity);
+                        touch(B, t, &tn, cc ? cc->name : "?", kp_design_printf(B->d, "%s.%s copies (updateMany)", ce->entity->name,
+                                                                               ce->entity->attrs[a]->name), rows * fan, 0);
+                        items += rows * fan;
+                        requests += 1;
+                        one_doc = 0;
+                    }
+                }
+            }
+            /* computed values over this entity */
+            for (size_t e = 0; e < m->entity_count; e++) {
+                const kp_entity *other = m->entities[e];
+                for (size_t a = 0; a < other->attr_count; a++) {
+                    const kp_derived *dv = other->attrs[a]->derived;
+                    if (!dv || !dv->path_len || dv->path[dv->path_len - 1]->target != st->entity) continue;
+                    const mg_collection *cc = kp_mg_home(B->L, other);
+                    int same_doc = cc && home && cc == home;
+                    touch(B, t, &tn, cc ? cc->name : "?", kp_design_printf(B->d, "%s.%s (computed, $inc / $set)%s", other->name,
+                                                                           other->attrs[a]->name, same_doc ? " in the same document" : ""),
+                          rows, 0);
+                    if (!same_doc) { items += rows; requests += 1; one_doc = 0; }
+                }
+            }
+            /* cascades into referenced children */
+            if (st->op == KP_WRITE_DELETE)
+                for (size_t r = 0; r < st->entity->rel_count; r++) {
+                    const kp_rel *rel = st->entity->rels[r];
+                    if (rel->is_inverse || rel->relation->on_delete != KP_DELETE_CASCADE) continue;
+                    const mg_entity *ce = mg_entity_of(B, rel->target);
+                    if (ce->parent == me) continue; /* embedded: gone with the document */
+                    const mg_collection *cc = kp_mg_home(B->L, rel->target);
+                    touch(B, t, &tn, cc ? cc->name : "?", kp_design_printf(B->d, "%s documents of the deleted %s (deleteMany)",
+                                                                           rel->target->name, st->entity->name), rows * fanout_avg(rel), 0);
+                    items += rows * fanout_avg(rel);
+                    requests += 1;
+                    one_doc = 0;
+                }
+        }
+        wp->touches = t;
+        wp->touch_count = tn;
+        wp->items = items;
+        wp->requests = requests > 0 ? requests : 1;
+        if (one_doc && only_doc) {
+            wp->mechanism = kp_design_printf(B->d, "one write to one %s document: atomic without a transaction", only_doc);
+            wp->requests = 1;
+            wp->items = 1;
+        } else if (wr->is_atomic) {
+            wp->mechanism = "a multi-document transaction (session.withTransaction); FerretDB has none, so verify applies the "
+                            "documents in order and reports atomicity as not exercised";
+        } else if (wr->schedule_every_s > 0) {
+            wp->mechanism = "bulkWrite, unordered, 500 operations per request";
+        } else {
+            wp->mechanism = requests > 1.5 ? "one request per document group, in order" : "one request";
+        }
+    }
+}
+
+/* ---- containers ------------------------------------------------------------------------------------------------- */
+
+void mg_describe_collections(builder *B)
+{
+    for (size_t ci = 0; ci < B->L->collection_count; ci++) {
+        mg_collection *col = B->L->collections[ci];
+        const mg_entity *owner = col->owner;
+        kp_container *c = kp_design_add_container(B->d, col->name, "collection");
+        /* shard key fields (partition) and _id */
+        const char *sk = col->shard_key;
+        kp_key_part *keys = kp_arena_alloc(&B->d->arena, sizeof *keys * 3);
+        size_t kn = 0;
+        char first[256] = "";
+        if (sk && sscanf(sk, "{ %255[^:]", first) == 1 && strcmp(first, "_id") != 0) {
+            keys[kn++] = (kp_key_part){kp_design_printf(B->d, "%s", first), KP_KEY_PARTITION, 0, ""};
+        }
+        const char *idf = "";
+        for (size_t k = 0; k < owner->entity->key_count; k++)
+            idf = kp_design_printf(B->d, "%s%s<%s.%s>", idf, k ? ", " : "", owner->entity->name, owner->entity->key[k]->name);
+        keys[kn++] = (kp_key_part){"_id", strcmp(first, "_id") == 0 ? KP_KEY_PARTITION : KP_KEY_FIELD, 0,
+                                   owner->entity->key_count > 1 ? kp_design_printf(B->d, "{ %s }", idf) : idf};
+        c->keys = keys;
+        c->key_count = kn;
+        /* entities held here: the owner, embedded ones, subset copies */
+        const kp_entity **ents = kp_arena_alloc(&B->d->arena, sizeof *ents * (B->m->entity_count + 1));
+        size_t en = 0;
+        ents[en++] = owner->entity;
+        for (size_t i = 0; i < owner->nested_count; i++) {
+            int seen = 0;
+            for (size_t k = 0; k < en; k++) seen |= ents[k] == owner->nested[i].child->entity;
+            if (!seen) ents[en++] = owner->nested[i].child->entity;
+        }
+        c->entities = ents;
+        c->entity_count = en;
+        c->items = owner->entity->count;
+        c->bytes = owner->entity->count * mg_document_bytes(owner);
+        const char *why = kp_design_printf(B->d, "one document per %s", owner->entity->name);
+        for (size_t i = 0; i < owner->nested_count; i++) {
+            const mg_nested *n = &owner->nested[i];
+            why = kp_design_printf(B->d, "%s; %s %s in '%s'", why,
+                                   n->subset ? kp_design_printf(B->d, "the first %lld", (long long)n->subset) : n->is_array ? "its" : "its",
+                                   n->child->entity->name, n->field);
+        }
+        for (size_t i = 0; i < owner->extref_count; i++)
+            why = kp_design_printf(B->d, "%s; copies of %s fields in '%s'", why, owner->extrefs[i].rel->target->name, owner->extrefs[i].field);
+        c->why = why;
+        size_t live = 0;
+        for (size_t i = 0; i < col->index_count; i++) live += !col->indexes[i]->is_redundant;
+        c->indexes = kp_arena_alloc(&B->d->arena, sizeof *c->indexes * (live ? live : 1));
+        for (size_t i = 0; i < col->index_count; i++) {
+            const mg_index *x = col->indexes[i];
+            if (x->is_redundant) continue;
+            kp_index_desc *d = &c->indexes[c->index_count++];
+            d->name = kp_design_printf(B->d, "%s", x->name);
+            d->kind = x->is_unique ? "unique index" : "index";
+            d->key_count = x->field_count;
+            d->keys = kp_arena_alloc(&B->d->arena, sizeof *d->keys * x->field_count);
+            for (size_t k = 0; k < x->field_count; k++)
+                d->keys[k] = (kp_key_part){kp_design_printf(B->d, "%s", x->fields[k].path), KP_KEY_FIELD, x->fields[k].is_desc, ""};
+            /* causes, with those of the indexes it absorbed */
+            const char **causes = kp_arena_alloc(&B->d->arena, sizeof *causes * (B->m->pattern_count + 1));
+            size_t cn = 0;
+            for (size_t j = 0; j < col->index_count; j++) {
+                const mg_index *y = col->indexes[j];
+                if (y != x && !(y->is_redundant && serving(col, y) == x)) continue;
+                for (size_t k = 0; k < y->cause_count; k++) {
+                    int seen = 0;
+                    for (size_t z = 0; z < cn; z++) seen |= strcmp(causes[z], y->causes[k]->name) == 0;
+                    if (!seen) causes[cn++] = y->causes[k]->name;
+                }
+            }
+            d->caused_by = causes;
+            d->caused_by_count = cn;
+            const char *fields = "";
+            for (size_t k = 0; k < x->field_count; k++)
+                fields = kp_design_printf(B->d, "%s%s%s: %d", fields, k ? ", " : "", x->fields[k].path, x->fields[k].is_desc ? -1 : 1);
+            kp_decision *dec = kp_design_decide(
+                B->d, kp_design_printf(B->d, "%s index %s", col->name, x->name),
+                kp_design_printf(B->d, "%s{ %s }", x->is_unique ? "unique " : "", fields),
+                x->is_unique ? kp_design_printf(B->d, "a look-up by the unique %s is one index probe, and the index keeps it unique",
+                                                x->fields[0].path)
+                             : "Equality-Sort-Range: the equality fields first, then the sort (the key last, so ties break as "
+                               "declared), then the range; the find reads only the documents it returns");
+            for (size_t j = 0; dec && j < col->index_count; j++) {
+                const mg_index *y = col->indexes[j];
+                if (y != x && !(y->is_redundant && serving(col, y) == x)) continue;
+                for (size_t k = 0; k < y->cause_count; k++) kp_decision_add_pattern(B->d, dec, y->causes[k]);
+            }
+        }
+        for (size_t i = 0; i < col->index_count; i++) {
+            const mg_index *x = col->indexes[i];
+            if (!x->is_redundant) continue;
+            kp_design_note(B->d, "%s: the index %s would be a prefix of %s, which serves its finds; it is not created",
+                           col->name, x->name, x->served_by);
+        }
+        kp_design_decide(B->d, kp_design_printf(B->d, "%s shard key", col->name), col->shard_key, col->shard_why);
+        /* the validator */
+        const char *required = "";
+        for (size_t a = 0; a < owner->entity->attr_count; a++)
+            if (!owner->entity->attrs[a]->is_optional && !owner->entity->attrs[a]->derived)
+                required = kp_design_printf(B->d, "%s%s%s", required, required[0] ? ", " : "", owner->entity->attrs[a]->name);
+        kp_design_decide(B->d, kp_design_printf(B->d, "%s validator", col->name),
+                         kp_design_printf(B->d, "$jsonSchema: bsonType per attribute, enums, required [%s]", required),
+                         "the server refuses a document that does not fit the model (where it implements validators; "
+                         "FerretDB does not, and keyplan warns)");
+        if (mg_document_bytes(owner) > KP_MG_MAX_DOC_BYTES)
+            kp_design_defect(B->d, "a %s document averages %.1f MB, above MongoDB's 16 MB document limit", owner->entity->name,
+                             mg_document_bytes(owner) / 1048576);
+    }
+    (void)nomem;
+}

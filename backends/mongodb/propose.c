@@ -1,0 +1,838 @@
+/*
+ * propose.c — the MongoDB document design: what each collection's documents hold,
+ * which relations are embedded and which referenced, the indexes and why, and for
+ * every access pattern the finds that serve it (fetch.c builds those).
+ *
+ * The rules, in the order they are applied (each recorded as a kp_decision naming the
+ * patterns that caused it):
+ *  1. Embed or reference, per 1:N / 1:1 relation whose child holds the reference:
+ *     a hint decides first; otherwise a child that grows without bound, whose parent
+ *     document would pass 16 MB at the maximum fan-out, or whose maximum fan-out is
+ *     above 1,000, is *referenced* (its own collection, holding the parent key); a
+ *     child that is never read with its parent is referenced; a child that patterns
+ *     reach alone (a root set, another relation, a look-up that does not name the
+ *     parent) is referenced. Otherwise it is *embedded*: one-to-few (max ≤ 100) always;
+ *     bounded to hundreds (max ≤ 1,000) when the reads that get parent and children
+ *     together outweigh the child writes times the write amplification (parent
+ *     document bytes rewritten per child change / child bytes). One level only: an
+ *     embedded entity embeds nothing, and an entity embeds at most in one parent.
+ *  2. Subset: a referenced relation whose parent's pattern reads its first N children
+ *     (an $order and a $limit N ≤ 100, no $where, no paging) gets those N children
+ *     copied into the parent document when read rate × one saved round trip is above
+ *     the child write rate × one extra parent update (the threshold: reads > writes).
+ *  3. Extended reference: a to-one hop from a child to the record it references whose
+ *     patterns read ≤ 4 small fields of it gets those fields copied into the child
+ *     document when the reads that save a follow-up find outweigh the writes that
+ *     change the copied fields times the copies each change rewrites.
+ *  4. Computed values: derived aggregates (count / sum / max / min) are stored on the
+ *     document and updated by the writes that change them, so reads never aggregate.
+ *  5. `_id` from the entity key (the value, or a subdocument of a compound key) so a
+ *     resumed or repeated seed cannot duplicate a document; indexes per find following
+ *     Equality-Sort-Range, with the key as the last sort field (ties broken as the
+ *     oracle does), none that is a prefix of another; a shard key per collection from
+ *     the equality its patterns read by; a $jsonSchema validator per collection.
+ *  6. A pattern that no index can serve (a collection scan) is a defect of the design.
+ * Invariant: the plan's claimed requests and round trips are what execute.c sends for
+ * a first page when the data matches the model's averages.
+ */
+#include "backends/mongodb/propose.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *mg_bprintf(builder *B, const char *fmt, ...)
+{
+    char buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return kp_arena_strdup(B->arena, buf);
+}
+
+mg_entity *mg_entity_of(builder *B, const kp_entity *e) { return &B->L->entities[e->index]; }
+
+double mg_pattern_rate(builder *B, const kp_pattern *p) { return kp_pattern_rps(p, B->mix); }
+
+const mg_collection *kp_mg_home(const mg_layout *L, const kp_entity *e)
+{
+    const mg_entity *me = &L->entities[e->index];
+    while (me && !me->collection) me = me->parent;
+    return me ? me->collection : NULL;
+}
+
+const char *kp_mg_path(kp_arena *arena, const mg_entity *e)
+{
+    if (!e->parent) return "";
+    const char *up = kp_mg_path(arena, e->parent);
+    return up[0] ? kp_arena_printf(arena, "%s.%s", up, e->path) : e->path;
+}
+
+/* ---- sizes ------------------------------------------------------------------------------- */
+
+double mg_attr_bytes(const kp_attr *a)
+{
+    double name = (double)strlen(a->name) + 2; /* type byte, name, NUL */
+    double v;
+    if (a->avg_size > 0) v = a->avg_size + (kp_type_is_textual(a->type.kind) ? 5 : 0);
+    else switch (a->type.kind) {
+    case KP_T_STRING: v = 21; break;
+    case KP_T_TIMESTAMP: case KP_T_INT: case KP_T_COUNTER: case KP_T_DOUBLE: case KP_T_DECIMAL: v = 8; break;
+    case KP_T_DATE: v = 15; break;
+    case KP_T_UUID: case KP_T_TIMEUUID: v = 41; break;
+    case KP_T_BOOL: v = 1; break;
+    case KP_T_ENUM: v = 13; break;
+    case KP_T_BLOB: v = 69; break;
+    case KP_T_OBJECT: {
+        v = 5;
+        for (size_t i = 0; i < a->type.field_count; i++) v += mg_attr_bytes(a->type.fields[i]);
+        break;
+    }
+    case KP_T_ARRAY: case KP_T_MAP: v = 5 + (a->type.avg_items > 0 ? a->type.avg_items : 3) * 24; break;
+    default: v = 8;
+    }
+    return name + v;
+}
+
+/* One record's own fields (no _id, nothing nested). */
+double mg_record_bytes(const kp_entity *e)
+{
+    double t = 5;
+    for (size_t i = 0; i < e->attr_count; i++) t += mg_attr_bytes(e->attrs[i]) * e->attrs[i]->presence;
+    return t;
+}
+
+static double id_bytes(const kp_entity *e)
+{
+    double t = 4;
+    for (size_t k = 0; k < e->key_count; k++) t += mg_attr_bytes(e->key[k]);
+    return t + (e->key_count > 1 ? 5 : 0);
+}
+
+/* An element as stored in a parent (its fields and extended references). */
+double mg_element_bytes(const mg_entity *me)
+{
+    double t = mg_record_bytes(me->entity);
+    for (size_t i = 0; i < me->extref_count; i++) {
+        t += (double)strlen(me->extrefs[i].field) + 7;
+        for (size_t k = 0; k < me->extrefs[i].attr_count; k++) t += mg_attr_bytes(me->extrefs[i].attrs[k]);
+    }
+    return t;
+}
+
+static double nested_bytes(const mg_nested *n, int at_max)
+{
+    double per = mg_element_bytes(n->child) + 4;
+    double count = n->rel->fanout ? (at_max ? n->rel->fanout->max : n->rel->fanout->avg) : 1;
+    if (n->subset > 0 && count > (double)n->subset) count = (double)n->subset;
+    if (!n->is_array && count > 1) count = 1;
+    return (double)strlen(n->field) + 7 + count * per;
+}
+
+double mg_document_bytes(const mg_entity *me)
+{
+    double t = mg_element_bytes(me) + (me->collection ? id_bytes(me->entity) : 0);
+    for (size_t i = 0; i < me->nested_count; i++) t += nested_bytes(&me->nested[i], 0);
+    return t;
+}
+
+static double document_max_bytes(const mg_entity *me)
+{
+    double t = mg_element_bytes(me) + id_bytes(me->entity);
+    for (size_t i = 0; i < me->nested_count; i++) t += nested_bytes(&me->nested[i], 1);
+    return t;
+}
+
+/* ---- walking the patterns' hops ------------------------------------------------------------ */
+
+/* Calls visit for every relation hop a pattern walks: shape nodes ($each / $one /
+ * $count), leaf paths and conditions through relations. */
+typedef void (*hop_visit)(builder *B, const kp_pattern *p, const mg_hop_use *use, void *ctx);
+
+static void visit_path(builder *B, const kp_pattern *p, kp_rel *const *path, size_t n, const kp_shape *node,
+                       const kp_attr *leaf, int is_cond, hop_visit fn, void *ctx)
+{
+    for (size_t i = 0; i < n; i++) {
+        mg_hop_use u = {path[i], i, n, node, leaf, is_cond, path};
+        fn(B, p, &u, ctx);
+    }
+}
+
+/* Is a leaf path answered by a copy_of attribute of its context entity? */
+static int answered_by_copy(const kp_entity *e, kp_rel *const *path, size_t n, const kp_attr *attr)
+{
+    for (size_t i = 0; e && i < e->attr_count; i++) {
+        const kp_copy *c = e->attrs[i]->copy_of;
+        if (!c || c->source != attr || c->path_len != n) continue;
+        int same = 1;
+        for (size_t k = 0; k < n; k++) same &= c->path[k] == path[k];
+        if (same) return 1;
+    }
+    return 0;
+}
+
+static void walk_shape(builder *B, const kp_pattern *p, const kp_shape *s, hop_visit fn, void *ctx)
+{
+    switch (s->kind) {
+    case KP_SHAPE_ATTR:
+        if (s->path_len && !answered_by_copy(s->entity, s->path, s->path_len, s->attr))
+            visit_path(B, p, s->path, s->path_len, NULL, s->attr, 0, fn, ctx);
+        return;
+    case KP_SHAPE_EACH: case KP_SHAPE_ONE: case KP_SHAPE_COUNT:
+        if (!s->is_root_set) visit_path(B, p, s->hops, s->hop_count, s, NULL, 0, fn, ctx);
+        for (size_t i = 0; i < s->where_count; i++)
+            if (s->where[i].path_len) visit_path(B, p, s->where[i].path, s->where[i].path_len, NULL, s->where[i].attr, 1, fn, ctx);
+        if (s->value) walk_shape(B, p, s->value, fn, ctx);
+        break;
+    default: break;
+    }
+    for (size_t i = 0; i < s->member_count; i++) walk_shape(B, p, s->members[i], fn, ctx);
+}
+
+void mg_walk_pattern(builder *B, const kp_pattern *p, hop_visit fn, void *ctx)
+{
+    for (size_t i = 0; i < p->where_count; i++)
+        if (p->where[i].path_len) visit_path(B, p, p->where[i].path, p->where[i].path_len, NULL, p->where[i].attr, 1, fn, ctx);
+    walk_shape(B, p, p->returns, fn, ctx);
+}
+
+/* ---- rule 1: embed or reference ---------------------------------------------------------------- */
+
+typedef struct rel_stats {
+    const kp_relation *rel;
+    double together;        /* rps of patterns that read the children with the parent */
+    double alone;           /* rps of patterns that reach the child otherwise */
+    const kp_pattern *blocker; /* a pattern that needs the child on its own */
+    const char *blocker_why;
+    const kp_pattern **readers;
+    size_t reader_count;
+} rel_stats;
+
+static void add_reader(builder *B, rel_stats *st, const kp_pattern *p)
+{
+    for (size_t i = 0; i < st->reader_count; i++)
+        if (st->readers[i] == p) return;
+    const kp_pattern **bigger = kp_arena_alloc(B->arena, sizeof *bigger * (st->reader_count + 1));
+    if (st->reader_count) memcpy(bigger, st->readers, sizeof *bigger * st->reader_count);
+    bigger[st->reader_count++] = p;
+    st->readers = bigger;
+}
+
+typedef struct stats_ctx {
+    rel_stats *st;
+    double *counted;        /* per pattern: already counted for `together` */
+} stats_ctx;
+
+static void count_use(builder *B, const kp_pattern *p, const mg_hop_use *u, void *ctx)
+{
+    stats_ctx *c = ctx;
+    rel_stats *st = c->st;
+    const kp_relation *rel = st->rel;
+    if (u->rel == &rel->forward) {
+        if (!c->counted[p->index]) { st->together += mg_pattern_rate(B, p); c->counted[p->index] = 1; }
+        add_reader(B, st, p);
+        return;
+    }
+    if (u->rel->target == rel->to && u->rel != &rel->forward && !st->blocker) {
+        st->blocker = p;
+        st->blocker_why = mg_bprintf(B, "'%s' reaches %s through %s.%s, not from its %s", p->name, rel->to->name,
+                                     u->rel->source->name, u->rel->name ? u->rel->name : "(inverse)", rel->from->name);
+        st->alone += mg_pattern_rate(B, p);
+    }
+}
+
+/* Can a pattern rooted at the child find it through its parent's document? */
+static int root_through_parent(const kp_pattern *p, const kp_relation *rel)
+{
+    if (p->is_root_set) return 0;
+    int pinned = 1;
+    for (size_t k = 0; k < rel->fk_count; k++) {
+        int found = 0;
+        for (size_t i = 0; i < p->where_count; i++)
+            if (p->where[i].path_len == 0 && p->where[i].op == KP_OP_EQ && p->where[i].attr == rel->fk_attrs[k] &&
+                !(p->where[i].value.param && p->where[i].value.param->is_optional))
+                found = 1;
+        pinned &= found;
+    }
+    if (pinned) return 1;
+    for (size_t i = 0; i < p->where_count; i++)
+        if (p->where[i].path_len == 0 && p->where[i].op == KP_OP_EQ && p->where[i].attr->is_unique) return 1;
+    return 0;
+}
+
+static double child_write_rate(builder *B, const kp_entity *e)
+{
+    double r = 0;
+    for (size_t w = 0; w < B->m->write_count; w++) {
+        const kp_write *wr = B->m->writes[w];
+        for (size_t s = 0; s < wr->step_count; s++)
+            if (wr->steps[s].entity == e) {
+                double rows = wr->steps[s].rows;
+                for (size_t h = 0; h < wr->steps[s].for_each_len; h++)
+                    rows *= wr->steps[s].for_each[h]->fanout ? wr->steps[s].for_each[h]->fanout->avg : 1;
+                r += kp_write_rps(wr, B->mix) * rows;
+            }
+    }
+    return r;
+}
+
+static const kp_hint *find_hint(builder *B, const char *kind, const kp_rel *rel)
+{
+    for (size_t i = 0; i < B->m->hint_count; i++) {
+        const kp_hint *h = &B->m->hints[i];
+        if (strcmp(h->database, "mongodb") == 0 && strcmp(h->kind, kind) == 0 && h->rel == rel) return h;
+    }
+    return NULL;
+}
+
+typedef struct candidate {
+    const kp_relation *rel;
+    rel_stats st;
+    int embed;              /* the rules say embed */
+    const char *why;
+    const kp_hint *hint;
+    double score;
+} candidate;
+
+static int is_join_entity(const kp_model *m, const kp_entity *e)
+{
+    for (size_t r = 0; r < m->relation_count; r++)
+        if (m->relations[r]->link == KP_LINK_THROUGH && m->relations[r]->through == e) return 1;
+    return 0;
+}
+
+static void judge_rules(builder *B, candidate *c, double max, double at_max, double child, double parent, double writes);
+
+static void judge(builder *B, candidate *c)
+{
+    const kp_relation *rel = c->rel;
+    const kp_fanout *f = &rel->fanout;
+    double child = mg_record_bytes(rel->to) + 4;
+    double parent = mg_record_bytes(rel->from) + id_bytes(rel->from);
+    double max = rel->cardinality == KP_CARD_ONE_ONE ? 1 : f->max;
+    double at_max = parent + max * child;
+    double writes = child_write_rate(B, rel->to);
+    c->hint = find_hint(B, "embed", &rel->forward);
+    const kp_hint *ref = find_hint(B, "reference", &rel->forward);
+    if (ref) { c->hint = ref; c->embed = 0; c->why = "the model's hint asks for a reference"; return; }
+    const char *blocked = NULL;
+    if (f->is_unbounded) blocked = mg_bprintf(B, "%s grows without bound per %s (fan-out unbounded)", rel->to->name, rel->from->name);
+    else if (at_max > KP_MG_MAX_DOC_BYTES)
+        blocked = mg_bprintf(B, "a %s document with its maximum of %.0f %s would reach %.1f MB, above the 16 MB document limit",
+                             rel->from->name, max, rel->to->name, at_max / 1048576);
+    else if (max > 1000)
+        blocked = mg_bprintf(B, "a %s has up to %.0f %s (large fan-out: every change would rewrite a big document)",
+                             rel->from->name, max, rel->to->name);
+    else if (c->st.blocker)
+        blocked = c->st.blocker_why;
+    else if (is_join_entity(B->m, rel->to))
+        blocked = mg_bprintf(B, "%s is the join entity of a many-to-many relation", rel->to->name);
+    for (size_t k = 0; !blocked && k < rel->fk_count; k++)
+        if (rel->fk_attrs[k]->is_optional) blocked = mg_bprintf(B, "a %s may exist without a %s (%s is optional)", rel->to->name,
+                                                                  rel->from->name, rel->fk_attrs[k]->name);
+    for (size_t i = 0; !blocked && i < B->m->pattern_count; i++) {
+        const kp_pattern *p = B->m->patterns[i];
+        if (p->root == rel->to && !root_through_parent(p, rel))
+            blocked = mg_bprintf(B, "'%s' lists %s on their own, across %s documents", p->name, rel->to->name, rel->from->name);
+    }
+    if (blocked) {
+        c->embed = 0;
+        c->why = blocked;
+        if (c->hint) c->why = mg_bprintf(B, "the hint asks to embed, but %s", blocked);
+        c->hint = c->hint ? c->hint : NULL;
+        return;
+    }
+    const kp_hint *hint = c->hint;
+    c->hint = NULL;
+    judge_rules(B, c, max, at_max, child, parent, writes);
+    if (hint) {
+        c->why = c->embed ? mg_bprintf(B, "the model's hint asks to embed, as the rules do: %s", c->why)
+                          : mg_bprintf(B, "the model's hint asks to embed, overriding the rules (%s); cost: every %s write "
+                                          "rewrites its %s document", c->why, rel->to->name, rel->from->name);
+        c->hint = hint;
+        c->embed = 1;
+        c->score = 1e18;
+    }
+}
+
+static void judge_rules(builder *B, candidate *c, double max, double at_max, double child, double parent, double writes)
+{
+    const kp_relation *rel = c->rel;
+    const kp_fanout *f = &rel->fanout;
+    if (c->st.together <= 0) {
+        c->embed = 0;
+        c->why = mg_bprintf(B, "no pattern reads %s with their %s, so embedding would only make %s documents bigger",
+                            rel->to->name, rel->from->name, rel->from->name);
+        return;
+    }
+    if (max <= 100) {
+        c->embed = 1;
+        c->score = c->st.together;
+        c->why = mg_bprintf(B, "one-to-few (at most %.0f %s, a %s document stays near %.1f KB): the %.0f req/s that read "
+                               "them with their %s get both in one find, and a child write rewrites one small document",
+                            max, rel->to->name, rel->from->name, at_max / 1024, c->st.together, rel->from->name);
+        return;
+    }
+    double amplification = (parent + f->avg * child) / child;
+    if (c->st.together > writes * amplification) {
+        c->embed = 1;
+        c->score = c->st.together;
+        c->why = mg_bprintf(B, "bounded to hundreds (max %.0f): reads together (%.0f req/s) outweigh child writes times the "
+                               "write amplification (%.1f/s x %.0f)", max, c->st.together, writes, amplification);
+    } else {
+        c->embed = 0;
+        c->why = mg_bprintf(B, "bounded to hundreds (max %.0f), but child writes times the write amplification (%.1f/s x %.0f) "
+                               "outweigh the reads together (%.0f req/s)", max, writes, amplification, c->st.together);
+    }
+}
+
+static mg_nested *add_nested(builder *B, mg_entity *parent)
+{
+    return kp_arena_push(B->arena, (void **)&parent->nested, &parent->nested_count, &parent->nested_cap, sizeof *parent->nested);
+}
+
+static int decide_embedding(builder *B)
+{
+    const kp_model *m = B->m;
+    candidate *cands = kp_arena_alloc(B->arena, sizeof *cands * (m->relation_count + 1));
+    double *counted = calloc(m->pattern_count + 1, sizeof *counted);
+    if (!cands || !counted) { free(counted); return kp_error_set(B->err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
+    size_t n = 0;
+    for (size_t r = 0; r < m->relation_count; r++) {
+        const kp_relation *rel = m->relations[r];
+        if (rel->link != KP_LINK_FOREIGN_KEY || rel->holder != rel->to || rel->from == rel->to) continue;
+        candidate *c = &cands[n++];
+        c->rel = rel;
+        c->st.rel = rel;
+        memset(counted, 0, sizeof *counted * (m->pattern_count + 1));
+        stats_ctx sc = {&c->st, counted};
+        for (size_t i = 0; i < m->pattern_count; i++) mg_walk_pattern(B, m->patterns[i], count_use, &sc);
+        judge(B, c);
+    }
+    free(counted);
+    /* accept embeddings by score; one level, one parent per child */
+    for (;;) {
+        candidate *best = NULL;
+        for (size_t i = 0; i < n; i++)
+            if (cands[i].embed == 1 && (!best || cands[i].score > best->score)) best = &cands[i];
+        if (!best) break;
+        mg_entity *parent = mg_entity_of(B, best->rel->from), *child = mg_entity_of(B, best->rel->to);
+        const char *conflict = NULL;
+        if (child->parent) conflict = mg_bprintf(B, "%s is already embedded in %s", child->entity->name, child->parent->entity->name);
+        else if (parent->parent) conflict = mg_bprintf(B, "%s is itself embedded in %s (one level only)", parent->entity->name,
+                                                       parent->parent->entity->name);
+        else if (child->nested_count) conflict = mg_bprintf(B, "%s embeds its own children (one level only)", child->entity->name);
+        if (conflict) {
+            best->embed = 0;
+            best->why = mg_bprintf(B, "%s; %s", best->why, conflict);
+            continue;
+        }
+        best->embed = 2; /* accepted */
+        child->parent = parent;
+        child->parent_rel = &best->rel->forward;
+        child->path = best->rel->name;
+        child->is_single = best->rel->cardinality == KP_CARD_ONE_ONE;
+        mg_nested *nest = add_nested(B, parent);
+        nest->rel = &best->rel->forward;
+        nest->child = child;
+        nest->field = best->rel->name;
+        nest->is_array = !child->is_single;
+    }
+    for (size_t i = 0; i < n; i++) {
+        candidate *c = &cands[i];
+        const kp_relation *rel = c->rel;
+        kp_decision *x;
+        if (c->embed == 2) {
+            x = kp_design_decide(B->d, mg_bprintf(B, "%s.%s", rel->from->name, rel->name),
+                                 rel->cardinality == KP_CARD_ONE_ONE
+                                     ? mg_bprintf(B, "embed: the %s as a subdocument '%s' of each %s document", rel->to->name, rel->name, rel->from->name)
+                                     : mg_bprintf(B, "embed: an array '%s' of %s in each %s document", rel->name, rel->to->name, rel->from->name),
+                                 c->why);
+        } else {
+            const char *fks = "";
+            for (size_t k = 0; k < rel->fk_count; k++) fks = mg_bprintf(B, "%s%s%s", fks, k ? ", " : "", rel->fk_attrs[k]->name);
+            x = kp_design_decide(B->d, mg_bprintf(B, "%s.%s", rel->from->name, rel->name),
+                                 mg_bprintf(B, "reference: %s documents hold %s (the %s key)", rel->to->name, fks, rel->from->name),
+                                 c->why);
+        }
+        if (x) {
+            x->hint = c->hint;
+            for (size_t k = 0; k < c->st.reader_count; k++) kp_decision_add_pattern(B->d, x, c->st.readers[k]);
+            if (c->st.blocker && c->why == c->st.blocker_why) kp_decision_add_pattern(B->d, x, c->st.blocker);
+        }
+    }
+    return 0;
+}
+
+/* ---- rule 2: subsets ---------------------------------------------------------------------------- */
+
+static int64_t subset_size(const kp_shape *s)
+{
+    if (s->limit_param) {
+        if (s->limit_param->max) return (int64_t)s->limit_param->max->valuedouble;
+        return 0;
+    }
+    return s->limit;
+}
+
+static int shape_reads_only_element(const kp_shape *s)
+{
+    /* members whose values need no other $each of their own (leaf hops are fine) */
+    for (size_t i = 0; i < s->member_count; i++)
+        if (s->members[i]->kind == KP_SHAPE_EACH || s->members[i]->kind == KP_SHAPE_COUNT) return 0;
+    return 1;
+}
+
+typedef struct subset_ctx {
+    const kp_relation *rel;
+    const kp_pattern *best;
+    const kp_shape *shape;
+    double best_rps;
+} subset_ctx;
+
+static void find_subset_use(builder *B, const kp_pattern *p, const mg_hop_use *u, void *ctx)
+{
+    subset_ctx *c = ctx;
+    const kp_shape *s = u->node;
+    if (u->rel != &c->rel->forward || !s || s->kind != KP_SHAPE_EACH || u->count != 1) return;
+    if (!s->declared_order_count || s->where_count || s == p->paged || !shape_reads_only_element(s)) return;
+    int64_t n = subset_size(s);
+    if (n <= 0 || n > 100) return;
+    if (!c->best || mg_pattern_rate(B, p) > c->best_rps) {
+        c->best = p;
+        c->shape = s;
+        c->best_rps = mg_pattern_rate(B, p);
+    }
+}
+
+static void decide_subsets(builder *B)
+{
+    const kp_model *m = B->m;
+    for (size_t r = 0; r < m->relation_count; r++) {
+        const kp_relation *rel = m->relations[r];
+        if (rel->link != KP_LINK_FOREIGN_KEY || rel->holder != rel->to || rel->from == rel->to) continue;
+        if (rel->cardinality != KP_CARD_ONE_MANY) continue;
+        mg_entity *parent = mg_entity_of(B, rel->from), *child = mg_entity_of(B, rel->to);
+        if (child->parent || parent->parent) continue;
+        subset_ctx c = {rel, NULL, NULL, 0};
+        for (size_t i = 0; i < m->pattern_count; i++) mg_walk_pattern(B, m->patterns[i], find_subset_use, &c);
+        if (!c.best) continue;
+        double writes = child_write_rate(B, rel->to);
+        int64_t n = subset_size(c.shape);
+        const char *order = "";
+        for (size_t k = 0; k < c.shape->declared_order_count; k++)
+            order = mg_bprintf(B, "%s%s%s %s", order, k ? ", " : "", c.shape->order[k].attr->name, c.shape->order[k].is_desc ? "desc" : "asc");
+        const char *subject = mg_bprintf(B, "%s.%s subset", rel->from->name, rel->name);
+        if (c.best_rps > writes) {
+            mg_nested *nest = add_nested(B, parent);
+            nest->rel = &rel->forward;
+            nest->child = child;
+            nest->field = rel->name;
+            nest->is_array = 1;
+            nest->subset = n;
+            nest->order_shape = c.shape;
+            kp_decision *x = kp_design_decide(
+                B->d, subject,
+                mg_bprintf(B, "subset: the first %lld %s by %s copied into '%s' of each %s document; all of them stay in the %s collection",
+                           (long long)n, rel->to->name, order, rel->name, rel->from->name, rel->to->name),
+                mg_bprintf(B, "rule: read rate x one saved round trip > child write rate x one extra %s update; here %.0f req/s "
+                              "of '%s' > %.1f %s writes/s, so the first page needs no second find", rel->from->name, c.best_rps,
+                           c.best->name, writes, rel->to->name));
+            kp_decision_add_pattern(B->d, x, c.best);
+        } else {
+            kp_decision *x = kp_design_decide(
+                B->d, subject, "no subset",
+                mg_bprintf(B, "rule: read rate x one saved round trip > child write rate x one extra %s update; here %.0f req/s "
+                              "of '%s' <= %.1f %s writes/s, so '%s' reads the %s collection", rel->from->name, c.best_rps,
+                           c.best->name, writes, rel->to->name, c.best->name, rel->to->name));
+            kp_decision_add_pattern(B->d, x, c.best);
+        }
+    }
+}
+
+/* ---- rule 3: extended references ------------------------------------------------------------------ */
+
+/* Attributes a hop use reads on the hop's target, or -1 when the use needs the whole
+ * target (further hops, nested shapes). */
+static int use_attrs(const mg_hop_use *u, const kp_attr **out, size_t cap, size_t *n)
+{
+    *n = 0;
+    if (u->index + 1 != u->count) return -1;
+    if (u->is_cond) return -1;
+    if (u->leaf) {
+        if (u->leaf->key_index < 0 && *n < cap) out[(*n)++] = u->leaf;
+        return 0;
+    }
+    if (!u->node || u->node->kind != KP_SHAPE_ONE) return -1;
+    for (size_t i = 0; i < u->node->member_count; i++) {
+        const kp_shape *m = u->node->members[i];
+        if (m->kind == KP_SHAPE_PARAM || m->kind == KP_SHAPE_TOKEN) continue;
+        if (m->kind != KP_SHAPE_ATTR || m->path_len) return -1;
+        if (m->attr->key_index < 0 && *n < cap) out[(*n)++] = m->attr;
+    }
+    return 0;
+}
+
+typedef struct extref_ctx {
+    const kp_rel *rel;
+    const kp_attr *attrs[16];
+    size_t attr_count;
+    int is_too_many;
+    double benefit;
+    const kp_pattern *readers[32];
+    size_t reader_count;
+} extref_ctx;
+
+static void collect_extref(builder *B, const kp_pattern *p, const mg_hop_use *u, void *ctx)
+{
+    extref_ctx *c = ctx;
+    if (u->rel != c->rel) return;
+    const kp_attr *attrs[16];
+    size_t n;
+    if (use_attrs(u, attrs, 16, &n)) return;
+    for (size_t i = 0; i < n; i++) {
+        int seen = 0;
+        for (size_t k = 0; k < c->attr_count; k++) seen |= c->attrs[k] == attrs[i];
+        if (seen) continue;
+        if (c->attr_count == 16) { c->is_too_many = 1; continue; }
+        c->attrs[c->attr_count++] = attrs[i];
+    }
+    int counted = 0;
+    for (size_t k = 0; k < c->reader_count; k++) counted |= c->readers[k] == p;
+    if (!counted && c->reader_count < 32) {
+        c->readers[c->reader_count++] = p;
+        c->benefit += mg_pattern_rate(B, p);
+    }
+}
+
+static void decide_extrefs(builder *B)
+{
+    const kp_model *m = B->m;
+    for (size_t e = 0; e < m->entity_count; e++) {
+        const kp_entity *ent = m->entities[e];
+        mg_entity *me = mg_entity_of(B, ent);
+        for (size_t r = 0; r < ent->rel_count; r++) {
+            const kp_rel *h = ent->rels[r];
+            const kp_relation *rel = h->relation;
+            if (h->is_many || rel->link != KP_LINK_FOREIGN_KEY || rel->holder != ent || h->target == ent) continue;
+            if (me->parent_rel && me->parent_rel->relation == rel) continue; /* the containing document answers it */
+            const kp_hint *hint = find_hint(B, "embed", h);
+            extref_ctx c;
+            memset(&c, 0, sizeof c);
+            c.rel = h;
+            for (size_t i = 0; i < m->pattern_count; i++) mg_walk_pattern(B, m->patterns[i], collect_extref, &c);
+            if (!c.reader_count && !hint) continue;
+            if (c.attr_count == 0) {
+                if (!hint) continue;
+                for (size_t k = 0; k < h->target->attr_count && c.attr_count < 16; k++)
+                    if (h->target->attrs[k]->key_index < 0) c.attrs[c.attr_count++] = h->target->attrs[k];
+            }
+            double bytes = 0;
+            for (size_t k = 0; k < c.attr_count; k++) bytes += mg_attr_bytes(c.attrs[k]);
+            /* the writes that change a copied field, times the copies each rewrites */
+            double copies = rel->fanout.avg > 0 ? rel->fanout.avg : 1;
+            double cost = 0;
+            for (size_t w = 0; w < m->write_count; w++) {
+                const kp_write *wr = m->writes[w];
+                for (size_t s = 0; s < wr->step_count; s++) {
+                    const kp_write_step *st = &wr->steps[s];
+                    if (st->entity != h->target || (st->op != KP_WRITE_UPDATE && st->op != KP_WRITE_UPSERT)) continue;
+                    int touches = 0;
+                    for (size_t a = 0; a < st->assign_count; a++)
+                        for (size_t k = 0; k < c.attr_count; k++) touches |= st->assigns[a].attr == c.attrs[k];
+                    if (touches) cost += kp_write_rps(wr, B->mix) * st->rows * copies;
+                }
+            }
+            const char *fields = "";
+            for (size_t k = 0; k < c.attr_count; k++) fields = mg_bprintf(B, "%s%s%s", fields, k ? ", " : "", c.attrs[k]->name);
+            const char *subject = mg_bprintf(B, "%s.%s", ent->name, h->name ? h->name : "?");
+            int few = c.attr_count <= 4 && bytes <= 256 && !c.is_too_many;
+            int take = hint ? 1 : few && c.benefit > cost;
+            if (take) {
+                mg_extref *x = kp_arena_push(B->arena, (void **)&me->extrefs, &me->extref_count, &me->extref_cap, sizeof *me->extrefs);
+                x->rel = h;
+                x->field = h->name;
+                x->attr_count = c.attr_count;
+                x->attrs = kp_arena_alloc(B->arena, sizeof *x->attrs * (c.attr_count ? c.attr_count : 1));
+                memcpy(x->attrs, c.attrs, sizeof *x->attrs * c.attr_count);
+            }
+            kp_decision *d = kp_design_decide(
+                B->d, subject,
+                take ? mg_bprintf(B, "extended reference: copy %s.{%s} into '%s' of each %s document", h->target->name, fields,
+                                  h->name, ent->name)
+                     : mg_bprintf(B, "reference: read the %s by key with a follow-up find", h->target->name),
+                hint ? mg_bprintf(B, "the model's hint asks to embed %s in %s: its fields are copied (an extended reference), "
+                                     "kept equal by every write that changes them (%.1f document updates/s)",
+                                  h->target->name, ent->name, cost)
+                     : !few ? mg_bprintf(B, "the patterns read %zu fields (%.0f bytes) of the %s: too many to copy",
+                                        c.attr_count, bytes, h->target->name)
+                     : mg_bprintf(B, "reads that save a follow-up find (%.0f req/s) %s the writes that change the copied fields "
+                                     "times the copies each rewrites (%.1f/s)",
+                                  c.benefit, take ? "outweigh" : "do not outweigh", cost));
+            if (d) {
+                d->hint = hint;
+                for (size_t k = 0; k < c.reader_count; k++) kp_decision_add_pattern(B->d, d, c.readers[k]);
+            }
+        }
+    }
+}
+
+/* ---- collections -------------------------------------------------------------------------------------- */
+
+static void make_collections(builder *B)
+{
+    const kp_model *m = B->m;
+    B->L->collections = kp_arena_alloc(B->arena, sizeof *B->L->collections * (m->entity_count ? m->entity_count : 1));
+    for (size_t e = 0; e < m->entity_count; e++) {
+        mg_entity *me = mg_entity_of(B, m->entities[e]);
+        if (me->parent) continue;
+        mg_collection *c = kp_arena_alloc(B->arena, sizeof *c);
+        c->name = m->entities[e]->name;
+        c->owner = me;
+        me->collection = c;
+        B->L->collections[B->L->collection_count++] = c;
+        const kp_entity *ent = me->entity;
+        const char *id = ent->key_count == 1 ? mg_bprintf(B, "_id = the %s value", ent->key[0]->name) : "_id = \"";
+        if (ent->key_count > 1) {
+            for (size_t k = 0; k < ent->key_count; k++) id = mg_bprintf(B, "%s%s<%s>", id, k ? "|" : "", ent->key[k]->name);
+            id = mg_bprintf(B, "%s\" (the key parts joined by '|', escaped)", id);
+        }
+        double at_max = document_max_bytes(me);
+        if (me->nested_count && at_max > KP_MG_MAX_DOC_BYTES / 4)
+            kp_design_note(B->d, "a %s document with every embedded array at its maximum fan-out reaches %.1f MB (the limit is 16 MB)",
+                           c->name, at_max / 1048576);
+        kp_design_decide(B->d, mg_bprintf(B, "%s _id", c->name), id,
+                         ent->key_count > 1
+                             ? "derived from the entity key, never generated: a resumed or repeated seed writes the same _id and "
+                               "cannot duplicate a document; one scalar rather than a subdocument, so a look-up by key is an "
+                               "_id probe on every server (FerretDB reads a whole collection for a subdocument _id); the key "
+                               "attributes also stay as fields, for indexes and the schema"
+                             : "derived from the entity key, never generated: a resumed or repeated seed writes the same _id and "
+                               "cannot duplicate a document; the key attribute also stays as a field, for indexes and the schema");
+    }
+}
+
+/* ---- rule 4: computed values --------------------------------------------------------------------------- */
+
+static void decide_computed(builder *B)
+{
+    const kp_model *m = B->m;
+    static const char *const fns[] = {"count", "sum", "min", "max"};
+    for (size_t e = 0; e < m->entity_count; e++)
+        for (size_t a = 0; a < m->entities[e]->attr_count; a++) {
+            const kp_attr *attr = m->entities[e]->attrs[a];
+            if (!attr->derived) continue;
+            const kp_derived *dv = attr->derived;
+            const char *path = "";
+            for (size_t h = 0; h < dv->path_len; h++) path = mg_bprintf(B, "%s%s%s", path, h ? "." : "", dv->path[h]->name ? dv->path[h]->name : "?");
+            const kp_entity *source = dv->path_len ? dv->path[dv->path_len - 1]->target : m->entities[e];
+            kp_decision *x = kp_design_decide(
+                B->d, mg_bprintf(B, "%s.%s", m->entities[e]->name, attr->name),
+                mg_bprintf(B, "computed: the %s of %s stored on the %s document", fns[dv->fn], path, m->entities[e]->name),
+                mg_bprintf(B, "every %s write that changes it also updates the %s document, so reads never aggregate "
+                              "(FerretDB's $group has only $sum and $count, and no pattern pays for a pipeline)",
+                           source->name, m->entities[e]->name));
+            for (size_t p = 0; x && p < m->pattern_count; p++) {
+                int uses = 0;
+                /* a pattern that returns it */
+                const kp_shape *stack[256];
+                size_t top = 0;
+                stack[top++] = m->patterns[p]->returns;
+                while (top) {
+                    const kp_shape *s = stack[--top];
+                    if (s->kind == KP_SHAPE_ATTR && s->attr == attr) uses = 1;
+                    for (size_t i = 0; i < s->member_count && top < 255; i++) stack[top++] = s->members[i];
+                }
+                if (uses) kp_decision_add_pattern(B->d, x, m->patterns[p]);
+            }
+        }
+}
+
+/* ---- the layout's arena, the design ------------------------------------------------------------------ */
+
+static void free_layout(void *layout)
+{
+    mg_layout *L = layout;
+    kp_arena_free(&L->arena);
+    free(L);
+}
+
+static void fingerprint(builder *B)
+{
+    uint64_t h = 1469598103934665603ULL;
+#define MIX(s) do { for (const char *c_ = (s); c_ && *c_; c_++) { h ^= (unsigned char)*c_; h *= 1099511628211ULL; } h ^= 0xff; h *= 1099511628211ULL; } while (0)
+    for (size_t e = 0; e < B->L->entity_count; e++) {
+        const mg_entity *me = &B->L->entities[e];
+        MIX(me->entity->name);
+        MIX(me->collection ? me->collection->name : "-");
+        MIX(me->parent ? me->parent->entity->name : "-");
+        MIX(me->path);
+        for (size_t i = 0; i < me->nested_count; i++) {
+            char n[32];
+            snprintf(n, sizeof n, "%lld", (long long)me->nested[i].subset);
+            MIX(me->nested[i].field);
+            MIX(n);
+        }
+        for (size_t i = 0; i < me->extref_count; i++) {
+            MIX(me->extrefs[i].field);
+            for (size_t k = 0; k < me->extrefs[i].attr_count; k++) MIX(me->extrefs[i].attrs[k]->name);
+        }
+    }
+    for (size_t c = 0; c < B->L->collection_count; c++) {
+        const mg_collection *col = B->L->collections[c];
+        for (size_t i = 0; i < col->index_count; i++)
+            if (!col->indexes[i]->is_redundant) MIX(col->indexes[i]->name);
+    }
+#undef MIX
+    snprintf(B->d->fingerprint, sizeof B->d->fingerprint, "%016llx", (unsigned long long)h);
+}
+
+int kp_mg_propose(const kp_model *m, const kp_propose_options *options, kp_design_list *out, kp_error *err)
+{
+    extern const kp_backend kp_mongodb_backend;
+    out->items = NULL;
+    out->count = 0;
+    const kp_mix *mix = options && options->mix ? options->mix : m->default_mix;
+    kp_design *d = kp_design_new(&kp_mongodb_backend, m, mix, "documents");
+    mg_layout *L = calloc(1, sizeof *L);
+    if (!d || !L) {
+        kp_design_free(d);
+        free(L);
+        return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    }
+    d->layout = L;
+    d->free_layout = free_layout;
+    builder B = {m, mix, d, L, &L->arena, err};
+    L->entity_count = m->entity_count;
+    L->entities = kp_arena_alloc(&L->arena, sizeof *L->entities * (m->entity_count ? m->entity_count : 1));
+    L->roots = kp_arena_alloc(&L->arena, sizeof *L->roots * (m->pattern_count ? m->pattern_count : 1));
+    for (size_t e = 0; e < m->entity_count; e++) L->entities[e].entity = m->entities[e];
+    if (decide_embedding(&B)) { kp_design_free(d); return -1; }
+    make_collections(&B);
+    decide_subsets(&B);
+    decide_extrefs(&B);
+    decide_computed(&B);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < m->pattern_count; i++) rc = mg_plan_pattern(&B, m->patterns[i], &L->roots[i]);
+    if (rc) { kp_design_free(d); return -1; }
+    mg_finish_indexes(&B);
+    for (size_t i = 0; i < m->pattern_count; i++) mg_plan_ops(&B, m->patterns[i], L->roots[i], &d->plans[i]);
+    mg_plan_writes(&B);
+    mg_describe_collections(&B);
+    size_t embedded = 0, indexes = 0;
+    for (size_t e = 0; e < L->entity_count; e++) embedded += L->entities[e].parent != NULL;
+    for (size_t c = 0; c < L->collection_count; c++)
+        for (size_t i = 0; i < L->collections[c]->index_count; i++) indexes += !L->collections[c]->indexes[i]->is_redundant;
+    d->summary = kp_design_printf(d, "%zu collection%s, %zu embedded entit%s, %zu secondary index%s", L->collection_count,
+                                  L->collection_count == 1 ? "" : "s", embedded, embedded == 1 ? "y" : "ies", indexes,
+                                  indexes == 1 ? "" : "es");
+    fingerprint(&B);
+    out->items = malloc(sizeof *out->items);
+    if (!out->items) { kp_design_free(d); return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
+    out->items[0] = d;
+    out->count = 1;
+    return 0;
+}

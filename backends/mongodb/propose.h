@@ -1,0 +1,46 @@
+/*
+ * propose.h — what propose.c (the layout decisions) and plan.c (fetch trees, indexes,
+ * plans) share while a design is being built. Private to backends/mongodb/.
+ */
+#ifndef KP_MONGO_PROPOSE_H
+#define KP_MONGO_PROPOSE_H
+
+#include "backends/mongodb/mongo.h"
+
+typedef struct builder {
+    const kp_model *m;
+    const kp_mix *mix;
+    kp_design *d;
+    mg_layout *L;
+    kp_arena *arena;    /* the layout's arena */
+    kp_error *err;
+} builder;
+
+/* One relation hop a pattern walks (mg_walk_pattern). */
+typedef struct mg_hop_use {
+    const kp_rel *rel;
+    size_t index, count;        /* position in its path, path length */
+    const kp_shape *node;       /* the $each / $one / $count the path belongs to, or NULL */
+    const kp_attr *leaf;        /* a leaf path or a condition: the attribute at its end */
+    int is_cond;                /* a condition's path */
+    kp_rel *const *path;
+} mg_hop_use;
+
+const char *mg_bprintf(builder *B, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+mg_entity *mg_entity_of(builder *B, const kp_entity *e);
+double mg_pattern_rate(builder *B, const kp_pattern *p);
+void mg_walk_pattern(builder *B, const kp_pattern *p, void (*fn)(builder *, const kp_pattern *, const mg_hop_use *, void *),
+                     void *ctx);
+double mg_attr_bytes(const kp_attr *a);
+double mg_record_bytes(const kp_entity *e);
+double mg_element_bytes(const mg_entity *me);
+double mg_document_bytes(const mg_entity *me);
+
+/* plan.c */
+int mg_plan_pattern(builder *B, const kp_pattern *p, mg_fetch **out);
+void mg_finish_indexes(builder *B);
+void mg_plan_ops(builder *B, const kp_pattern *p, const mg_fetch *root, kp_plan *plan);
+void mg_plan_writes(builder *B);
+void mg_describe_collections(builder *B);
+
+#endif
