@@ -37,6 +37,7 @@ cJSON *kp_design_to_json(const kp_design *d)
     cJSON_AddStringToObject(o, "title", d->backend->title);
     cJSON_AddStringToObject(o, "candidate", d->candidate);
     if (d->summary) cJSON_AddStringToObject(o, "summary", d->summary);
+    if (d->diagram) cJSON_AddStringToObject(o, "diagram", d->diagram);
     cJSON *containers = cJSON_AddArrayToObject(o, "containers");
     for (size_t i = 0; i < d->container_count; i++) {
         const kp_container *c = &d->containers[i];
@@ -203,6 +204,16 @@ void kp_advise_print_text(FILE *out, const cJSON *doc, int use_color)
                 fprintf(out, "\n");
             }
         }
+        if (str(d, "diagram")[0]) {
+            fprintf(out, "\n%sLayout%s (item collections, sort-key order)\n", bold, reset);
+            const char *t = str(d, "diagram");
+            while (*t) {
+                const char *nl = strchr(t, '\n');
+                size_t n = nl ? (size_t)(nl - t) : strlen(t);
+                fprintf(out, "  %.*s\n", (int)n, t);
+                t += n + (nl ? 1 : 0);
+            }
+        }
         fprintf(out, "\n%sDecisions%s\n", bold, reset);
         const cJSON *decisions = cJSON_GetObjectItem(d, "decisions");
         for (const cJSON *x = decisions ? decisions->child : NULL; x; x = x->next) {
@@ -261,6 +272,7 @@ void kp_advise_print_markdown(FILE *out, const cJSON *doc)
     fprintf(out, "## keyplan advise: %s\n\n", str(doc, "model"));
     for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
         fprintf(out, "### %s (%s)\n\n%s\n\n", str(d, "title"), str(d, "candidate"), str(d, "summary"));
+        if (str(d, "diagram")[0]) fprintf(out, "```\n%s```\n\n", str(d, "diagram"));
         fprintf(out, "| pattern | rps | requests | round trips | items | KB | scan |\n|---|---:|---:|---:|---:|---:|---|\n");
         const cJSON *patterns = cJSON_GetObjectItem(d, "patterns");
         for (const cJSON *p = patterns ? patterns->child : NULL; p; p = p->next)

@@ -49,6 +49,9 @@ typedef struct kp_limits {
     int max_local_indexes;           /* LSIs per table (5) */
     const char *read_unit;           /* "RCU" or NULL when reads are not priced in units */
     const char *write_unit;          /* "WCU" or NULL */
+    double price_per_million_writes; /* on-demand price of a million write units in USD (0: not priced) */
+    double price_per_million_reads;  /* the same for read units */
+    double price_per_gb_month;       /* storage */
 } kp_limits;
 
 /* ---- the neutral description of a design -------------------------------------------- */
@@ -156,6 +159,7 @@ struct kp_design {
     const kp_mix *mix;          /* the rates it was designed for (NULL: declared rates) */
     const char *candidate;      /* "single-table", "table-per-entity", "embed", "reference", ... */
     const char *summary;        /* one line */
+    const char *diagram;        /* the layout drawn as text (item collections, documents, tables), or NULL */
     char fingerprint[17];       /* hex hash of the physical layout (keys, indexes, key formats): a seeded
                                    target whose marker names another fingerprint holds another layout */
     kp_container *containers;

@@ -797,6 +797,11 @@ void kp_seed_report_print(FILE *out, const kp_seed_report *r)
         fprintf(out, "  %ld records -> %ld items in %ld batches", r->records, r->items, r->batches);
         if (r->write_unit) fprintf(out, "; about %.0f %s to write", r->write_units, r->write_unit);
         fprintf(out, "\n");
+        const kp_backend *backend = r->backend ? kp_backend_find(r->backend) : NULL;
+        const kp_limits *lim = backend ? backend->limits : NULL;
+        if (r->write_unit && lim && lim->price_per_million_writes > 0)
+            fprintf(out, "  on-demand cost of the writes: about $%.4f (at $%.2f per million %s)\n",
+                    r->write_units / 1e6 * lim->price_per_million_writes, lim->price_per_million_writes, r->write_unit);
         return;
     }
     fprintf(out, "  %-*s %10s %10s %10s %12s %10s\n", (int)w, "container", "items", "resumed", "sent", "acknowledged",

@@ -27,7 +27,26 @@ static const kp_limits ddb_limits = {
     .max_local_indexes = KP_DDB_MAX_LSI,
     .read_unit = "RCU",
     .write_unit = "WCU",
+    /* on-demand list prices (us-east-1, standard table class) */
+    .price_per_million_writes = 1.25,
+    .price_per_million_reads = 0.25,
+    .price_per_gb_month = 0.25,
 };
+
+/* A put costs one write unit per started KB of the item, and the same again for every
+ * secondary index (projecting all attributes) whose keys the item carries. */
+static double ddb_item_write_units(const kp_design *d, const kp_item *item)
+{
+    const ddb_layout *L = d->layout;
+    double per = (double)((item->bytes + 1023) / 1024);
+    if (per < 1) per = 1;
+    double units = per;
+    for (size_t i = 0; i < L->lsi_count; i++)
+        if (cJSON_GetObjectItemCaseSensitive(item->body, L->lsi[i].sk_attr)) units += per;
+    for (size_t i = 0; i < L->gsi_count; i++)
+        if (cJSON_GetObjectItemCaseSensitive(item->body, L->gsi[i].pk_attr)) units += per;
+    return units;
+}
 
 /* Does the record meet a sparse placement's literal conditions? */
 static int meets(const kp_record *r, const ddb_placement *pl)
@@ -150,5 +169,6 @@ const kp_backend kp_dynamodb_backend = {
     .apply_write = kp_ddb_apply_write,
     .delete_items = kp_ddb_delete_items,
     .item_checksum = kp_ddb_item_checksum,
+    .item_write_units = ddb_item_write_units,
     .disconnect = kp_ddb_disconnect,
 };

@@ -1495,6 +1495,46 @@ static void describe_table(builder *B)
     }
 }
 
+/* The item collections as text, like NoSQL Workbench's aggregate view: per partition
+ * key format, the items that share it in sort-key order, with their index keys. */
+static void draw(builder *B)
+{
+    const ddb_layout *L = B->L;
+    size_t cap = 16384, len = 0;
+    char *buf = kp_arena_alloc(&B->d->arena, cap);
+    if (!buf) return;
+    const char *done[64];
+    size_t done_count = 0;
+    for (size_t e = 0; e < L->entity_count && done_count < 64; e++) {
+        /* partitions are grouped by their literal prefix: WORKSPACE#<id> and
+         * WORKSPACE#<workspaceId> are the same partition seen from two entities */
+        const char *pk = kp_ddb_format_prefix(B->arena, &L->entities[e].placements[0].pk);
+        int seen = 0;
+        for (size_t k = 0; k < done_count; k++) seen |= strcmp(done[k], pk) == 0;
+        if (seen) continue;
+        done[done_count++] = pk;
+        len += (size_t)snprintf(buf + len, cap - len, "PK = %s\n",
+                                kp_ddb_format_describe(B->arena, &L->entities[e].placements[0].pk));
+        for (size_t o = 0; o < L->entity_count && len + 512 < cap; o++) {
+            const ddb_entity *de = &L->entities[o];
+            const ddb_placement *base = &de->placements[0];
+            if (strcmp(kp_ddb_format_prefix(B->arena, &base->pk), pk) != 0) continue;
+            len += (size_t)snprintf(buf + len, cap - len, "  SK = %-34s %-14s", kp_ddb_format_describe(B->arena, &base->sk),
+                                    de->entity->name);
+            for (size_t k = 1; k < de->placement_count && len + 256 < cap; k++) {
+                const ddb_placement *pl = &de->placements[k];
+                if (pl->index->kind == DDB_GSI)
+                    len += (size_t)snprintf(buf + len, cap - len, " %s=%s%s", pl->index->pk_attr,
+                                            kp_ddb_format_describe(B->arena, &pl->pk), pl->shards > 1 ? "#<shard>" : "");
+                len += (size_t)snprintf(buf + len, cap - len, " %s=%s", pl->index->sk_attr,
+                                        kp_ddb_format_describe(B->arena, &pl->sk));
+            }
+            len += (size_t)snprintf(buf + len, cap - len, "\n");
+        }
+    }
+    B->d->diagram = buf;
+}
+
 /* A hash of everything that decides what the items look like. */
 static void fingerprint(builder *B)
 {
@@ -1566,6 +1606,7 @@ int kp_ddb_propose(const kp_model *m, const kp_propose_options *options, kp_desi
     d->summary = kp_design_printf(d, "one table '%s' with %zu local and %zu global secondary indexes", L->table, L->lsi_count,
                                   L->gsi_count);
     fingerprint(&B);
+    draw(&B);
     out->items = malloc(sizeof *out->items);
     if (!out->items) { kp_design_free(d); return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
     out->items[0] = d;
