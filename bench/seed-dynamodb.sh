@@ -100,11 +100,13 @@ fi
 node .deps/dynalite/node_modules/dynalite/cli.js --host 127.0.0.1 --port "$port" \
     --createTableMs 0 --deleteTableMs 0 --updateTableMs 0 </dev/null >"$out/dynalite.log" 2>&1 &
 server_pid=$!
+ready=0
 for _ in $(seq 150); do
-    ddb ListTables '{}' 2>/dev/null | grep -q TableNames && break
+    if ddb ListTables '{}' 2>/dev/null | grep -q TableNames; then ready=1; break; fi
     kill -0 "$server_pid" 2>/dev/null || { cat "$out/dynalite.log" >&2; kp_die "dynalite exited at start"; }
     sleep 0.2
 done
+((ready)) || { tail -n 30 "$out/dynalite.log" >&2; kp_die "dynalite did not answer ListTables within 30 s"; }
 kp_log "dynalite $(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' .deps/dynalite/node_modules/dynalite/package.json | head -n 1) at $endpoint (pid $server_pid, in memory)"
 ticks=$(getconf CLK_TCK)
 server_cpu() { awk -v t="$ticks" '{ printf "%.3f", ($14 + $15) / t }' "/proc/$server_pid/stat"; }
@@ -229,6 +231,24 @@ if "boto3" in tools:
 if ceiling_tool:
     c = med(ceiling_tool, "items_per_s")
     print(f"keyplan / ceiling ({ceiling_tool}, {c:,.0f} items/s): {kp / c:.0%} end to end, {kpw / c:.0%} write phase")
+# the same ratios run by run (tools of one run ran minutes apart at most), then their median:
+# steadier than ratios of medians when the machine's other load drifts
+by_run = {}
+for r in rows:
+    by_run.setdefault(r["run"], {})[r["tool"]] = r
+def paired(f):
+    v = [f(x) for x in by_run.values() if all(t in x for t in tools)]
+    return statistics.median(v) if v else float("nan")
+ceiling_of = lambda x: x[ceiling_tool]["items_per_s"]
+parts = []
+if "boto3" in tools:
+    parts.append(f"keyplan/boto3 {paired(lambda x: x['keyplan']['items_per_s'] / x['boto3']['items_per_s']):.2f}x")
+if raw:
+    parts.append(f"keyplan/ceiling {paired(lambda x: x['keyplan']['items_per_s'] / ceiling_of(x)):.0%} end to end, "
+                 f"{paired(lambda x: x['keyplan']['write_items_per_s'] / ceiling_of(x)):.0%} write phase")
+if "baseline" in tools:
+    parts.append(f"keyplan/baseline {paired(lambda x: x['keyplan']['items_per_s'] / x['baseline']['items_per_s']):.2f}x")
+print(f"median of per-run ratios (ceiling: {ceiling_tool} of the same run): " + "; ".join(parts))
 ph = {k: statistics.median(r["phases"][k] for r in rows if r["tool"] == "keyplan") for k in ("prepare", "setup", "write", "read_back")}
 print("keyplan phases (median s): " + ", ".join(f"{k} {v:.2f}" for k, v in ph.items()) +
       f"; the rest of the wall time is loading the model and data")
