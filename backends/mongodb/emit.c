@@ -56,14 +56,17 @@ static int emit_setup(const kp_design *d, const char *dir, const kp_emit_options
         const mg_collection *c = L->collections[i];
         cJSON *schema = kp_mg_json_schema(d, c);
         cJSON *indexes = kp_mg_index_specs(c);
-        char *s = cJSON_Print(schema), *x = cJSON_Print(indexes);
         kp_text_printf(&t, "// %s — shard key suggestion: %s (%s)\n", c->name, c->shard_key ? c->shard_key : "-",
                        c->shard_why ? c->shard_why : "");
         kp_text_append(&t, "create(prefix + ");
         js_string(&t, c->name);
-        kp_text_printf(&t, ",\n%s,\n%s);\n\n", s ? s : "{}", x ? x : "[]");
-        cJSON_free(s);
-        cJSON_free(x);
+        kp_text_append(&t, ",\n");
+        kp_text_json(&t, schema);
+        t.len--; /* kp_text_json ends with a newline */
+        kp_text_append(&t, ",\n");
+        kp_text_json(&t, indexes);
+        t.len--;
+        kp_text_append(&t, ");\n\n");
         cJSON_Delete(schema);
         cJSON_Delete(indexes);
     }

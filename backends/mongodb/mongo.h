@@ -74,6 +74,7 @@ struct mg_collection {
     mg_entity *owner;
     mg_index **indexes;
     size_t index_count, index_cap;
+    double id_rate;                 /* req/s of the finds that select by _id */
     const char *shard_key;          /* "{ workspaceId: 1, _id: 1 }" */
     const char *shard_why;
 };

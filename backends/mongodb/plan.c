@@ -204,7 +204,7 @@ static void index_for(builder *B, mg_fetch *f, const kp_pattern *p)
 #define ADD(path_, desc_) do { int dup_ = 0; for (size_t z_ = 0; z_ < n; z_++) dup_ |= strcmp(fields[z_].path, (path_)) == 0; \
         if (!dup_ && n < 96) { fields[n].path = (path_); fields[n].is_desc = (desc_); n++; } } while (0)
     int unique = 0;
-    if (f->match == MG_MATCH_KEY || f->match == MG_MATCH_PARENT) return; /* _id */
+    if (f->match == MG_MATCH_KEY || f->match == MG_MATCH_PARENT) { c->id_rate += mg_pattern_rate(B, p); return; } /* _id */
     if (f->match == MG_MATCH_PARAMS && !f->shape && f->entity->collection && f->coll == f->entity->collection) {
         const kp_entity *e = f->entity->entity;
         int by_key = e->key_count > 0;
@@ -214,7 +214,7 @@ static void index_for(builder *B, mg_fetch *f, const kp_pattern *p)
                 found |= f->conds[i]->attr == e->key[k] && f->conds[i]->op == KP_OP_EQ && !f->conds[i]->path_len;
             by_key &= found;
         }
-        if (by_key) return; /* _id */
+        if (by_key) { c->id_rate += mg_pattern_rate(B, p); return; } /* _id */
     }
     if (f->match == MG_MATCH_PARAMS) {
         /* a look-up by key is _id; by a unique attribute, its unique index */
@@ -269,14 +269,17 @@ void mg_finish_indexes(builder *B)
                 best_rate = rate;
             }
         }
-        if (best) {
+        if (best && best_rate > c->id_rate) {
             c->shard_key = mg_bprintf(B, "{ %s: 1, _id: 1 }", best);
             c->shard_why = mg_bprintf(B, "the reads that select by %s (%.0f req/s) go to one shard; _id after it lets the chunks "
                                          "of one large %s value split", best, best_rate, best);
         } else {
             c->shard_key = "{ _id: \"hashed\" }";
-            c->shard_why = "every read selects by _id: a hashed _id spreads documents and writes evenly and keeps each "
-                           "look-up on one shard";
+            c->shard_why = best ? mg_bprintf(B, "most reads select by _id (%.0f req/s, against %.0f by %s): a hashed _id spreads "
+                                                "documents and writes evenly and keeps each look-up on one shard",
+                                             c->id_rate, best_rate, best)
+                                : "every read selects by _id: a hashed _id spreads documents and writes evenly and keeps each "
+                                  "look-up on one shard";
         }
     }
     /* a find that used a redundant index reports the one that serves it */
@@ -865,7 +868,7 @@ static const char *cond_text(kp_arena *arena, const kp_cond *c, const char *fiel
     case KP_OP_GT: return kp_arena_printf(arena, "%s: { $gt: %s }", f, v);
     case KP_OP_GE: return kp_arena_printf(arena, "%s: { $gte: %s }", f, v);
     case KP_OP_BETWEEN: return kp_arena_printf(arena, "%s: { $gte: %s, $lte: %s }", f, v, u);
-    case KP_OP_BEGINS_WITH: return kp_arena_printf(arena, "%s: { $regex: \"^\" + escapeRegex(%s) }", f, v);
+    case KP_OP_BEGINS_WITH: return kp_arena_printf(arena, "%s: { $regex: \"^%s\" }", f, v); /* the prefix regex-escaped */
     }
     return "";
 }

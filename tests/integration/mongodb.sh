@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+#
+# mongodb.sh BUILD_DIR — generate -> seed -> verify (with --writes) for every example
+# on a real FerretDB (scripts/target-ferretdb.sh), at the scales dynamodb.sh uses; an
+# independent count of the seeded documents (tests/mongo_count: libmongoc's
+# countDocuments, not keyplan's read-back) against the documents transform made; a
+# seed killed with SIGKILL and rerun ends with exact counts. Prints one line per check
+# and a closing "N passed, N failed" line.
+#
+# FerretDB's SQLite handler answers only _id look-ups from an index and reads a whole
+# collection for anything else, so this suite takes minutes, not seconds.
+set -uo pipefail
+here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd -- "$here/../.." && pwd)
+build=$(cd -- "${1:-$root/build}" && pwd)
+keyplan=${KP_KEYPLAN:-$build/keyplan}
+counter=$build/tests/mongo_count
+work=$(mktemp -d "${TMPDIR:-/tmp}/kp-it-mongo.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+passed=0 failed=0
+ok() { echo "ok: $*"; passed=$((passed + 1)); }
+bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
+
+"$root/scripts/target-ferretdb.sh" install >/dev/null || { echo "FAIL: FerretDB could not be installed"; echo "0 passed, 1 failed"; exit 1; }
+"$root/scripts/target-ferretdb.sh" start || { echo "FAIL: FerretDB did not start"; echo "0 passed, 1 failed"; exit 1; }
+url=$("$root/scripts/target-ferretdb.sh" url)
+target=(--target "mongodb=$url")
+seed=${KP_TEST_SEED:-$RANDOM}
+echo "mongodb integration at $url, random seed $seed (KP_TEST_SEED=$seed replays it)"
+[[ -x $counter ]] || { echo "FAIL: tests/mongo_count was not built"; echo "0 passed, 1 failed"; exit 1; }
+
+# "COLLECTION ITEMS" lines from a `seed --format json` report
+seeded_items() {
+    python3 -c 'import json,sys
+for c in json.load(open(sys.argv[1]))["containers"]: print(c["name"], c["items"])' "$1"
+}
+
+# true when every collection of the seed report holds exactly its items (counted independently);
+# keyplan uses the model's name as the database when the URI names none
+counts_match() { # REPORT DATABASE PREFIX
+    local name items got
+    while read -r name items; do
+        got=$("$counter" "$url" "$2" "$3$name" | awk '{print $2}')
+        if [[ $got != "$items" ]]; then echo "    $3$name holds $got documents, transform made $items"; return 1; fi
+    done < <(seeded_items "$1")
+}
+
+# example scale: at most ~13,000 records each, as in dynamodb.sh
+examples=(saas-control-plane:0.004 ecommerce-single-table:0.0002 leaderboard:0.00001 order-response:0.00002 auction-mixes:0.0002)
+for entry in "${examples[@]}"; do
+    name=${entry%%:*} scale=${entry##*:}
+    model=$root/examples/$name/model.json data=$work/$name prefix=it-$$-
+    "$keyplan" generate "$model" --out "$data" --scale "$scale" --seed 7 >"$work/gen.out" 2>&1 || { bad "$name: generate"; cat "$work/gen.out"; continue; }
+    records=$(cat "$data"/*.ndjson | grep -c .)
+    if "$keyplan" seed "$model" --db mongodb --data "$data" --scale "$scale" "${target[@]}" --prefix "$prefix" \
+        --format json >"$work/seed.json" 2>"$work/seed.err"; then
+        ok "$name: seeded $records records as $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["items"])' "$work/seed.json") documents"
+    else
+        bad "$name: seed"; cat "$work/seed.err" "$work/seed.json"; continue
+    fi
+    if counts_match "$work/seed.json" "$name" "$prefix"; then ok "$name: an independent count finds every document transform made, in every collection"
+    else bad "$name: an independent count differs from what transform made"; fi
+    if "$keyplan" verify "$model" --db mongodb --data "$data" --scale "$scale" "${target[@]}" --prefix "$prefix" \
+        --samples 5 --seed "$seed" --writes --junit "$work/$name.xml" >"$work/verify.out" 2>&1; then
+        ok "$name: every pattern and write verified ($(grep -c '<testcase' "$work/$name.xml") cases)"
+    else
+        bad "$name: verify"; cat "$work/verify.out"
+    fi
+    "$keyplan" teardown "$model" --db mongodb "${target[@]}" --prefix "$prefix" >/dev/null 2>&1 || bad "$name: teardown"
+done
+
+# a seed killed with SIGKILL, then the same command again: exact counts, no duplicates
+model=$root/examples/saas-control-plane/model.json data=$work/kill prefix=kill-$$-
+"$keyplan" generate "$model" --out "$data" --scale 0.01 --seed 11 >/dev/null
+records=$(cat "$data"/*.ndjson | grep -c .)
+delay=$(( (seed % 20) + 5 ))
+"$keyplan" seed "$model" --db mongodb --data "$data" --scale 0.01 "${target[@]}" --prefix "$prefix" >/dev/null 2>&1 &
+pid=$!
+sleep "$((delay / 10)).$((delay % 10))"
+kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+partial=$("$counter" "$url" saas-control-plane "${prefix}Project" 2>/dev/null | awk '{print $2}')
+if "$keyplan" seed "$model" --db mongodb --data "$data" --scale 0.01 "${target[@]}" --prefix "$prefix" --format json \
+        >"$work/resume.json" 2>"$work/resume.err" &&
+    counts_match "$work/resume.json" saas-control-plane "$prefix" &&
+    [[ $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["items"])' "$work/resume.json") == "$records" ]]; then
+    ok "seed killed after $((delay / 10)).$((delay % 10))s (${partial:-0} projects in) and rerun: exactly $records documents"
+else
+    bad "seed killed after $((delay / 10)).$((delay % 10))s and rerun"; cat "$work/resume.err" "$work/resume.json"
+fi
+"$keyplan" teardown "$model" --db mongodb "${target[@]}" --prefix "$prefix" >/dev/null 2>&1
+
+echo "mongodb: $passed passed, $failed failed"
+[[ $failed == 0 ]]
