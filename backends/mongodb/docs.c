@@ -470,10 +470,12 @@ static int add_attributes(cJSON *doc, const kp_record *r, kp_error *err)
     return 0;
 }
 
-static int add_extrefs(const mg_entity *me, const kp_dataset *data, const kp_record *r, cJSON *doc, kp_error *err)
+static int add_extrefs(const mg_entity *me, const kp_dataset *data, const kp_record *r, cJSON *doc, const kp_rel *inside,
+                       kp_error *err)
 {
     for (size_t i = 0; i < me->extref_count; i++) {
         const mg_extref *x = &me->extrefs[i];
+        if (inside && x->rel->relation == inside->relation) continue; /* a copy of the document it sits in */
         kp_rel *hop = (kp_rel *)x->rel;
         kp_record *target = kp_dataset_follow_one(data, r, &hop, 1);
         if (!target) continue;
@@ -491,9 +493,10 @@ static int add_extrefs(const mg_entity *me, const kp_dataset *data, const kp_rec
     return 0;
 }
 
-/* A record's fields: `_id` (when asked), attributes, nested children, extended references. */
+/* A record's fields: `_id` (when asked), attributes, nested children, extended references
+ * (except a copy of the parent it is nested in, `inside`). */
 static int build(const mg_layout *L, const kp_dataset *data, const kp_record *r, int with_id, int with_nested,
-                 cJSON **out, kp_error *err)
+                 const kp_rel *inside, cJSON **out, kp_error *err)
 {
     const mg_entity *me = &L->entities[r->entity->index];
     cJSON *doc = cJSON_CreateObject();
@@ -519,14 +522,14 @@ static int build(const mg_layout *L, const kp_dataset *data, const kp_record *r,
         if (!n->is_array) {
             if (count) {
                 cJSON *child;
-                if (build(L, data, children.items[0], 0, 0, &child, err)) { kp_record_list_free(&children); cJSON_Delete(doc); return -1; }
+                if (build(L, data, children.items[0], 0, 0, n->rel, &child, err)) { kp_record_list_free(&children); cJSON_Delete(doc); return -1; }
                 cJSON_AddItemToObject(doc, n->field, child);
             }
         } else {
             cJSON *arr = cJSON_CreateArray();
             for (size_t k = 0; arr && k < count; k++) {
                 cJSON *child;
-                if (build(L, data, children.items[k], 0, 0, &child, err)) { kp_record_list_free(&children); cJSON_Delete(arr); cJSON_Delete(doc); return -1; }
+                if (build(L, data, children.items[k], 0, 0, n->rel, &child, err)) { kp_record_list_free(&children); cJSON_Delete(arr); cJSON_Delete(doc); return -1; }
                 cJSON_AddItemToArray(arr, child);
             }
             if (!arr) { kp_record_list_free(&children); cJSON_Delete(doc); return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
@@ -534,7 +537,7 @@ static int build(const mg_layout *L, const kp_dataset *data, const kp_record *r,
         }
         kp_record_list_free(&children);
     }
-    if (add_extrefs(me, data, r, doc, err)) { cJSON_Delete(doc); return -1; }
+    if (add_extrefs(me, data, r, doc, inside, err)) { cJSON_Delete(doc); return -1; }
     *out = doc;
     return 0;
 }
@@ -543,7 +546,7 @@ int kp_mg_document(const kp_design *d, const kp_dataset *data, const kp_record *
 {
     const mg_layout *L = d->layout;
     const mg_entity *me = &L->entities[r->entity->index];
-    return build(L, data, r, me->collection != NULL, 1, out, err);
+    return build(L, data, r, me->collection != NULL, 1, NULL, out, err);
 }
 
 /* ---- Extended JSON <-> bson ------------------------------------------------------------------------ */

@@ -469,7 +469,11 @@ static int level_nested(run *R, const mg_fetch *f, const pairs *in, pairs *out)
         if (!d) continue;
         if (f->extref) {
             const cJSON *sub = cJSON_GetObjectItemCaseSensitive(d->doc, f->extref->field);
-            if (!cJSON_IsObject(sub)) continue;
+            if (!cJSON_IsObject(sub)) {
+                /* an element nested in the very record it references carries no copy of it */
+                if (d->container && d->container->entity == t && pairs_push(out, d->container, origin, from)) return nomem(R);
+                continue;
+            }
             const kp_relation *rel = f->rel->relation;
             cJSON *object = cJSON_CreateObject();
             for (size_t k = 0; k < t->key_count; k++)

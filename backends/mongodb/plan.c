@@ -20,8 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int nomem(builder *B) { return kp_error_set(B->err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
-
 /* ---- fetch nodes ------------------------------------------------------------------------------ */
 
 static mg_fetch *new_fetch(builder *B, mg_fetch_kind kind, const mg_entity *e)
@@ -269,10 +267,18 @@ void mg_finish_indexes(builder *B)
                 best_rate = rate;
             }
         }
-        if (best && best_rate > c->id_rate) {
+        /* a field of a compound key is known to every look-up by key too */
+        int in_key = 0;
+        const kp_entity *owner = c->owner->entity;
+        for (size_t k = 0; best && owner->key_count > 1 && k < owner->key_count; k++) in_key |= strcmp(owner->key[k]->name, best) == 0;
+        if (best && (best_rate > c->id_rate || in_key)) {
             c->shard_key = mg_bprintf(B, "{ %s: 1, _id: 1 }", best);
-            c->shard_why = mg_bprintf(B, "the reads that select by %s (%.0f req/s) go to one shard; _id after it lets the chunks "
-                                         "of one large %s value split", best, best_rate, best);
+            c->shard_why = in_key && c->id_rate > 0
+                ? mg_bprintf(B, "the reads that select by %s (%.0f req/s), and the look-ups by key (%.0f req/s, which know %s: it is "
+                                "part of the key), go to one shard; _id after it lets the chunks of one large %s value split",
+                             best, best_rate, c->id_rate, best, best)
+                : mg_bprintf(B, "the reads that select by %s (%.0f req/s) go to one shard; _id after it lets the chunks "
+                                "of one large %s value split", best, best_rate, best);
         } else {
             c->shard_key = "{ _id: \"hashed\" }";
             c->shard_why = best ? mg_bprintf(B, "most reads select by _id (%.0f req/s, against %.0f by %s): a hashed _id spreads "
@@ -879,8 +885,6 @@ const char *kp_mg_fetch_text(kp_arena *arena, const mg_fetch *f, const kp_patter
     const char *coll = f->coll ? f->coll->name : "?";
     const char *filter = "";
 #define PART(...) filter = kp_arena_printf(arena, "%s%s%s", filter, filter[0] ? ", " : "", kp_arena_printf(arena, __VA_ARGS__))
-    const char *source = f->rel ? f->rel->source->name : p->root->name;
-    (void)source;
     switch (f->match) {
     case MG_MATCH_PARAMS: {
         /* a look-up by the whole key is by _id */
@@ -1364,5 +1368,4 @@ void mg_describe_collections(builder *B)
             kp_design_defect(B->d, "a %s document averages %.1f MB, above MongoDB's 16 MB document limit", owner->entity->name,
                              mg_document_bytes(owner) / 1048576);
     }
-    (void)nomem;
 }

@@ -74,7 +74,7 @@ static int is_required(const kp_attr *a)
 }
 
 /* The schema of an entity's element: its attributes, nested children, extended references. */
-static cJSON *entity_schema(const mg_layout *L, const mg_entity *me, int with_id)
+static cJSON *entity_schema(const mg_layout *L, const mg_entity *me, int with_id, const kp_rel *inside)
 {
     const kp_entity *e = me->entity;
     cJSON *o = bson_type("object");
@@ -91,7 +91,7 @@ static cJSON *entity_schema(const mg_layout *L, const mg_entity *me, int with_id
     for (size_t i = 0; i < e->attr_count; i++) cJSON_AddItemToObject(props, e->attrs[i]->name, type_schema(&e->attrs[i]->type));
     for (size_t i = 0; i < me->nested_count; i++) {
         const mg_nested *n = &me->nested[i];
-        cJSON *child = entity_schema(L, n->child, 0);
+        cJSON *child = entity_schema(L, n->child, 0, n->rel);
         if (n->is_array) {
             cJSON *arr = bson_type("array");
             cJSON_AddItemToObject(arr, "items", child);
@@ -103,6 +103,7 @@ static cJSON *entity_schema(const mg_layout *L, const mg_entity *me, int with_id
     }
     for (size_t i = 0; i < me->extref_count; i++) {
         const mg_extref *x = &me->extrefs[i];
+        if (inside && x->rel->relation == inside->relation) continue; /* not copied inside the parent it points to */
         cJSON *sub = bson_type("object");
         cJSON *sp = cJSON_AddObjectToObject(sub, "properties");
         for (size_t k = 0; k < x->attr_count; k++) cJSON_AddItemToObject(sp, x->attrs[k]->name, type_schema(&x->attrs[k]->type));
@@ -115,7 +116,7 @@ cJSON *kp_mg_json_schema(const kp_design *d, const mg_collection *c)
 {
     const mg_layout *L = d->layout;
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddItemToObject(o, "$jsonSchema", entity_schema(L, c->owner, 1));
+    cJSON_AddItemToObject(o, "$jsonSchema", entity_schema(L, c->owner, 1, NULL));
     return o;
 }
 

@@ -32,7 +32,7 @@ echo "mongodb integration at $url, random seed $seed (KP_TEST_SEED=$seed replays
 # "COLLECTION ITEMS" lines from a `seed --format json` report
 seeded_items() {
     python3 -c 'import json,sys
-for c in json.load(open(sys.argv[1]))["containers"]: print(c["name"], c["items"])' "$1"
+for c in json.load(open(sys.argv[1]))["databases"][0]["containers"]: print(c["name"], c["items"])' "$1"
 }
 
 # true when every collection of the seed report holds exactly its items (counted independently);
@@ -54,7 +54,7 @@ for entry in "${examples[@]}"; do
     records=$(cat "$data"/*.ndjson | grep -c .)
     if "$keyplan" seed "$model" --db mongodb --data "$data" --scale "$scale" "${target[@]}" --prefix "$prefix" \
         --format json >"$work/seed.json" 2>"$work/seed.err"; then
-        ok "$name: seeded $records records as $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["items"])' "$work/seed.json") documents"
+        ok "$name: seeded $records records as $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["databases"][0]["items"])' "$work/seed.json") documents"
     else
         bad "$name: seed"; cat "$work/seed.err" "$work/seed.json"; continue
     fi
@@ -82,7 +82,7 @@ partial=$("$counter" "$url" saas-control-plane "${prefix}Project" 2>/dev/null | 
 if "$keyplan" seed "$model" --db mongodb --data "$data" --scale 0.01 "${target[@]}" --prefix "$prefix" --format json \
         >"$work/resume.json" 2>"$work/resume.err" &&
     counts_match "$work/resume.json" saas-control-plane "$prefix" &&
-    [[ $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["items"])' "$work/resume.json") == "$records" ]]; then
+    [[ $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["databases"][0]["items"])' "$work/resume.json") == "$records" ]]; then
     ok "seed killed after $((delay / 10)).$((delay % 10))s (${partial:-0} projects in) and rerun: exactly $records documents"
 else
     bad "seed killed after $((delay / 10)).$((delay % 10))s and rerun"; cat "$work/resume.err" "$work/resume.json"
