@@ -8,9 +8,11 @@
 #include <string.h>
 
 extern const kp_backend kp_dynamodb_backend;
+extern const kp_backend kp_mongodb_backend;
 
 const kp_backend *const kp_backends[] = {
     &kp_dynamodb_backend,
+    &kp_mongodb_backend,
     NULL,
 };
 
@@ -40,11 +42,11 @@ int kp_backend_parse_list(const char *text, const kp_backend **out, size_t max, 
             for (size_t i = 0; kp_backends[i] && k < 15; i++) names[k++] = kp_backends[i]->name;
             names[k] = NULL;
             const char *guess = kp_suggest(name, names);
-            static const char *const planned[] = {"mongodb", "cassandra", NULL};
+            static const char *const planned[] = {"cassandra", NULL};
             for (size_t i = 0; planned[i]; i++)
                 if (strcmp(planned[i], name) == 0)
                     return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0,
-                                        "--db %s: this build of keyplan has no %s backend yet; use --db dynamodb", name, name);
+                                        "--db %s: this build of keyplan has no %s backend yet; use --db dynamodb or mongodb", name, name);
             if (guess) return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "--db: unknown database '%s' (did you mean '%s'?)", name, guess);
             return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "--db: unknown database '%s'; use dynamodb, a comma list, or all", name);
         }
