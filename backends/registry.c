@@ -9,10 +9,12 @@
 
 extern const kp_backend kp_dynamodb_backend;
 extern const kp_backend kp_mongodb_backend;
+extern const kp_backend kp_cassandra_backend;
 
 const kp_backend *const kp_backends[] = {
     &kp_dynamodb_backend,
     &kp_mongodb_backend,
+    &kp_cassandra_backend,
     NULL,
 };
 
@@ -42,7 +44,7 @@ int kp_backend_parse_list(const char *text, const kp_backend **out, size_t max, 
             for (size_t i = 0; kp_backends[i] && k < 15; i++) names[k++] = kp_backends[i]->name;
             names[k] = NULL;
             const char *guess = kp_suggest(name, names);
-            static const char *const planned[] = {"cassandra", NULL};
+            static const char *const planned[] = {NULL};
             for (size_t i = 0; planned[i]; i++)
                 if (strcmp(planned[i], name) == 0)
                     return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0,

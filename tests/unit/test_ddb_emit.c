@@ -816,8 +816,9 @@ static void test_the_command_lists_the_files_it_wrote(void **state)
     assert_int_equal(kp_test_run("emit examples/saas-control-plane/model.json --db dynamodb", &output), 2);
     assert_non_null(strstr(output, "--out DIR is required"));
     free(output);
+    /* the Cassandra backend emits too (backends/cassandra/emit.c) */
     snprintf(args, sizeof args, "emit examples/saas-control-plane/model.json --db cassandra --out '%s/cli2'", temp_root);
-    assert_int_equal(kp_test_run(args, &output), 2);
+    assert_int_equal(kp_test_run(args, &output), 0);
     free(output);
 }
 

@@ -1,0 +1,45 @@
+/*
+ * backend.c — the Cassandra kp_backend: its limits as data, and the table of functions
+ * the rest of keyplan calls (propose.c, rows.c, live.c, execute.c, writes.c, emit.c).
+ *
+ * Invariant: nothing outside backends/cassandra/ needs to know it is Cassandra; what
+ * the advisors must know (partition size, mutation size, batch guardrails) is here.
+ */
+#include "backends/cassandra/cql.h"
+
+static const kp_limits cq_limits = {
+    .max_item_bytes = 16.0 * 1024 * 1024,           /* half the 32 MB commit log segment: the mutation limit */
+    .max_collection_bytes = KP_CQ_PARTITION_BYTES,  /* a partition should stay under ~100 MB */
+    .max_partition_rows = KP_CQ_PARTITION_ROWS,
+    .partition_read_per_s = 0,
+    .partition_write_per_s = 0,
+    .page_bytes = 0,
+    .max_batch_write = 16,                          /* rows of one partition per UNLOGGED batch when seeding */
+    .max_batch_get = 0,
+    .max_secondary_indexes = 0,                     /* none are proposed */
+    .max_local_indexes = 0,
+    .read_unit = NULL,
+    .write_unit = NULL,
+};
+
+const kp_backend kp_cassandra_backend = {
+    .name = "cassandra",
+    .title = "Cassandra",
+    .limits = &cq_limits,
+    .propose = kp_cq_propose,
+    .emit = kp_cq_emit,
+    .transform = kp_cq_transform,
+    .connect = kp_cq_connect,
+    .inspect = kp_cq_inspect,
+    .apply_schema = kp_cq_apply_schema,
+    .drop = kp_cq_drop,
+    .write_marker = kp_cq_write_marker,
+    .submit = kp_cq_submit,
+    .poll = kp_cq_poll,
+    .execute = kp_cq_execute,
+    .apply_write = kp_cq_apply_write,
+    .read_back = kp_cq_read_back,
+    .item_checksum = kp_cq_item_checksum,
+    .disconnect = kp_cq_disconnect,
+    .delete_items = kp_cq_delete_items,
+};

@@ -1,0 +1,172 @@
+/*
+ * cql.h — the Cassandra backend's private layout, shared by its files.
+ *
+ * A query-first design (the Chebotko mapping): every entity has a table keyed by its
+ * key (the record by key: roots found by key, to-one hops, writes), and every access
+ * path a pattern walks that is not "by key" gets a query table whose partition key is
+ * what the path knows with equality (a foreign key, an equality parameter, a literal,
+ * or a hash bucket), whose clustering columns are the range attribute, then the order
+ * the pattern declares (ASC/DESC), then the rest of the row entity's key, so rows never
+ * overwrite each other. Two paths that need the same table share it. A table may carry
+ * the parent's attributes a pattern returns as static columns, so parent + children is
+ * one SELECT. Every access pattern has a fetch tree that mirrors its response shape.
+ *
+ * Invariant: a row is a pure function of its record (transform), so a resumed or
+ * repeated seed writes identical rows under identical primary keys; a table holds
+ * exactly the rows transform makes for the records of its entity (plus, for a table
+ * with static columns, one static row per parent record in bucket 0).
+ */
+#ifndef KP_CQL_H
+#define KP_CQL_H
+
+#include "backends/backend.h"
+#include "backends/cassandra/cql_client.h"
+#include "backends/cassandra/cql_codec.h"
+
+#define KP_CQ_PARTITION_ROWS 100000.0               /* rows per partition before bucketing */
+#define KP_CQ_PARTITION_BYTES (100.0 * 1024 * 1024)  /* bytes per partition before bucketing */
+#define KP_CQ_MAX_BUCKETS 64
+#define KP_CQ_MARKER_TABLE "keyplan_marker"
+
+typedef enum cq_role { CQ_REGULAR, CQ_PARTITION, CQ_CLUSTERING, CQ_STATIC } cq_role;
+
+typedef struct cq_column {
+    const char *name;           /* snake_case, unquoted */
+    const char *quoted;         /* as CQL text must write it */
+    const kp_attr *attr;        /* the attribute it holds; NULL: the bucket */
+    const kp_entity *entity;    /* whose attribute (the row entity, or the static parent) */
+    int is_element;             /* one row per element of attr (an array of references) */
+    const char *cql_type;       /* "text", "bigint", "frozen<list<text>>" */
+    const kp_cql_type *type;
+    int is_json;                /* an object or a nested array, stored as JSON text */
+    cq_role role;
+    int is_desc;
+} cq_column;
+
+typedef struct cq_table {
+    const char *name;           /* without the prefix */
+    const kp_entity *entity;    /* the row entity */
+    int is_base;                /* the entity's table by key */
+    const kp_entity *parent;    /* static columns hold this entity's attributes, or NULL */
+    const kp_attr **parent_keys;/* for each partition column (bucket excluded), the parent attribute it equals */
+    cq_column *cols;            /* partition, clustering, static, regular */
+    size_t col_count, col_cap;
+    size_t pk_count, ck_count;
+    int buckets;                /* > 1: a hash bucket completes the partition key */
+    const char *signature;      /* what makes two tables the same */
+    const kp_pattern **causes;
+    size_t cause_count, cause_cap;
+    double rows, bytes, row_bytes, max_partition_rows;
+    const char *why;
+} cq_table;
+
+typedef enum cq_fetch_kind {
+    CQ_SELECT,      /* SELECT rows of a table */
+    CQ_COUNT,       /* SELECT COUNT(*) per parent */
+    CQ_KEYS,        /* records made of key values the parent holds (no request) */
+    CQ_DERIVED      /* a $count the record already holds (a derived attribute): no request */
+} cq_fetch_kind;
+
+/* Where a bound value comes from. */
+typedef enum cq_src { CQ_SRC_PARAM, CQ_SRC_LITERAL, CQ_SRC_PARENT, CQ_SRC_BUCKET } cq_src;
+
+typedef struct cq_bind {
+    const cq_column *col;
+    cq_src src;
+    const kp_param *param;
+    const cJSON *literal;
+    const kp_attr *from;        /* CQ_SRC_PARENT: the parent record's attribute */
+    int is_element;             /* the parent attribute is an array: one request per element */
+} cq_bind;
+
+typedef struct cq_fetch cq_fetch;
+struct cq_fetch {
+    cq_fetch_kind kind;
+    const cq_table *table;
+    const kp_entity *entity;    /* the records it yields */
+    const kp_shape *shape;      /* the $each / $one / $count node it feeds; NULL at the root */
+    const kp_rel *rel;          /* the hop from the parent records; NULL at the root */
+    const kp_rel *edge_rel;     /* a to-one leaf hop: linked under this rel */
+    int is_root;
+    int is_join;                /* rows of a join entity; the targets are the next hop */
+    cq_bind *binds;             /* equality on every partition column (and leading clustering) */
+    size_t bind_count;
+    const kp_cond *range;       /* on the first free clustering column, or NULL */
+    const cq_column *range_col;
+    const kp_cond **client_conds;  /* tested on the records read */
+    size_t client_cond_count;
+    int is_server_ordered;      /* the rows come in the order the shape declares */
+    int is_client_ordered;      /* the assembler sorts and cuts */
+    int64_t limit;              /* LIMIT sent (0: none) */
+    const kp_param *limit_param;
+    int is_paged;               /* the pattern's paged $each, continued with Cassandra's paging state */
+    int has_statics;            /* the parent record comes from the static columns */
+    int step;                   /* its round trip */
+    int is_independent;         /* bound from the parameters: same round trip as its parent */
+    const char *cql;            /* the statement ('?' where values go) */
+    cq_fetch **children;
+    size_t child_count, child_cap;
+    cq_fetch *next_hop;         /* multi-hop / join: run on each record this one yields */
+};
+
+typedef struct cq_layout {
+    cq_table **tables;
+    size_t table_count, table_cap;
+    cq_table **base;            /* per entity index: its table by key */
+    cq_fetch **roots;           /* per pattern */
+    const char *keyspace;       /* the model's name in snake_case (without prefix) */
+} cq_layout;
+
+/* propose.c */
+int kp_cq_propose(const kp_model *model, const kp_propose_options *options, kp_design_list *out, kp_error *err);
+/* The CQL type of a model type, and whether it is stored as JSON text. */
+const char *kp_cq_type_text(const kp_type *type, int *is_json);
+/* The Chebotko diagram of one table ("K workspace_id text", "C↓ created_at", "S name"). */
+const char *kp_cq_table_text(kp_arena *arena, const cq_table *t);
+/* CREATE TABLE text of a table under `prefix` in keyspace `ks` (quoted as needed). */
+const char *kp_cq_create_table(kp_arena *arena, const cq_table *t, const char *ks, const char *prefix);
+/* A fetch as CQL text (table under prefix, '?' for values). */
+const char *kp_cq_select_text(kp_arena *arena, const cq_fetch *f, const char *ks, const char *prefix);
+
+/* rows.c */
+cJSON *kp_cq_to_cell(const cq_column *c, const cJSON *value, kp_error *err);
+cJSON *kp_cq_from_cell(const cq_column *c, const cJSON *cell, kp_error *err);
+int kp_cq_bucket(const cq_table *t, const cJSON *row);
+int kp_cq_transform(const kp_design *d, const kp_dataset *data, const kp_record *r, kp_item_list *out, kp_error *err);
+/* The neutral record of a row (the row entity's attributes in canonical JSON). */
+cJSON *kp_cq_record_of(const cq_table *t, const cJSON *row, int statics, kp_error *err);
+uint64_t kp_cq_item_checksum(const cJSON *body);
+const cq_table *kp_cq_table(const kp_design *d, const char *name);
+/* A row body as read back: the cells of one row (statics apart, nulls dropped). */
+cJSON *kp_cq_row_body(const cq_table *t, const cJSON *row, int statics);
+
+/* live.c */
+int kp_cq_connect(const kp_target *t, kp_conn **out, kp_error *err);
+void kp_cq_disconnect(kp_conn *conn);
+int kp_cq_inspect(kp_conn *conn, const kp_design *d, kp_target_state *out, kp_error *err);
+int kp_cq_apply_schema(kp_conn *conn, const kp_design *d, kp_error *err);
+int kp_cq_drop(kp_conn *conn, const kp_design *d, kp_error *err);
+int kp_cq_write_marker(kp_conn *conn, const kp_design *d, const cJSON *marker, kp_error *err);
+int kp_cq_submit(kp_conn *conn, kp_item_list *batch, kp_ack_fn on_ack, void *ctx, kp_error *err);
+int kp_cq_poll(kp_conn *conn, int timeout_ms, kp_error *err);
+int kp_cq_read_back(kp_conn *conn, const kp_design *d, kp_readback *out, kp_error *err);
+int kp_cq_delete_items(kp_conn *conn, const kp_design *d, const kp_item_list *items, kp_error *err);
+kp_cql_client *kp_cq_conn_client(kp_conn *conn);
+const char *kp_cq_conn_keyspace(kp_conn *conn, const kp_design *d);
+const char *kp_cq_conn_prefix(kp_conn *conn);
+/* The INSERT of a row (statics: only the partition key and static columns). */
+const char *kp_cq_insert_text(kp_arena *arena, const cq_table *t, int statics, const char *ks, const char *prefix);
+/* Binds a row body to an INSERT / DELETE of the table. */
+int kp_cq_bind_row(const cq_table *t, const cJSON *body, int statics, int key_only, kp_cql_values *out, kp_error *err);
+const char *kp_cq_delete_text(kp_arena *arena, const cq_table *t, int statics, const char *ks, const char *prefix);
+
+/* execute.c */
+int kp_cq_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const kp_params *params, const char *page,
+                  kp_result *out, kp_error *err);
+/* writes.c */
+int kp_cq_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *before, const kp_dataset *after,
+                      const void *request, int *atomic_exercised, kp_error *err);
+/* emit.c */
+int kp_cq_emit(const kp_design *d, const char *out_dir, const kp_emit_options *options, kp_error *err);
+
+#endif

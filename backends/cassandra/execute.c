@@ -1,0 +1,477 @@
+/*
+ * execute.c — runs an access pattern's fetch tree against a live keyspace and
+ * reassembles the declared response (backends/assemble.c).
+ *
+ * A fetch node runs over every record its parent node produced: one prepared SELECT per
+ * parent record (per bucket of a bucketed table, per element of an array of keys),
+ * all of them in flight at once on the client's connections, so a node costs one
+ * round trip whatever its fan-out. Values are always bound, never spliced into the
+ * text. The pattern's paged $each continues with Cassandra's paging state ("p:<hex>")
+ * when the server gives the order; otherwise the client sorts, cuts and pages with the
+ * oracle's token form (the last element's order-key values).
+ * Invariant: what is measured (statements sent, round trips as the depth of the
+ * chain of requests actually sent, rows returned) is counted here, never estimated.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/assemble.h"
+#include "backends/cassandra/cql.h"
+#include "core/data.h"
+#include "core/oracle.h"
+
+typedef struct pair { kp_frec *rec; kp_frec *ctx; } pair;
+typedef struct pairs { pair *items; size_t count, cap; } pairs;
+
+typedef struct req {
+    pair at;                    /* the parent it was sent for */
+    cJSON *rows;                /* owned */
+    int done, failed;
+    kp_error error;
+    uint8_t *paging;            /* more pages: the state */
+    int32_t paging_len;
+} req;
+
+typedef struct run {
+    kp_conn *conn;
+    kp_cql_client *client;
+    const kp_design *design;
+    const kp_pattern *pattern;
+    const kp_params *params;
+    const char *ks;
+    kp_fetched *fetched;
+    kp_arena arena;
+    uint8_t *page_state;        /* the paged fetch continues here */
+    int32_t page_state_len;
+    cJSON *after;               /* the client page token's values (bucketed reads restrict by its first) */
+    char *next_state;           /* "p:<hex>" after this page */
+    int requests, max_depth;
+    int root_added;             /* the statics' parent is the root */
+    long items;
+    kp_error *err;
+} run;
+
+static int nomem(run *R) { return kp_error_set(R->err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
+
+static int pairs_push(pairs *p, kp_frec *rec, kp_frec *ctx)
+{
+    if (p->count == p->cap) {
+        size_t n = p->cap ? p->cap * 2 : 16;
+        pair *b = realloc(p->items, n * sizeof *b);
+        if (!b) return -1;
+        p->items = b;
+        p->cap = n;
+    }
+    p->items[p->count++] = (pair){rec, ctx};
+    return 0;
+}
+
+static void on_rows(void *ctx, const kp_cql_response *response, const kp_cql_failure *failure)
+{
+    req *q = ctx;
+    q->done = 1;
+    if (failure) {
+        q->failed = 1;
+        q->error = failure->error;
+        return;
+    }
+    q->rows = response->rows ? cJSON_Duplicate(response->rows, 1) : cJSON_CreateArray();
+    if (response->metadata.paging_state && response->metadata.paging_state_len > 0) {
+        q->paging = malloc((size_t)response->metadata.paging_state_len);
+        if (q->paging) {
+            memcpy(q->paging, response->metadata.paging_state, (size_t)response->metadata.paging_state_len);
+            q->paging_len = response->metadata.paging_state_len;
+        }
+    }
+}
+
+static const cJSON *param_value(run *R, const kp_param *p) { return p ? kp_params_get(R->params, p->name) : NULL; }
+
+static int64_t int_of(const cJSON *v, int64_t fallback)
+{
+    char buf[64];
+    const char *t = v ? kp_data_number_text(v, NULL, buf, sizeof buf) : NULL;
+    return t ? strtoll(t, NULL, 10) : fallback;
+}
+
+static int add_value(run *R, kp_cql_values *v, const cq_column *c, const cJSON *value)
+{
+    cJSON *cell = kp_cq_to_cell(c, value, R->err);
+    int rc = kp_cql_values_add_json(v, NULL, c->type, cell, R->err);
+    cJSON_Delete(cell);
+    return rc;
+}
+
+static int hex_value(int c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; }
+
+/* Does a condition without hops hold on a record? */
+static int cond_holds(run *R, const kp_cond *c, const cJSON *rec)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(rec, c->attr->name);
+    const cJSON *x = c->value.param ? kp_params_get(R->params, c->value.param->name) : c->value.literal;
+    if (!x) return 1;
+    if (!v || cJSON_IsNull(v)) return 0;
+    kp_type_kind kind = c->attr->type.kind;
+    int cmp = kp_data_compare(kind, v, x, NULL);
+    switch (c->op) {
+    case KP_OP_EQ: return cmp == 0;
+    case KP_OP_LT: return cmp < 0;
+    case KP_OP_LE: return cmp <= 0;
+    case KP_OP_GT: return cmp > 0;
+    case KP_OP_GE: return cmp >= 0;
+    case KP_OP_BETWEEN: {
+        const cJSON *up = c->upper.param ? kp_params_get(R->params, c->upper.param->name) : c->upper.literal;
+        return cmp >= 0 && up && kp_data_compare(kind, v, up, NULL) <= 0;
+    }
+    case KP_OP_BEGINS_WITH:
+        return cJSON_IsString(v) && cJSON_IsString(x) && strncmp(v->valuestring, x->valuestring, strlen(x->valuestring)) == 0;
+    }
+    return 0;
+}
+
+/* The statement and values of a fetch for one parent (and bucket / element). */
+static int build(run *R, const cq_fetch *f, const kp_frec *parent, int bucket, const cJSON *element, const char **cql,
+                 kp_cql_values *v, int *page_size)
+{
+    const cq_table *t = f->table;
+    char q1[300], q2[300];
+    kp_cql_quote_identifier(R->ks, q1, sizeof q1);
+    kp_cql_quote_identifier(t->name, q2, sizeof q2);
+    const char *s = kp_arena_printf(&R->arena, "%s FROM %s.%s WHERE ", f->kind == CQ_COUNT ? "SELECT COUNT(*)" : "SELECT *", q1, q2);
+    int first = 1;
+    for (size_t i = 0; i < f->bind_count; i++) {
+        const cq_bind *b = &f->binds[i];
+        const cJSON *val = NULL;
+        switch (b->src) {
+        case CQ_SRC_PARAM: val = param_value(R, b->param); break;
+        case CQ_SRC_LITERAL: val = b->literal; break;
+        case CQ_SRC_PARENT: val = b->is_element ? element : parent ? cJSON_GetObjectItemCaseSensitive(parent->object, b->from->name) : NULL; break;
+        case CQ_SRC_BUCKET: break;
+        }
+        if (!val || cJSON_IsNull(val)) return 1; /* nothing to read */
+        s = kp_arena_printf(&R->arena, "%s%s%s = ?", s, first ? "" : " AND ", b->col->quoted);
+        first = 0;
+        if (add_value(R, v, b->col, val)) return -1;
+    }
+    if (t->buckets > 1) {
+        s = kp_arena_printf(&R->arena, "%s%sbucket = ?", s, first ? "" : " AND ");
+        cJSON *b = kp_data_int(bucket);
+        int rc = kp_cql_values_add_json(v, NULL, t->cols[t->pk_count - 1].type, b, R->err);
+        cJSON_Delete(b);
+        if (rc) return -1;
+    }
+    const cq_column *rc_col = f->range_col;
+    int range_on_first = 0;
+    if (f->range && rc_col) {
+        const cJSON *lo = param_value(R, f->range->value.param);
+        if (!f->range->value.param) lo = f->range->value.literal;
+        if (lo) {
+            range_on_first = rc_col == &t->cols[t->pk_count];
+            const char *c = rc_col->quoted;
+            if (f->range->op == KP_OP_BETWEEN) {
+                const cJSON *hi = f->range->upper.param ? param_value(R, f->range->upper.param) : f->range->upper.literal;
+                if (!hi) return 1;
+                s = kp_arena_printf(&R->arena, "%s AND %s >= ? AND %s <= ?", s, c, c);
+                if (add_value(R, v, rc_col, lo) || add_value(R, v, rc_col, hi)) return -1;
+            } else if (f->range->op == KP_OP_BEGINS_WITH) {
+                s = kp_arena_printf(&R->arena, "%s AND %s >= ? AND %s < ?", s, c, c);
+                char *upper = kp_arena_printf(&R->arena, "%s\xf4\x8f\xbf\xbf", cJSON_IsString(lo) ? lo->valuestring : "");
+                cJSON *hi = cJSON_CreateString(upper);
+                int rc = add_value(R, v, rc_col, lo) || add_value(R, v, rc_col, hi);
+                cJSON_Delete(hi);
+                if (rc) return -1;
+            } else {
+                const char *op = f->range->op == KP_OP_LT ? "<" : f->range->op == KP_OP_LE ? "<=" : f->range->op == KP_OP_GT ? ">" : ">=";
+                s = kp_arena_printf(&R->arena, "%s AND %s %s ?", s, c, op);
+                if (add_value(R, v, rc_col, lo)) return -1;
+            }
+        }
+    }
+    int64_t limit = f->limit_param ? int_of(param_value(R, f->limit_param), f->limit) : f->limit;
+    const kp_shape *sh = f->shape ? f->shape : NULL;
+    if (f->is_root && !sh) sh = NULL;
+    if (limit > 0 && sh && sh == R->pattern->paged && sh->page == KP_PAGE_OFFSET)
+        limit += int_of(param_value(R, sh->offset_param), 0) > 0 ? int_of(param_value(R, sh->offset_param), 0) : 0;
+    /* a later client page of a bucketed read starts at the token's first order value */
+    if (limit > 0 && R->after && sh == R->pattern->paged && t->buckets > 1 && !range_on_first && t->ck_count &&
+        sh->order_count && t->cols[t->pk_count].attr == sh->order[0].attr && R->after->child && !cJSON_IsNull(R->after->child)) {
+        const cq_column *c0 = &t->cols[t->pk_count];
+        s = kp_arena_printf(&R->arena, "%s AND %s %s ?", s, c0->quoted, c0->is_desc ? "<=" : ">=");
+        if (add_value(R, v, c0, R->after->child)) return -1;
+        limit += 16; /* rows that tie with the token on the first order value */
+    }
+    if (limit > 0) {
+        s = kp_arena_printf(&R->arena, "%s LIMIT %lld", s, (long long)limit);
+    }
+    *page_size = 0;
+    if (f->is_paged) *page_size = (int)(f->limit_param ? int_of(param_value(R, f->limit_param), f->shape->limit) : f->shape->limit);
+    *cql = s;
+    return 0;
+}
+
+static int exec_fetch(run *R, const cq_fetch *f, const pairs *in, int depth);
+
+static int link_record(run *R, const cq_fetch *f, const pair *at, kp_frec *rec, pairs *out)
+{
+    if (f->is_root && !f->has_statics) {
+        if (kp_fetched_add_root(R->fetched, rec)) return nomem(R);
+        return pairs_push(out, rec, rec) ? nomem(R) : 0;
+    }
+    if (f->edge_rel) {
+        if (at->rec && kp_fetched_link(R->fetched, f->edge_rel, at->rec, rec)) return nomem(R);
+        return pairs_push(out, rec, rec) ? nomem(R) : 0;
+    }
+    if (f->shape && !f->next_hop) {
+        if (kp_fetched_link(R->fetched, f->shape, at->ctx, rec)) return nomem(R);
+        return pairs_push(out, rec, rec) ? nomem(R) : 0;
+    }
+    /* an intermediate hop or a join row: its records lead to the next hop for the same context */
+    return pairs_push(out, rec, at->ctx) ? nomem(R) : 0;
+}
+
+static int exec_select(run *R, const cq_fetch *f, const pairs *in, int depth, pairs *out)
+{
+    const cq_table *t = f->table;
+    int buckets = t->buckets > 1 ? t->buckets : 1;
+    size_t cap = in->count * (size_t)buckets + 1;
+    req *reqs = calloc(cap, sizeof *reqs);
+    size_t nreq = 0;
+    if (!reqs) return nomem(R);
+    int rc = 0;
+    for (size_t i = 0; i < in->count && rc == 0; i++) {
+        const pair *at = &in->items[i];
+        const cJSON *elements = NULL;
+        if (f->bind_count && f->binds[0].is_element && at->rec) {
+            elements = cJSON_GetObjectItemCaseSensitive(at->rec->object, f->binds[0].from->name);
+            if (!cJSON_IsArray(elements)) continue;
+        }
+        const cJSON *el = elements ? elements->child : NULL;
+        do {
+            for (int b = 0; b < buckets && rc == 0; b++) {
+                if (nreq == cap) {
+                    size_t n = cap * 2;
+                    req *bigger = realloc(reqs, n * sizeof *bigger);
+                    if (!bigger) { rc = nomem(R); break; }
+                    memset(bigger + cap, 0, (n - cap) * sizeof *bigger);
+                    reqs = bigger;
+                    cap = n;
+                }
+                const char *cql = NULL;
+                kp_cql_values v = {0};
+                int page_size = 0;
+                int built = build(R, f, at->rec, b, el, &cql, &v, &page_size);
+                if (built < 0) { kp_cql_values_free(&v); rc = -1; break; }
+                if (built > 0) { kp_cql_values_free(&v); continue; }
+                const kp_cql_prepared *prep = NULL;
+                if (kp_cql_prepare(R->client, cql, &prep, R->err)) { kp_cql_values_free(&v); rc = -1; break; }
+                req *q = &reqs[nreq++];
+                q->at = *at;
+                kp_cql_params params = {0};
+                params.page_size = page_size > 0 ? page_size : 5000;
+                if (f->is_paged && R->page_state) {
+                    params.paging_state = R->page_state;
+                    params.paging_state_len = R->page_state_len;
+                }
+                rc = kp_cql_execute_async(R->client, prep, &v, &params, on_rows, q, R->err);
+                kp_cql_values_free(&v);
+                if (rc == 0) R->requests++;
+            }
+            el = el ? el->next : NULL;
+        } while (el && rc == 0);
+    }
+    /* everything of this node is in flight at once: one round trip */
+    for (;;) {
+        size_t open = 0;
+        for (size_t i = 0; i < nreq; i++) open += !reqs[i].done;
+        if (!open) break;
+        if (kp_cql_poll(R->client, 1000, R->err) < 0) { rc = -1; break; }
+    }
+    if (nreq && depth > R->max_depth) R->max_depth = depth;
+    for (size_t i = 0; i < nreq && rc == 0; i++) {
+        req *q = &reqs[i];
+        if (q->failed) { *R->err = q->error; rc = -1; break; }
+        if (f->kind == CQ_COUNT) {
+            const cJSON *row = q->rows ? q->rows->child : NULL;
+            const cJSON *n = row ? row->child : NULL;
+            if (kp_fetched_set_count(R->fetched, f->shape, q->at.ctx, (long)int_of(n, 0))) rc = nomem(R);
+            continue;
+        }
+        if (f->is_paged && q->paging) {
+            size_t len = 2 + (size_t)q->paging_len * 2 + 1;
+            free(R->next_state);
+            R->next_state = malloc(len);
+            if (R->next_state) {
+                strcpy(R->next_state, "p:");
+                for (int32_t k = 0; k < q->paging_len; k++) sprintf(R->next_state + 2 + k * 2, "%02x", q->paging[k]);
+            }
+        }
+        kp_frec *root = NULL;
+        for (const cJSON *row = q->rows ? q->rows->child : NULL; row && rc == 0; row = row->next) {
+            if (f->has_statics && !root) {
+                /* the parent from the static columns (bucket 0 holds them like every bucket) */
+                cJSON *parent = kp_cq_record_of(t, row, 1, R->err);
+                if (!parent) { rc = R->err->code ? -1 : nomem(R); break; }
+                root = kp_fetched_add(R->fetched, t->parent, parent);
+                if (!root) { rc = nomem(R); break; }
+                if (!R->root_added) {
+                    if (kp_fetched_add_root(R->fetched, root)) { rc = nomem(R); break; }
+                    R->root_added = 1;
+                }
+            }
+            if (t->ck_count) {
+                const cJSON *ck = cJSON_GetObjectItemCaseSensitive(row, t->cols[t->pk_count].name);
+                if (!ck || cJSON_IsNull(ck)) continue; /* a static-only row: a parent without children */
+            }
+            cJSON *obj = kp_cq_record_of(t, row, 0, R->err);
+            if (!obj) { rc = R->err->code ? -1 : nomem(R); break; }
+            int keep = 1;
+            for (size_t c = 0; c < f->client_cond_count && keep; c++)
+                if (!f->client_conds[c]->path_len) keep = cond_holds(R, f->client_conds[c], obj);
+            if (!keep) { cJSON_Delete(obj); continue; }
+            kp_frec *rec = kp_fetched_add(R->fetched, t->entity, obj);
+            if (!rec) { rc = nomem(R); break; }
+            R->items++;
+            pair at = q->at;
+            if (f->has_statics) at.ctx = root;
+            rc = link_record(R, f, &at, rec, out);
+        }
+    }
+    for (size_t i = 0; i < nreq; i++) { cJSON_Delete(reqs[i].rows); free(reqs[i].paging); }
+    free(reqs);
+    return rc;
+}
+
+static int exec_keys(run *R, const cq_fetch *f, const pairs *in, pairs *out)
+{
+    const kp_rel *r = f->rel;
+    const kp_relation *rel = r->relation;
+    for (size_t i = 0; i < in->count; i++) {
+        const pair *at = &in->items[i];
+        if (!at->rec) continue;
+        if (rel->link == KP_LINK_THROUGH) {
+            kp_attr **theirs = r->is_inverse ? rel->through_from : rel->through_to;
+            size_t n = r->is_inverse ? rel->through_from_count : rel->through_to_count;
+            cJSON *obj = cJSON_CreateObject();
+            for (size_t k = 0; k < n && k < r->target->key_count; k++) {
+                const cJSON *v = cJSON_GetObjectItemCaseSensitive(at->rec->object, theirs[k]->name);
+                if (v) cJSON_AddItemToObject(obj, r->target->key[k]->name, kp_data_copy(v, NULL));
+            }
+            kp_frec *rec = kp_fetched_add(R->fetched, r->target, obj);
+            if (!rec) return nomem(R);
+            if (link_record(R, f, at, rec, out)) return -1;
+        } else if (rel->link == KP_LINK_ARRAY) {
+            const cJSON *arr = cJSON_GetObjectItemCaseSensitive(at->rec->object, rel->array_attr->name);
+            for (const cJSON *v = cJSON_IsArray(arr) ? arr->child : NULL; v; v = v->next) {
+                cJSON *obj = cJSON_CreateObject();
+                cJSON_AddItemToObject(obj, r->target->key[0]->name, kp_data_copy(v, NULL));
+                kp_frec *rec = kp_fetched_add(R->fetched, r->target, obj);
+                if (!rec) return nomem(R);
+                if (link_record(R, f, at, rec, out)) return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+static int exec_fetch(run *R, const cq_fetch *f, const pairs *in, int depth)
+{
+    pairs out = {0};
+    int rc = 0, my_depth = depth;
+    if (f->shape && f->is_client_ordered) kp_fetched_client_order(R->fetched, f->shape);
+    switch (f->kind) {
+    case CQ_SELECT: case CQ_COUNT:
+        my_depth = f->is_root || f->is_independent ? (depth > 0 ? depth : 1) : depth + 1;
+        rc = exec_select(R, f, in, my_depth, &out);
+        break;
+    case CQ_KEYS:
+        if (f->is_root) {
+            for (size_t i = 0; i < in->count && rc == 0; i++) rc = pairs_push(&out, NULL, NULL) ? nomem(R) : 0;
+        } else {
+            rc = exec_keys(R, f, in, &out);
+        }
+        break;
+    case CQ_DERIVED:
+        break;
+    }
+    if (rc == 0 && f->kind != CQ_COUNT && f->kind != CQ_DERIVED) {
+        if (f->next_hop && out.count) rc = exec_fetch(R, f->next_hop, &out, my_depth);
+        for (size_t i = 0; rc == 0 && i < f->child_count; i++)
+            if (out.count) rc = exec_fetch(R, f->children[i], &out, my_depth);
+    }
+    free(out.items);
+    return rc;
+}
+
+static int has_statics_root(const cq_fetch *root) { return root->kind == CQ_KEYS && root->is_root && root->has_statics; }
+
+static int find_client_paged(const cq_fetch *f, const kp_shape *s)
+{
+    if (!f) return 0;
+    if (f->shape == s && f->is_client_ordered) return 1;
+    if (find_client_paged(f->next_hop, s)) return 1;
+    for (size_t i = 0; i < f->child_count; i++)
+        if (find_client_paged(f->children[i], s)) return 1;
+    return 0;
+}
+
+int kp_cq_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const kp_params *params, const char *page,
+                  kp_result *out, kp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->items_scanned = -1;
+    kp_error_clear(err);
+    const cq_layout *L = d->layout;
+    run R;
+    memset(&R, 0, sizeof R);
+    R.conn = conn;
+    R.client = kp_cq_conn_client(conn);
+    R.design = d;
+    R.pattern = p;
+    R.params = params;
+    R.err = err;
+    R.ks = kp_cq_conn_keyspace(conn, d);
+    R.fetched = kp_fetched_new();
+    if (!R.fetched) return nomem(&R);
+    const cq_fetch *root = L->roots[p->index];
+    int rc = 0;
+    if (page && page[0]) {
+        if (!strncmp(page, "p:", 2)) {
+            size_t n = strlen(page + 2) / 2;
+            R.page_state = malloc(n ? n : 1);
+            R.page_state_len = (int32_t)n;
+            for (size_t i = 0; R.page_state && i < n; i++) {
+                int hi = hex_value(page[2 + 2 * i]), lo = hex_value(page[3 + 2 * i]);
+                if (hi < 0 || lo < 0) { rc = kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "the page token is not one this design produced"); break; }
+                R.page_state[i] = (uint8_t)(hi * 16 + lo);
+            }
+        } else if (p->paged && find_client_paged(root, p->paged)) {
+            rc = kp_fetched_client_page(R.fetched, page, err);
+            if (rc == 0) rc = kp_oracle_token_decode(page, &R.after, err);
+        } else {
+            rc = kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "the page token is not one this design produced");
+        }
+    }
+    pairs in = {0};
+    if (rc == 0) rc = pairs_push(&in, NULL, NULL) ? nomem(&R) : exec_fetch(&R, root, &in, 0);
+    free(in.items);
+    (void)has_statics_root;
+    if (rc == 0) {
+        char *token = R.next_state;
+        R.next_state = NULL;
+        out->response = kp_assemble(R.fetched, p, params, token, err);
+        if (!token && kp_fetched_next_token(R.fetched)) token = strdup(kp_fetched_next_token(R.fetched));
+        out->next_page = token;
+        if (!out->response) rc = -1;
+    }
+    out->requests = R.requests;
+    out->sequential_steps = R.max_depth;
+    out->items_returned = R.items;
+    free(R.page_state);
+    free(R.next_state);
+    cJSON_Delete(R.after);
+    kp_fetched_free(R.fetched);
+    kp_arena_free(&R.arena);
+    if (rc) kp_result_free(out);
+    return rc;
+}

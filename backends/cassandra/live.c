@@ -1,0 +1,488 @@
+/*
+ * live.c — the Cassandra backend against a live node: connecting, the keyspace and
+ * its tables, keyplan's marker, seeding writes (prepared INSERTs, many in flight),
+ * read-back, deletes and teardown.
+ *
+ * The keyspace is "<prefix><model name in snake_case>": --prefix separates people who
+ * share a cluster, and nothing outside that keyspace is ever touched. keyplan's marker
+ * is one row of the table keyplan_marker in it; tables without it were not created by
+ * keyplan and are neither dropped nor written without --force. The replication of a
+ * keyspace keyplan creates is KP_CASSANDRA_REPLICATION (CQL map text), else
+ * SimpleStrategy with one replica.
+ * Invariant: every seeding write is an INSERT of a whole row under its primary key
+ * (an upsert), so replaying any part of a seed never duplicates a row; a batch holds
+ * only rows of one partition (UNLOGGED), never rows of several.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cassandra/cql.h"
+
+typedef struct kp_cq_conn {
+    kp_cql_client *client;
+    char *prefix;
+    const kp_design *design;    /* the design of the last call that named one */
+    char keyspace[300];
+    kp_arena arena;             /* statement texts */
+    int in_flight;
+    struct cached_insert { const cq_table *table; int statics; const kp_cql_prepared *prepared; } inserts[256];
+    size_t insert_count;
+} kp_cq_conn;
+
+kp_cql_client *kp_cq_conn_client(kp_conn *conn) { return ((kp_cq_conn *)conn)->client; }
+const char *kp_cq_conn_prefix(kp_conn *conn) { return ((kp_cq_conn *)conn)->prefix; }
+
+const char *kp_cq_conn_keyspace(kp_conn *conn, const kp_design *d)
+{
+    kp_cq_conn *c = (kp_cq_conn *)conn;
+    const cq_layout *L = d->layout;
+    if (c->design != d) c->insert_count = 0;
+    c->design = d;
+    char raw[300];
+    snprintf(raw, sizeof raw, "%s%s", c->prefix ? c->prefix : "", L->keyspace);
+    kp_cql_snake_case(raw, c->keyspace, sizeof c->keyspace);
+    return c->keyspace;
+}
+
+int kp_cq_connect(const kp_target *t, kp_conn **out, kp_error *err)
+{
+    *out = NULL;
+    kp_cq_conn *c = calloc(1, sizeof *c);
+    if (!c) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    kp_cql_config cfg = {0};
+    cfg.target = t->endpoint;
+    cfg.is_insecure = t->is_insecure;
+    cfg.connections = 2;
+    cfg.max_in_flight = t->concurrency > 0 ? t->concurrency : 128;
+    if (kp_cql_client_open(&cfg, &c->client, err)) { free(c); return -1; }
+    c->prefix = strdup(t->prefix ? t->prefix : "");
+    *out = (kp_conn *)c;
+    return 0;
+}
+
+void kp_cq_disconnect(kp_conn *conn)
+{
+    kp_cq_conn *c = (kp_cq_conn *)conn;
+    if (!c) return;
+    kp_cql_client_close(c->client);
+    kp_arena_free(&c->arena);
+    free(c->prefix);
+    free(c);
+}
+
+static const char *qname(kp_cq_conn *c, const char *table)
+{
+    char q1[300], q2[300];
+    kp_cql_quote_identifier(c->keyspace, q1, sizeof q1);
+    kp_cql_quote_identifier(table, q2, sizeof q2);
+    return kp_arena_printf(&c->arena, "%s.%s", q1, q2);
+}
+
+/* ---- statements ------------------------------------------------------------------------------- */
+
+const char *kp_cq_insert_text(kp_arena *A, const cq_table *t, int statics, const char *ks, const char *prefix)
+{
+    (void)prefix;
+    char q1[300], q2[300];
+    kp_cql_quote_identifier(ks, q1, sizeof q1);
+    kp_cql_quote_identifier(t->name, q2, sizeof q2);
+    const char *cols = "", *marks = "";
+    for (size_t i = 0; i < t->col_count; i++) {
+        if (statics && i >= t->pk_count && t->cols[i].role != CQ_STATIC) continue;
+        cols = kp_arena_printf(A, "%s%s%s", cols, i ? ", " : "", t->cols[i].quoted);
+        marks = kp_arena_printf(A, "%s%s?", marks, i ? ", " : "");
+    }
+    return kp_arena_printf(A, "INSERT INTO %s.%s (%s) VALUES (%s)", q1, q2, cols, marks);
+}
+
+const char *kp_cq_delete_text(kp_arena *A, const cq_table *t, int statics, const char *ks, const char *prefix)
+{
+    (void)prefix;
+    char q1[300], q2[300];
+    kp_cql_quote_identifier(ks, q1, sizeof q1);
+    kp_cql_quote_identifier(t->name, q2, sizeof q2);
+    const char *what = "";
+    if (statics)
+        for (size_t i = 0; i < t->col_count; i++)
+            if (t->cols[i].role == CQ_STATIC) what = kp_arena_printf(A, "%s%s%s", what, *what ? ", " : "", t->cols[i].quoted);
+    const char *where = "";
+    size_t n = t->pk_count + (statics ? 0 : t->ck_count);
+    for (size_t i = 0; i < n; i++) where = kp_arena_printf(A, "%s%s%s = ?", where, i ? " AND " : "", t->cols[i].quoted);
+    return kp_arena_printf(A, "DELETE %s%sFROM %s.%s WHERE %s", what, *what ? " " : "", q1, q2, where);
+}
+
+/* Values for an INSERT (every column; a column the body lacks is unset, or for a
+ * static row every clustering and regular column) or a DELETE (key columns). */
+int kp_cq_bind_row(const cq_table *t, const cJSON *body, int statics, int key_only, kp_cql_values *out, kp_error *err)
+{
+    size_t n = key_only ? t->pk_count + (statics ? 0 : t->ck_count) : t->col_count;
+    for (size_t i = 0; i < n; i++) {
+        const cq_column *c = &t->cols[i];
+        if (statics && i >= t->pk_count && c->role != CQ_STATIC) continue;
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, c->name);
+        if (!v) {
+            if (kp_cql_values_add_bytes(out, NULL, NULL, -2, err)) return -1;
+        } else if (kp_cql_values_add_json(out, NULL, c->type, v, err)) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- marker ------------------------------------------------------------------------------------- */
+
+static int ensure_keyspace(kp_cq_conn *c, kp_error *err)
+{
+    const char *repl = getenv("KP_CASSANDRA_REPLICATION");
+    if (!repl || !*repl) repl = "{'class': 'SimpleStrategy', 'replication_factor': 1}";
+    char q[300];
+    kp_cql_quote_identifier(c->keyspace, q, sizeof q);
+    const char *cql = kp_arena_printf(&c->arena, "CREATE KEYSPACE IF NOT EXISTS %s WITH replication = %s", q, repl);
+    if (kp_cql_query(c->client, cql, NULL, NULL, NULL, err)) return -1;
+    cql = kp_arena_printf(&c->arena, "CREATE TABLE IF NOT EXISTS %s (model text PRIMARY KEY, marker text)", qname(c, KP_CQ_MARKER_TABLE));
+    return kp_cql_query(c->client, cql, NULL, NULL, NULL, err);
+}
+
+static int table_names(kp_cq_conn *c, cJSON **names, kp_error *err)
+{
+    *names = NULL;
+    kp_cql_values v = {0};
+    cJSON *ks = cJSON_CreateString(c->keyspace);
+    const kp_cql_type *text = NULL;
+    kp_cql_type_parse("text", &c->arena, &text, err);
+    int rc = kp_cql_values_add_json(&v, NULL, text, ks, err);
+    cJSON_Delete(ks);
+    if (rc == 0) rc = kp_cql_fetch_all(c->client, NULL, "SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?", &v, 1000, names, NULL, err);
+    kp_cql_values_free(&v);
+    return rc;
+}
+
+static int has_name(const cJSON *rows, const char *name)
+{
+    for (const cJSON *r = rows ? rows->child : NULL; r; r = r->next) {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(r, "table_name");
+        if (cJSON_IsString(n) && !strcmp(n->valuestring, name)) return 1;
+    }
+    return 0;
+}
+
+static int read_marker(kp_cq_conn *c, const kp_design *d, cJSON **marker, kp_error *err)
+{
+    *marker = NULL;
+    kp_cql_values v = {0};
+    const kp_cql_type *text = NULL;
+    kp_cql_type_parse("text", &c->arena, &text, err);
+    cJSON *name = cJSON_CreateString(d->model->name);
+    int rc = kp_cql_values_add_json(&v, NULL, text, name, err);
+    cJSON_Delete(name);
+    cJSON *rows = NULL;
+    const char *cql = kp_arena_printf(&c->arena, "SELECT marker FROM %s WHERE model = ?", qname(c, KP_CQ_MARKER_TABLE));
+    if (rc == 0) rc = kp_cql_fetch_all(c->client, NULL, cql, &v, 10, &rows, NULL, err);
+    kp_cql_values_free(&v);
+    const cJSON *m = rows && rows->child ? cJSON_GetObjectItemCaseSensitive(rows->child, "marker") : NULL;
+    if (cJSON_IsString(m)) *marker = cJSON_Parse(m->valuestring);
+    cJSON_Delete(rows);
+    return rc;
+}
+
+int kp_cq_write_marker(kp_conn *conn, const kp_design *d, const cJSON *marker, kp_error *err)
+{
+    kp_cq_conn *c = (kp_cq_conn *)conn;
+    kp_cq_conn_keyspace(conn, d);
+    if (ensure_keyspace(c, err)) return -1;
+    char *text = cJSON_PrintUnformatted(marker);
+    if (!text) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    const kp_cql_type *type = NULL;
+    kp_cql_type_parse("text", &c->arena, &type, err);
+    kp_cql_values v = {0};
+    cJSON *name = cJSON_CreateString(d->model->name), *m = cJSON_CreateString(text);
+    cJSON_free(text);
+    int rc = kp_cql_values_add_json(&v, NULL, type, name, err);
+    if (rc == 0) rc = kp_cql_values_add_json(&v, NULL, type, m, err);
+    cJSON_Delete(name);
+    cJSON_Delete(m);
+    const char *cql = kp_arena_printf(&c->arena, "INSERT INTO %s (model, marker) VALUES (?, ?)", qname(c, KP_CQ_MARKER_TABLE));
+    if (rc == 0) rc = kp_cql_query(c->client, cql, &v, NULL, NULL, err);
+    kp_cql_values_free(&v);
+    return rc;
+}
+
+/* ---- inspect, schema, drop -------------------------------------------------------------------------- */
+
+int kp_cq_inspect(kp_conn *conn, const kp_design *d, kp_target_state *out, kp_error *err)
+{
+    kp_cq_conn *c = (kp_cq_conn *)conn;
+    kp_cq_conn_keyspace(conn, d);
+    const cq_layout *L = d->layout;
+    memset(out, 0, sizeof *out);
+    cJSON *names = NULL;
+    if (table_names(c, &names, err)) return -1;
+    int any = 0, rows = 0;
+    for (size_t i = 0; i < L->table_count; i++) {
+        if (!has_name(names, L->tables[i]->name)) continue;
+        any = 1;
+        if (rows) continue;
+        cJSON *one = NULL;
+        const char *cql = kp_arena_printf(&c->arena, "SELECT * FROM %s LIMIT 1", qname(c, L->tables[i]->name));
+        kp_cql_response r;
+        memset(&r, 0, sizeof r);
+        if (kp_cql_query(c->client, cql, NULL, NULL, &r, err)) { cJSON_Delete(names); return -1; }
+        rows = r.row_count > 0;
+        kp_cql_response_free(&r);
+        cJSON_Delete(one);
+    }
+    int has_marker = has_name(names, KP_CQ_MARKER_TABLE);
+    cJSON_Delete(names);
+    if (has_marker && read_marker(c, d, &out->marker, err)) return -1;
+    out->exists = any;
+    out->is_empty = !rows;
+    out->is_foreign = any && !out->marker;
+    return 0;
+}
+
+int kp_cq_apply_schema(kp_conn *conn, const kp_design *d, kp_error *err)
+{
+    kp_cq_conn *c = (kp_cq_conn *)conn;
+    kp_cq_conn_keyspace(conn, d);
+    const cq_layout *L = d->layout;
+    if (ensure_keyspace(c, err)) return -1;
+    for (size_t i = 0; i < L->table_count; i++) {
+        const char *cql = kp_cq_create_table(&c->arena, L->tables[i], c->keyspace, "");
+        if (kp_cql_query(c->client, cql, NULL, NULL, NULL, err)) return -1;
+    }
+    return 0;
+}
+
+int kp_cq_drop(kp_conn *conn, const kp_design *d, kp_error *err)
+{
+    kp_cq_conn *c = (kp_cq_conn *)conn;
+    kp_cq_conn_keyspace(conn, d);
+    const cq_layout *L = d->layout;
+    cJSON *names = NULL;
+    if (table_names(c, &names, err)) return -1;
+    for (size_t i = 0; i < L->table_count; i++) {
+        if (!has_name(names, L->tables[i]->name)) continue;
+        const char *cql = kp_arena_printf(&c->arena, "DROP TABLE IF EXISTS %s", qname(c, L->tables[i]->name));
+        if (kp_cql_query(c->client, cql, NULL, NULL, NULL, err)) { cJSON_Delete(names); return -1; }
+    }
+    int has_marker = has_name(names, KP_CQ_MARKER_TABLE);
+    cJSON_Delete(names);
+    if (has_marker) {
+        const kp_cql_type *type = NULL;
+        kp_cql_type_parse("text", &c->arena, &type, err);
+        kp_cql_values v = {0};
+        cJSON *name = cJSON_CreateString(d->model->name);
+        int rc = kp_cql_values_add_json(&v, NULL, type, name, err);
+        cJSON_Delete(name);
+        const char *cql = kp_arena_printf(&c->arena, "DELETE FROM %s WHERE model = ?", qname(c, KP_CQ_MARKER_TABLE));
+        if (rc == 0) rc = kp_cql_query(c->client, cql, &v, NULL, NULL, err);
+        kp_cql_values_free(&v);
+        if (rc) return -1;
+    }
+    /* the keyspace goes when nothing but an empty marker table is left in it */
+    if (table_names(c, &names, err)) return -1;
+    int others = 0;
+    for (const cJSON *r = names ? names->child : NULL; r; r = r->next) {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(r, "table_name");
+        others |= !(cJSON_IsString(n) && !strcmp(n->valuestring, KP_CQ_MARKER_TABLE));
+    }
+    int had = names && names->child;
+    cJSON_Delete(names);
+    if (!others && had) {
+        cJSON *left = NULL;
+        const char *cql = kp_arena_printf(&c->arena, "SELECT model FROM %s", qname(c, KP_CQ_MARKER_TABLE));
+        if (kp_cql_fetch_all(c->client, NULL, cql, NULL, 100, &left, NULL, err)) return -1;
+        int empty = !left || !left->child;
+        cJSON_Delete(left);
+        if (empty) {
+            char q[300];
+            kp_cql_quote_identifier(c->keyspace, q, sizeof q);
+            if (kp_cql_query(c->client, kp_arena_printf(&c->arena, "DROP KEYSPACE IF EXISTS %s", q), NULL, NULL, NULL, err)) return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- seeding ------------------------------------------------------------------------------------------ */
+
+typedef struct ack {
+    kp_item item;               /* id, container, entity, tag (no body) */
+    kp_ack_fn fn;
+    void *ctx;
+    size_t count;               /* items in this request (a batch) */
+    struct ack *more;           /* the other items of the batch */
+    kp_cq_conn *conn;
+} ack;
+
+static void on_done(void *ctx, const kp_cql_response *response, const kp_cql_failure *failure)
+{
+    ack *a = ctx;
+    (void)response;
+    a->conn->in_flight--;
+    for (ack *x = a; x;) {
+        ack *next = x->more;
+        x->fn(x->ctx, &x->item, failure == NULL, failure ? &failure->error : NULL);
+        free(x->item.id);
+        free(x);
+        x = next;
+    }
+}
+
+static int same_partition(const cq_table *t, const cJSON *a, const cJSON *b)
+{
+    for (size_t i = 0; i < t->pk_count; i++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(a, t->cols[i].name), *y = cJSON_GetObjectItemCaseSensitive(b, t->cols[i].name);
+        if (!x || !y || !cJSON_Compare(x, y, 1)) return 0;
+    }
+    return 1;
+}
+
+/* The prepared INSERT of a table (cached per table and kind). */
+static int insert_statement(kp_cq_conn *c, const cq_table *t, int statics, const kp_cql_prepared **out, kp_error *err)
+{
+    for (size_t i = 0; i < c->insert_count; i++)
+        if (c->inserts[i].table == t && c->inserts[i].statics == statics) { *out = c->inserts[i].prepared; return 0; }
+    const char *cql = kp_cq_insert_text(&c->arena, t, statics, c->keyspace, "");
+    if (kp_cql_prepare(c->client, cql, out, err)) return -1;
+    if (c->insert_count < sizeof c->inserts / sizeof c->inserts[0])
+        c->inserts[c->insert_count++] = (struct cached_insert){t, statics, *out};
+    return 0;
+}
+
+int kp_cq_submit(kp_conn *conn, kp_item_list *batch, kp_ack_fn on_ack, void *ctx, kp_error *err)
+{
+    kp_cq_conn *c = (kp_cq_conn *)conn;
+    if (!c->design) return kp_error_set(err, KP_ERR_INTERNAL, NULL, 0, 0, "seeding before the keyspace was chosen (inspect or apply_schema first)");
+    size_t i = 0;
+    while (i < batch->count) {
+        kp_item *it = &batch->items[i];
+        const cq_table *t = kp_cq_table(c->design, it->container);
+        if (!t) return kp_error_set(err, KP_ERR_INTERNAL, NULL, 0, 0, "no table %s in this design", it->container);
+        int statics = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it->body, "$static"));
+        /* a run of rows of one partition of one table: one UNLOGGED batch (at most 16) */
+        size_t j = i + 1;
+        while (j < batch->count && j - i < 16 && !statics == !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(batch->items[j].body, "$static")) &&
+               !strcmp(batch->items[j].container, it->container) && same_partition(t, it->body, batch->items[j].body))
+            j++;
+        const kp_cql_prepared *prep = NULL;
+        if (insert_statement(c, t, statics, &prep, err)) return -1;
+        ack *head = NULL, *tail = NULL;
+        kp_cql_values *vals = calloc(j - i, sizeof *vals);
+        kp_cql_batch_entry *entries = calloc(j - i, sizeof *entries);
+        int rc = vals && entries ? 0 : kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+        for (size_t k = i; k < j && rc == 0; k++) {
+            kp_item *x = &batch->items[k];
+            rc = kp_cq_bind_row(t, x->body, statics, 0, &vals[k - i], err);
+            entries[k - i].prepared = prep;
+            entries[k - i].values = &vals[k - i];
+            ack *a = calloc(1, sizeof *a);
+            if (!a) { rc = kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); break; }
+            a->item = *x;
+            a->item.body = NULL;
+            a->item.id = x->id ? strdup(x->id) : NULL;
+            a->fn = on_ack;
+            a->ctx = ctx;
+            a->conn = c;
+            if (tail) tail->more = a; else head = a;
+            tail = a;
+        }
+        if (rc == 0) {
+            if (j - i == 1) rc = kp_cql_execute_async(c->client, prep, &vals[0], NULL, on_done, head, err);
+            else rc = kp_cql_batch_async(c->client, KP_CQL_BATCH_UNLOGGED, entries, j - i, NULL, on_done, head, err);
+        }
+        for (size_t k = 0; vals && k < j - i; k++) kp_cql_values_free(&vals[k]);
+        free(vals);
+        free(entries);
+        if (rc) {
+            for (ack *x = head; x;) { ack *n = x->more; free(x->item.id); free(x); x = n; }
+            return -1;
+        }
+        c->in_flight++;
+        i = j;
+        /* keep the queue bounded: drive the wire while many are waiting */
+        while (kp_cql_pending(c->client) > 1024)
+            if (kp_cql_poll(c->client, 100, err) < 0) return -1;
+    }
+    return 0;
+}
+
+int kp_cq_poll(kp_conn *conn, int timeout_ms, kp_error *err)
+{
+    kp_cq_conn *c = (kp_cq_conn *)conn;
+    return kp_cql_poll(c->client, timeout_ms, err);
+}
+
+/* ---- read-back, deletes ---------------------------------------------------------------------------------- */
+
+int kp_cq_read_back(kp_conn *conn, const kp_design *d, kp_readback *out, kp_error *err)
+{
+    kp_cq_conn *c = (kp_cq_conn *)conn;
+    kp_cq_conn_keyspace(conn, d);
+    const cq_layout *L = d->layout;
+    memset(out, 0, sizeof *out);
+    out->entries = calloc(L->table_count ? L->table_count : 1, sizeof *out->entries);
+    if (!out->entries) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    for (size_t i = 0; i < L->table_count; i++) {
+        const cq_table *t = L->tables[i];
+        kp_readback_entry *e = &out->entries[out->count++];
+        e->container = strdup(t->name);
+        cJSON *rows = NULL;
+        if (kp_cql_fetch_all(c->client, NULL, kp_arena_printf(&c->arena, "SELECT * FROM %s", qname(c, t->name)), NULL, 5000, &rows, NULL, err)) {
+            cJSON_Delete(rows);
+            kp_readback_free(out);
+            return -1;
+        }
+        const cJSON *prev = NULL;
+        for (const cJSON *row = rows ? rows->child : NULL; row; row = row->next) {
+            int has_row = 1;
+            if (t->parent) {
+                for (size_t k = t->pk_count; k < t->pk_count + t->ck_count; k++) {
+                    const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, t->cols[k].name);
+                    if (!v || cJSON_IsNull(v)) has_row = 0;
+                }
+                if (!prev || !same_partition(t, prev, row)) {
+                    int has_static = 0;
+                    for (size_t k = 0; k < t->col_count; k++) {
+                        const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, t->cols[k].name);
+                        if (t->cols[k].role == CQ_STATIC && v && !cJSON_IsNull(v)) has_static = 1;
+                    }
+                    /* a static row with only null statics still exists when the partition has no rows */
+                    if (has_static || !has_row) {
+                        cJSON *body = kp_cq_row_body(t, row, 1);
+                        e->items++;
+                        e->checksum ^= kp_cq_item_checksum(body);
+                        cJSON_Delete(body);
+                    }
+                }
+                prev = row;
+            }
+            if (!has_row) continue;
+            cJSON *body = kp_cq_row_body(t, row, 0);
+            e->items++;
+            e->checksum ^= kp_cq_item_checksum(body);
+            cJSON_Delete(body);
+        }
+        cJSON_Delete(rows);
+    }
+    return 0;
+}
+
+int kp_cq_delete_items(kp_conn *conn, const kp_design *d, const kp_item_list *items, kp_error *err)
+{
+    kp_cq_conn *c = (kp_cq_conn *)conn;
+    kp_cq_conn_keyspace(conn, d);
+    for (size_t i = 0; i < items->count; i++) {
+        const kp_item *it = &items->items[i];
+        const cq_table *t = kp_cq_table(d, it->container);
+        if (!t) continue;
+        int statics = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it->body, "$static"));
+        const char *cql = kp_cq_delete_text(&c->arena, t, statics, c->keyspace, "");
+        kp_cql_values v = {0};
+        int rc = kp_cq_bind_row(t, it->body, statics, 1, &v, err);
+        if (rc == 0) rc = kp_cql_query(c->client, cql, &v, NULL, NULL, err);
+        kp_cql_values_free(&v);
+        if (rc) return -1;
+    }
+    return 0;
+}

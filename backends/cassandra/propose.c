@@ -1,0 +1,1234 @@
+/*
+ * propose.c — the Cassandra layout: the Chebotko mapping from access patterns to
+ * query tables, then the refinements (shared tables, static columns, bucketing), the
+ * fetch tree and plan of every pattern, the write plans, and why each choice was made.
+ *
+ * Rules, in the order they apply (each recorded as a kp_decision naming its patterns):
+ *  - every entity has a table by key (records by key, to-one hops, the source of writes);
+ *  - a path a pattern walks that is not "by key" gets a query table: equality
+ *    parameters, literals and foreign keys -> partition key; the range attribute -> the
+ *    first clustering column; the declared order -> clustering columns ASC/DESC; the
+ *    rest of the row entity's key -> clustering columns, so rows never overwrite;
+ *  - two paths that need the same columns in the same roles share one table;
+ *  - a pattern that returns a parent's attributes next to its children reads them from
+ *    static columns of the children's table (one SELECT);
+ *  - a partition whose largest fan-out passes ~100,000 rows or ~100 MB gets a hash
+ *    bucket in its partition key; reads then span every bucket and merge;
+ *  - no ALLOW FILTERING, no secondary index, no materialized view: a condition no key
+ *    can serve is applied by the client to the rows of a designed partition (said in
+ *    the plan); a pattern no table can serve is a defect.
+ * Invariant: the fetch tree of a pattern is what execute.c runs, and its plan is
+ * derived from the same tree, so claims and measurements describe the same requests.
+ */
+#include "backends/cassandra/cql.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/data.h"
+
+typedef struct builder {
+    const kp_model *m;
+    const kp_mix *mix;
+    kp_design *d;
+    cq_layout *L;
+    kp_arena *A;
+    kp_error *err;
+} builder;
+
+static const char *snake(kp_arena *A, const char *name)
+{
+    char buf[256];
+    kp_cql_snake_case(name, buf, sizeof buf);
+    return kp_arena_strdup(A, buf);
+}
+
+static const char *quoted(kp_arena *A, const char *name)
+{
+    char buf[300];
+    kp_cql_quote_identifier(name, buf, sizeof buf);
+    return kp_arena_strdup(A, buf);
+}
+
+/* ---- types ------------------------------------------------------------------------------ */
+
+static const char *scalar_type(kp_type_kind k)
+{
+    switch (k) {
+    case KP_T_STRING: case KP_T_ENUM: return "text";
+    case KP_T_INT: case KP_T_COUNTER: return "bigint";
+    case KP_T_DECIMAL: return "decimal";
+    case KP_T_DOUBLE: return "double";
+    case KP_T_BOOL: return "boolean";
+    case KP_T_TIMESTAMP: return "timestamp";
+    case KP_T_DATE: return "date";
+    case KP_T_UUID: return "uuid";
+    case KP_T_TIMEUUID: return "timeuuid";
+    case KP_T_BLOB: return "blob";
+    default: return NULL;
+    }
+}
+
+const char *kp_cq_type_text(const kp_type *t, int *is_json)
+{
+    static char buf[8][96];
+    static int next;
+    *is_json = 0;
+    const char *s = scalar_type(t->kind);
+    if (s) return s;
+    char *out = buf[next++ % 8];
+    if (t->kind == KP_T_ARRAY && t->item && scalar_type(t->item->kind)) {
+        snprintf(out, 96, "frozen<list<%s>>", scalar_type(t->item->kind));
+        return out;
+    }
+    if (t->kind == KP_T_MAP && t->item && scalar_type(t->item->kind) && scalar_type(t->map_key)) {
+        snprintf(out, 96, "frozen<map<%s, %s>>", scalar_type(t->map_key), scalar_type(t->item->kind));
+        return out;
+    }
+    *is_json = 1; /* objects, arrays of objects: JSON text keeps nesting, order and empty values */
+    return "text";
+}
+
+static double attr_bytes(const kp_attr *a)
+{
+    if (a->avg_size > 0) return a->avg_size;
+    switch (a->type.kind) {
+    case KP_T_INT: case KP_T_COUNTER: case KP_T_DOUBLE: case KP_T_TIMESTAMP: return 8;
+    case KP_T_BOOL: return 1;
+    case KP_T_DATE: return 4;
+    case KP_T_UUID: case KP_T_TIMEUUID: return 16;
+    case KP_T_DECIMAL: return 8;
+    case KP_T_OBJECT: return 200;
+    case KP_T_ARRAY: return 16 * (a->type.avg_items > 0 ? a->type.avg_items : 4);
+    case KP_T_MAP: return 24 * (a->type.avg_items > 0 ? a->type.avg_items : 4);
+    default: return 20;
+    }
+}
+
+static double record_bytes(const kp_entity *e)
+{
+    double b = 16; /* row overhead */
+    for (size_t i = 0; i < e->attr_count; i++) b += (attr_bytes(e->attrs[i]) + 4) * e->attrs[i]->presence;
+    return b;
+}
+
+/* ---- tables ----------------------------------------------------------------------------------- */
+
+static cq_column *add_col(builder *B, cq_table *t, const kp_attr *a, const kp_entity *owner, cq_role role, int desc)
+{
+    for (size_t i = 0; a && i < t->col_count; i++)
+        if (t->cols[i].attr == a && t->cols[i].entity == owner) return NULL;
+    cq_column *c = kp_arena_push(B->A, (void **)&t->cols, &t->col_count, &t->col_cap, sizeof *c);
+    c->attr = a;
+    c->entity = owner;
+    c->role = role;
+    c->is_desc = desc;
+    if (!a) {
+        c->name = "bucket";
+        c->cql_type = "int";
+    } else {
+        const char *n = snake(B->A, a->name);
+        if (role == CQ_STATIC) {
+            n = kp_arena_printf(B->A, "%s_%s", snake(B->A, owner->name), n);
+            int clash = 0;
+            for (size_t i = 0; i + 1 < t->col_count; i++) clash |= !strcmp(t->cols[i].name, n);
+            for (size_t i = 0; i < t->entity->attr_count; i++) clash |= !strcmp(snake(B->A, t->entity->attrs[i]->name), n);
+            if (clash) n = kp_arena_printf(B->A, "%s_static", n);
+        }
+        c->name = n;
+        c->cql_type = kp_arena_strdup(B->A, kp_cq_type_text(&a->type, &c->is_json));
+    }
+    c->quoted = quoted(B->A, c->name);
+    kp_cql_type_parse(c->cql_type, B->A, &c->type, B->err);
+    return c;
+}
+
+static void table_signature(builder *B, cq_table *t)
+{
+    char buf[2048];
+    size_t o = (size_t)snprintf(buf, sizeof buf, "%s|%d|%s|", t->entity->name, t->buckets, t->parent ? t->parent->name : "-");
+    for (size_t i = 0; i < t->pk_count + t->ck_count && o < sizeof buf - 64; i++)
+        o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s%s,", t->cols[i].name, t->cols[i].is_desc ? "-" : "",
+                              t->cols[i].is_element ? "*" : "");
+    t->signature = kp_arena_strdup(B->A, buf);
+}
+
+static void cause(builder *B, cq_table *t, const kp_pattern *p)
+{
+    if (!p) return;
+    for (size_t i = 0; i < t->cause_count; i++)
+        if (t->causes[i] == p) return;
+    const kp_pattern **slot = kp_arena_push(B->A, (void **)&t->causes, &t->cause_count, &t->cause_cap, sizeof *slot);
+    *slot = p;
+}
+
+/* Completes a table (regular columns, sizes, name) and returns it or the identical one
+ * that exists. */
+static cq_table *finish_table(builder *B, cq_table *t, const kp_pattern *p, double partition_rows)
+{
+    const kp_entity *e = t->entity;
+    t->row_bytes = record_bytes(e);
+    t->max_partition_rows = partition_rows;
+    if (!t->is_base && partition_rows > 1) {
+        double by_rows = partition_rows / KP_CQ_PARTITION_ROWS, by_bytes = partition_rows * t->row_bytes / KP_CQ_PARTITION_BYTES;
+        double need = ceil(by_rows > by_bytes ? by_rows : by_bytes);
+        if (need > 1) t->buckets = need > KP_CQ_MAX_BUCKETS ? KP_CQ_MAX_BUCKETS : (int)need;
+    }
+    /* order: partition columns, bucket, clustering, statics, regular (rebuilt) */
+    cq_column *old = t->cols;
+    size_t n = t->col_count;
+    t->cols = NULL;
+    t->col_count = t->col_cap = 0;
+    for (size_t i = 0; i < n; i++)
+        if (old[i].role == CQ_PARTITION) *(cq_column *)kp_arena_push(B->A, (void **)&t->cols, &t->col_count, &t->col_cap, sizeof *old) = old[i];
+    if (t->buckets > 1) add_col(B, t, NULL, NULL, CQ_PARTITION, 0);
+    t->pk_count = t->col_count;
+    for (size_t i = 0; i < n; i++)
+        if (old[i].role == CQ_CLUSTERING) *(cq_column *)kp_arena_push(B->A, (void **)&t->cols, &t->col_count, &t->col_cap, sizeof *old) = old[i];
+    t->ck_count = t->col_count - t->pk_count;
+    for (size_t i = 0; i < n; i++)
+        if (old[i].role == CQ_STATIC) *(cq_column *)kp_arena_push(B->A, (void **)&t->cols, &t->col_count, &t->col_cap, sizeof *old) = old[i];
+    for (size_t i = 0; i < e->attr_count; i++) {
+        int have = 0;
+        for (size_t k = 0; k < t->col_count; k++) have |= t->cols[k].attr == e->attrs[i] && t->cols[k].entity == e && !t->cols[k].is_element;
+        if (!have) add_col(B, t, e->attrs[i], e, CQ_REGULAR, 0);
+    }
+    table_signature(B, t);
+    for (size_t i = 0; i < B->L->table_count; i++)
+        if (!strcmp(B->L->tables[i]->signature, t->signature)) {
+            cause(B, B->L->tables[i], p);
+            return B->L->tables[i];
+        }
+    /* name: entity, or entity_by_<partition columns> */
+    const char *name = snake(B->A, e->name);
+    if (!t->is_base) {
+        name = kp_arena_printf(B->A, "%s_by", name);
+        for (size_t i = 0; i < t->pk_count; i++)
+            if (t->cols[i].attr) name = kp_arena_printf(B->A, "%s_%s", name, t->cols[i].name);
+        if (t->pk_count == 1 && !t->cols[0].attr) name = kp_arena_printf(B->A, "%s_bucket", name);
+        for (size_t i = t->pk_count; i < t->pk_count + t->ck_count && i < t->pk_count + 1; i++)
+            name = kp_arena_printf(B->A, "%s_%s", name, t->cols[i].name);
+    }
+    const char *base = name;
+    for (int k = 2;; k++) {
+        int clash = 0;
+        for (size_t i = 0; i < B->L->table_count; i++) clash |= !strcmp(B->L->tables[i]->name, name);
+        if (!clash) break;
+        name = kp_arena_printf(B->A, "%s_%d", base, k);
+    }
+    t->name = name;
+    t->rows = e->count;
+    t->bytes = e->count * t->row_bytes;
+    cause(B, t, p);
+    cq_table **slot = kp_arena_push(B->A, (void **)&B->L->tables, &B->L->table_count, &B->L->table_cap, sizeof *slot);
+    *slot = t;
+    return t;
+}
+
+static cq_table *new_table(builder *B, const kp_entity *e)
+{
+    cq_table *t = kp_arena_alloc(B->A, sizeof *t);
+    t->entity = e;
+    return t;
+}
+
+static void add_key_rest(builder *B, cq_table *t)
+{
+    for (size_t k = 0; k < t->entity->key_count; k++) add_col(B, t, t->entity->key[k], t->entity, CQ_CLUSTERING, 0);
+}
+
+static void make_base_tables(builder *B)
+{
+    B->L->base = kp_arena_alloc(B->A, sizeof *B->L->base * (B->m->entity_count ? B->m->entity_count : 1));
+    for (size_t e = 0; e < B->m->entity_count; e++) {
+        const kp_entity *en = B->m->entities[e];
+        cq_table *t = new_table(B, en);
+        t->is_base = 1;
+        for (size_t k = 0; k < en->key_count; k++) add_col(B, t, en->key[k], en, CQ_PARTITION, 0);
+        t->why = kp_arena_printf(B->A, "every %s by its key: roots found by key, to-one hops, and the record writes start from",
+                                 en->name);
+        B->L->base[e] = finish_table(B, t, NULL, 1);
+    }
+}
+
+/* ---- fetch trees --------------------------------------------------------------------------------- */
+
+static cq_fetch *new_fetch(builder *B, cq_fetch_kind kind, const kp_entity *e)
+{
+    cq_fetch *f = kp_arena_alloc(B->A, sizeof *f);
+    f->kind = kind;
+    f->entity = e;
+    return f;
+}
+
+static void add_child(builder *B, cq_fetch *parent, cq_fetch *child)
+{
+    cq_fetch **slot = kp_arena_push(B->A, (void **)&parent->children, &parent->child_count, &parent->child_cap, sizeof *slot);
+    *slot = child;
+}
+
+static const cq_column *col_of(const cq_table *t, const kp_attr *a)
+{
+    for (size_t i = 0; i < t->col_count; i++)
+        if (t->cols[i].attr == a && t->cols[i].role != CQ_STATIC) return &t->cols[i];
+    return NULL;
+}
+
+static void add_bind(builder *B, cq_fetch *f, const cq_column *c, cq_src src, const kp_cond *cond, const kp_attr *from)
+{
+    cq_bind *nb = kp_arena_alloc(B->A, sizeof *nb * (f->bind_count + 1));
+    if (f->bind_count) memcpy(nb, f->binds, sizeof *nb * f->bind_count);
+    cq_bind *b = &nb[f->bind_count++];
+    f->binds = nb;
+    b->col = c;
+    b->src = src;
+    if (cond) {
+        b->param = cond->value.param;
+        b->literal = cond->value.literal;
+        b->src = cond->value.param ? CQ_SRC_PARAM : CQ_SRC_LITERAL;
+    }
+    b->from = from;
+}
+
+static void add_client_cond(builder *B, cq_fetch *f, const kp_cond *c)
+{
+    const kp_cond **n = kp_arena_alloc(B->A, sizeof *n * (f->client_cond_count + 1));
+    if (f->client_cond_count) memcpy(n, f->client_conds, sizeof *n * f->client_cond_count);
+    n[f->client_cond_count++] = c;
+    f->client_conds = n;
+}
+
+static int is_range_op(kp_op op) { return op != KP_OP_EQ; }
+
+static int is_eq_bindable(const kp_cond *c)
+{
+    return c->path_len == 0 && c->op == KP_OP_EQ && (!c->value.param || !c->value.param->is_optional);
+}
+
+static int64_t shape_limit(const kp_shape *s)
+{
+    if (!s) return 0;
+    if (s->limit_param && s->limit_param->default_value && cJSON_IsNumber(s->limit_param->default_value))
+        return (int64_t)s->limit_param->default_value->valuedouble;
+    if (s->limit_param && s->limit_param->max && cJSON_IsNumber(s->limit_param->max)) return (int64_t)s->limit_param->max->valuedouble;
+    return s->limit;
+}
+
+/* Is the clustering of t (after its bound columns) the order the shape declares? */
+static int is_served_order(const cq_table *t, const kp_shape *s, const cq_column *range_col)
+{
+    if (!s || t->buckets > 1) return !s || !s->declared_order_count;
+    size_t c = t->pk_count;
+    if (range_col && c < t->pk_count + t->ck_count && &t->cols[c] == range_col) {
+        if (s->order_count == 0 || s->order[0].attr != range_col->attr) return s->declared_order_count == 0;
+    }
+    size_t k = 0;
+    for (; k < s->order_count && c < t->pk_count + t->ck_count; c++, k++) {
+        const cq_column *col = &t->cols[c];
+        if (col->attr != s->order[k].attr || col->is_desc != s->order[k].is_desc) break;
+    }
+    if (k == s->order_count) return 1;
+    /* the remaining order keys may be bound by equality (partition) */
+    for (; k < s->order_count; k++) {
+        int bound = 0;
+        for (size_t i = 0; i < t->pk_count; i++) bound |= t->cols[i].attr == s->order[k].attr;
+        if (!bound) return 0;
+    }
+    return 1;
+}
+
+/* A query table of entity e: partition = eq attrs (already added), then range attr,
+ * order keys, key. */
+static cq_table *query_table(builder *B, cq_table *t, const kp_attr *range, const kp_shape *order, const kp_pattern *p,
+                             double partition_rows)
+{
+    if (range) add_col(B, t, range, t->entity, CQ_CLUSTERING, order && order->order_count && order->order[0].attr == range ? order->order[0].is_desc : 0);
+    for (size_t k = 0; order && k < order->order_count; k++) {
+        int bound = 0;
+        for (size_t i = 0; i < t->col_count; i++) bound |= t->cols[i].attr == order->order[k].attr && t->cols[i].role == CQ_PARTITION;
+        if (!bound && order->order[k].attr->entity == t->entity) add_col(B, t, order->order[k].attr, t->entity, CQ_CLUSTERING, order->order[k].is_desc);
+    }
+    add_key_rest(B, t);
+    return finish_table(B, t, p, partition_rows);
+}
+
+/* Rows per partition when `attr` is bound by equality. */
+static double eq_partition_rows(const kp_entity *e, const kp_attr *const *attrs, size_t n, const kp_shape *s)
+{
+    double rows = e->count;
+    for (size_t i = 0; i < n; i++) {
+        const kp_attr *a = attrs[i];
+        if (a->is_unique) return 1;
+        if (a->type.kind == KP_T_ENUM && a->type.enum_count) rows /= (double)a->type.enum_count;
+        else if (a->type.kind == KP_T_BOOL) rows /= 2;
+        else {
+            /* a foreign key: the relation's fan-out */
+            double best = 0;
+            for (size_t r = 0; r < e->rel_count; r++) {
+                const kp_relation *rel = e->rels[r]->relation;
+                if (rel->link == KP_LINK_FOREIGN_KEY && rel->holder == e)
+                    for (size_t k = 0; k < rel->fk_count; k++)
+                        if (rel->fk_attrs[k] == a) best = rel->fanout.max > 0 ? rel->fanout.max : rel->fanout.avg;
+            }
+            if (best > 0) rows = best < rows ? best : rows;
+            else if (s && s->expect.is_given) rows = s->expect.max > 0 ? s->expect.max : s->expect.avg;
+            else rows = rows / 1000 > 1 ? rows / 1000 : 1;
+        }
+    }
+    return rows;
+}
+
+typedef struct walk {
+    builder *B;
+    const kp_pattern *p;
+    int is_ok;
+} walk;
+
+static void defect(walk *W, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void defect(walk *W, const char *fmt, ...)
+{
+    char buf[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    kp_design_defect(W->B->d, "%s: %s", W->p->name, buf);
+    W->is_ok = 0;
+}
+
+static void plan_members(walk *W, cq_fetch *f, const kp_shape *s);
+
+/* Record(s) of r->target by key, the key values coming from the parent's attributes. */
+static cq_fetch *by_key(walk *W, const kp_rel *r, const kp_attr *const *from, const kp_attr *const *to, size_t n, int is_element)
+{
+    builder *B = W->B;
+    const kp_entity *target = r->target;
+    cq_fetch *f = new_fetch(B, CQ_SELECT, target);
+    f->table = B->L->base[target->index];
+    cause(B, (cq_table *)f->table, W->p);
+    f->rel = r;
+    for (size_t k = 0; k < target->key_count; k++) {
+        const kp_attr *src = NULL;
+        for (size_t i = 0; i < n; i++)
+            if (to[i] == target->key[k]) src = from[i];
+        if (!src) { defect(W, "the key of %s is not known from %s", target->name, r->source->name); return f; }
+        add_bind(B, f, col_of(f->table, target->key[k]), CQ_SRC_PARENT, NULL, src);
+        f->binds[f->bind_count - 1].is_element = is_element;
+    }
+    return f;
+}
+
+/* Does the shape (members, order) need only the key attributes of its entity? */
+static int needs_only_key(const kp_shape *s)
+{
+    if (s->value) return s->value->kind == KP_SHAPE_ATTR && s->value->path_len == 0 && s->value->attr->key_index >= 0;
+    for (size_t i = 0; i < s->member_count; i++) {
+        const kp_shape *m = s->members[i];
+        if (m->kind == KP_SHAPE_PARAM) continue;
+        if (m->kind != KP_SHAPE_ATTR || m->path_len || m->attr->key_index < 0) return 0;
+    }
+    for (size_t k = 0; k < s->order_count; k++)
+        if (s->order[k].attr->key_index < 0) return 0;
+    return s->where_count == 0;
+}
+
+/* The fetch of one relation hop from records of r->source; `s` the node it feeds (its
+ * conditions, order and limit apply when it is the last hop). */
+static cq_fetch *hop_fetch(walk *W, const kp_rel *r, const kp_shape *s, int is_last)
+{
+    builder *B = W->B;
+    const kp_relation *rel = r->relation;
+    const kp_shape *os = is_last && s && s->kind == KP_SHAPE_EACH ? s : NULL;
+    if (rel->link == KP_LINK_FOREIGN_KEY) {
+        if (rel->holder == r->source) /* to-one: the source holds the target's key */
+            return by_key(W, r, (const kp_attr *const *)rel->fk_attrs, (const kp_attr *const *)rel->ref_attrs, rel->fk_count, 0);
+        /* the targets hold the source's key: a table partitioned by the foreign key */
+        cq_table *t = new_table(B, r->target);
+        size_t neq = 0;
+        for (size_t k = 0; k < rel->fk_count && neq < 16; k++, neq++) add_col(B, t, rel->fk_attrs[k], r->target, CQ_PARTITION, 0);
+        const kp_cond *range = NULL;
+        cq_fetch *f = new_fetch(B, CQ_SELECT, r->target);
+        f->rel = r;
+        for (size_t i = 0; is_last && s && i < s->where_count; i++) {
+            const kp_cond *c = &s->where[i];
+            if (is_eq_bindable(c) && neq < 16) {
+                add_col(B, t, c->attr, r->target, CQ_PARTITION, 0);
+                neq++;
+            } else if (c->path_len == 0 && is_range_op(c->op) && !range && kp_type_is_orderable(c->attr->type.kind) &&
+                       (!os || !os->order_count || os->order[0].attr == c->attr)) {
+                range = c;
+            } else {
+                add_client_cond(B, f, c);
+            }
+        }
+        double rows = r->fanout && r->fanout->max > 0 ? r->fanout->max : (r->fanout ? r->fanout->avg : 1);
+        f->table = query_table(B, t, range ? range->attr : NULL, os, W->p, rows);
+        for (size_t k = 0; k < rel->fk_count; k++) add_bind(B, f, col_of(f->table, rel->fk_attrs[k]), CQ_SRC_PARENT, NULL, rel->ref_attrs[k]);
+        for (size_t i = 0; is_last && s && i < s->where_count; i++)
+            if (is_eq_bindable(&s->where[i])) add_bind(B, f, col_of(f->table, s->where[i].attr), CQ_SRC_PARAM, &s->where[i], NULL);
+        if (range) { f->range = range; f->range_col = col_of(f->table, range->attr); }
+        return f;
+    }
+    if (rel->link == KP_LINK_THROUGH) {
+        /* rows of the join entity partitioned by the source's key, then the targets */
+        const kp_entity *j = rel->through;
+        int forward = !r->is_inverse;
+        kp_attr **mine = forward ? rel->through_from : rel->through_to;
+        kp_attr **theirs = forward ? rel->through_to : rel->through_from;
+        size_t nmine = forward ? rel->through_from_count : rel->through_to_count;
+        size_t ntheirs = forward ? rel->through_to_count : rel->through_from_count;
+        cq_table *t = new_table(B, j);
+        for (size_t k = 0; k < nmine; k++) add_col(B, t, mine[k], j, CQ_PARTITION, 0);
+        /* order by the target's key = the join entity's columns that hold it */
+        int ordered = 1;
+        for (size_t k = 0; os && k < os->order_count; k++) {
+            const kp_attr *a = os->order[k].attr;
+            int found = 0;
+            if (a->key_index >= 0 && (size_t)a->key_index < ntheirs) {
+                add_col(B, t, theirs[a->key_index], j, CQ_CLUSTERING, os->order[k].is_desc);
+                found = 1;
+            }
+            if (!found) { ordered = 0; break; }
+        }
+        add_key_rest(B, t);
+        double rows = r->fanout && r->fanout->max > 0 ? r->fanout->max : 1;
+        cq_fetch *f = new_fetch(B, CQ_SELECT, j);
+        f->rel = r;
+        f->is_join = 1;
+        f->table = finish_table(B, t, W->p, rows);
+        const kp_entity *src = r->source;
+        for (size_t k = 0; k < nmine && k < src->key_count; k++) add_bind(B, f, col_of(f->table, mine[k]), CQ_SRC_PARENT, NULL, src->key[k]);
+        f->is_server_ordered = ordered && is_served_order(f->table, NULL, NULL);
+        cq_fetch *target;
+        if (os && needs_only_key(os)) {
+            target = new_fetch(B, CQ_KEYS, r->target);
+        } else {
+            const kp_attr *to[16];
+            for (size_t k = 0; k < ntheirs && k < 16; k++) to[k] = r->target->key[k];
+            target = by_key(W, r, (const kp_attr *const *)theirs, to, ntheirs, 0);
+        }
+        target->rel = r;
+        f->next_hop = target;
+        if (!ordered) f->is_client_ordered = 1;
+        return f;
+    }
+    /* KP_LINK_ARRAY */
+    const kp_attr *arr = rel->array_attr;
+    if (!r->is_inverse) {
+        cq_fetch *f;
+        if (os && needs_only_key(os) && r->target->key_count == 1) {
+            f = new_fetch(B, CQ_KEYS, r->target);
+            f->rel = r;
+        } else {
+            const kp_attr *to = r->target->key[0];
+            f = by_key(W, r, &arr, &to, 1, 1);
+        }
+        return f;
+    }
+    /* the entities whose array holds the source's key: one row per element */
+    cq_table *t = new_table(B, r->target);
+    cq_column *c = add_col(B, t, arr, r->target, CQ_PARTITION, 0);
+    if (c) {
+        c->is_element = 1;
+        c->name = kp_arena_printf(B->A, "%s_element", c->name);
+        c->quoted = quoted(B->A, c->name);
+        const kp_type *it = arr->type.item;
+        c->cql_type = it ? kp_arena_strdup(B->A, kp_cq_type_text(it, &c->is_json)) : "text";
+        kp_cql_type_parse(c->cql_type, B->A, &c->type, B->err);
+    }
+    cq_fetch *f = new_fetch(B, CQ_SELECT, r->target);
+    f->rel = r;
+    double rows = r->fanout && r->fanout->max > 0 ? r->fanout->max : 1;
+    f->table = query_table(B, t, NULL, os, W->p, rows);
+    for (size_t i = 0; i < f->table->pk_count; i++)
+        if (f->table->cols[i].is_element) add_bind(B, f, &f->table->cols[i], CQ_SRC_PARENT, NULL, r->source->key[0]);
+    return f;
+}
+
+static void finish_each(walk *W, cq_fetch *last, const kp_shape *s)
+{
+    if (!s || s->kind != KP_SHAPE_EACH) return;
+    if (last->kind == CQ_SELECT && !last->is_join) {
+        last->is_server_ordered = is_served_order(last->table, s, last->range_col) && last->table->buckets <= 1;
+    }
+    int client = !last->is_server_ordered && s->declared_order_count;
+    if (last->client_cond_count || s->page == KP_PAGE_OFFSET || (last->table && last->table->buckets > 1)) client = 1;
+    if (s == W->p->paged && s->page == KP_PAGE_TOKEN && (client || last->kind != CQ_SELECT || last->is_join)) client = 1;
+    if (last->kind == CQ_KEYS || (last->rel && last->rel->relation->link == KP_LINK_ARRAY && !last->rel->is_inverse)) client = 1;
+    last->is_client_ordered = client || last->is_client_ordered;
+    if (last->kind == CQ_SELECT && !last->is_join && !last->client_cond_count) {
+        if (last->is_server_ordered && s == W->p->paged && s->page == KP_PAGE_TOKEN && last->table->buckets <= 1) last->is_paged = 1;
+        else if (last->is_server_ordered || last->table->buckets > 1) {
+            last->limit = shape_limit(s);
+            last->limit_param = s->limit_param;
+        }
+    }
+}
+
+/* An $each / $one / $count node: the chain of hops; returns the first fetch. */
+static cq_fetch *node_fetch(walk *W, const kp_shape *s)
+{
+    builder *B = W->B;
+    if (s->kind == KP_SHAPE_COUNT) {
+        /* a derived count the record holds */
+        const kp_entity *e = s->hops[0]->source;
+        for (size_t a = 0; a < e->attr_count; a++) {
+            const kp_derived *d = e->attrs[a]->derived;
+            if (d && d->fn == KP_AGG_COUNT && d->path_len == s->hop_count && !memcmp(d->path, s->hops, sizeof *d->path * d->path_len)) {
+                cq_fetch *f = new_fetch(B, CQ_DERIVED, e);
+                f->shape = s;
+                return f;
+            }
+        }
+        if (s->hop_count != 1) { defect(W, "$count over %zu hops has no table that counts it", s->hop_count); return NULL; }
+        cq_fetch *f = hop_fetch(W, s->hops[0], s, 1);
+        f->kind = CQ_COUNT;
+        f->next_hop = NULL;
+        f->shape = s;
+        return f;
+    }
+    cq_fetch *first = NULL, *prev = NULL;
+    for (size_t h = 0; h < s->hop_count; h++) {
+        cq_fetch *f = hop_fetch(W, s->hops[h], s, h + 1 == s->hop_count);
+        if (!first) first = f;
+        if (prev) {
+            cq_fetch *end = prev;
+            while (end->next_hop) end = end->next_hop;
+            end->next_hop = f;
+        }
+        prev = f;
+    }
+    cq_fetch *last = first;
+    while (last->next_hop) last = last->next_hop;
+    last->shape = s;
+    if (s->kind == KP_SHAPE_EACH) {
+        finish_each(W, last, s);
+        if (s->hop_count > 1 || last != first) last->is_client_ordered = last->is_client_ordered || (s->declared_order_count > 0 && !first->is_server_ordered) || s->hop_count > 1;
+        if (last->is_client_ordered && last->kind == CQ_SELECT) { last->is_paged = 0; last->limit = 0; last->limit_param = NULL; }
+        /* a join read in the order of the targets' keys can stop at the limit */
+        if (first->is_join && first->is_server_ordered && !last->is_client_ordered) {
+            first->limit = shape_limit(s);
+            first->limit_param = s->limit_param;
+        }
+        if (first->is_join && first->is_server_ordered && last->kind == CQ_KEYS && s == W->p->paged && s->page == KP_PAGE_TOKEN) {
+            first->is_paged = 1;
+            first->limit = 0;
+            first->limit_param = NULL;
+            last->is_client_ordered = 0;
+        } else if (first->is_join && first->is_server_ordered && last->kind == CQ_KEYS) {
+            last->is_client_ordered = 0;
+        }
+    }
+    plan_members(W, last, s);
+    return first;
+}
+
+/* To-one hops of a leaf or a condition path: fetches linked by rel under f. */
+static void leaf_hops(walk *W, cq_fetch *f, kp_rel *const *path, size_t n)
+{
+    cq_fetch *at = f;
+    for (size_t i = 0; i < n; i++) {
+        cq_fetch *found = NULL;
+        for (size_t c = 0; c < at->child_count; c++)
+            if (at->children[c]->edge_rel == path[i]) found = at->children[c];
+        if (!found) {
+            found = hop_fetch(W, path[i], NULL, 1);
+            found->edge_rel = path[i];
+            if (found->kind == CQ_SELECT && found->table && !found->table->is_base) found->is_client_ordered = 0;
+            add_child(W->B, at, found);
+        }
+        at = found;
+    }
+}
+
+static void plan_members(walk *W, cq_fetch *f, const kp_shape *s)
+{
+    if (!s) return;
+    if (s->value && s->value->kind == KP_SHAPE_ATTR && s->value->path_len) leaf_hops(W, f, s->value->path, s->value->path_len);
+    for (size_t i = 0; i < s->member_count; i++) {
+        const kp_shape *m = s->members[i];
+        switch (m->kind) {
+        case KP_SHAPE_ATTR:
+            if (m->path_len) leaf_hops(W, f, m->path, m->path_len);
+            break;
+        case KP_SHAPE_OBJECT:
+            plan_members(W, f, m);
+            break;
+        case KP_SHAPE_EACH: case KP_SHAPE_ONE: case KP_SHAPE_COUNT: {
+            if (m->is_root_set) { plan_members(W, f, m); break; }
+            cq_fetch *c = node_fetch(W, m);
+            if (c) add_child(W->B, f, c);
+            break;
+        }
+        default:
+            break;
+        }
+    }
+}
+
+static const kp_shape *root_set_shape(const kp_shape *s)
+{
+    if (!s) return NULL;
+    if (s->kind == KP_SHAPE_EACH && s->is_root_set) return s;
+    for (size_t i = 0; i < s->member_count; i++) {
+        const kp_shape *x = root_set_shape(s->members[i]);
+        if (x) return x;
+    }
+    return NULL;
+}
+
+/* Only leaves of the root's own attributes (no hops), parameters, tokens, objects of
+ * those, and exactly one $each: the parent + children fit one SELECT with statics. */
+static int static_candidate(const kp_shape *s, const kp_shape **each, int depth)
+{
+    for (size_t i = 0; i < s->member_count; i++) {
+        const kp_shape *m = s->members[i];
+        if (m->kind == KP_SHAPE_ATTR && m->path_len) return 0;
+        if (m->kind == KP_SHAPE_OBJECT && !static_candidate(m, each, depth + 1)) return 0;
+        if (m->kind == KP_SHAPE_ONE || m->kind == KP_SHAPE_COUNT) return 0;
+        if (m->kind == KP_SHAPE_EACH) {
+            if (*each || depth) return 0;
+            *each = m;
+        }
+    }
+    return 1;
+}
+
+static void root_attrs(const kp_shape *s, const kp_attr **out, size_t *n, size_t max)
+{
+    for (size_t i = 0; i < s->member_count; i++) {
+        const kp_shape *m = s->members[i];
+        if (m->kind == KP_SHAPE_ATTR && !m->path_len && *n < max) {
+            int have = 0;
+            for (size_t k = 0; k < *n; k++) have |= out[k] == m->attr;
+            if (!have) out[(*n)++] = m->attr;
+        }
+        if (m->kind == KP_SHAPE_OBJECT) root_attrs(m, out, n, max);
+    }
+}
+
+static cq_fetch *plan_pattern(builder *B, const kp_pattern *p)
+{
+    walk W = {B, p, 1};
+    const kp_entity *e = p->root;
+    cq_fetch *root = new_fetch(B, CQ_SELECT, e);
+    root->is_root = 1;
+    /* by key? */
+    int by_key = !p->is_root_set;
+    for (size_t k = 0; by_key && k < e->key_count; k++) {
+        int found = 0;
+        for (size_t i = 0; i < p->where_count; i++) found |= is_eq_bindable(&p->where[i]) && p->where[i].attr == e->key[k];
+        by_key = found;
+    }
+    if (by_key) {
+        root->table = B->L->base[e->index];
+        cause(B, (cq_table *)root->table, p);
+        for (size_t k = 0; k < e->key_count; k++)
+            for (size_t i = 0; i < p->where_count; i++)
+                if (is_eq_bindable(&p->where[i]) && p->where[i].attr == e->key[k]) {
+                    add_bind(B, root, col_of(root->table, e->key[k]), CQ_SRC_PARAM, &p->where[i], NULL);
+                    break;
+                }
+        for (size_t i = 0; i < p->where_count; i++) {
+            const kp_cond *c = &p->where[i];
+            if (!(is_eq_bindable(c) && c->attr->key_index >= 0)) {
+                if (c->path_len) leaf_hops(&W, root, c->path, c->path_len);
+                add_client_cond(B, root, c);
+            }
+        }
+    } else {
+        const kp_shape *rs = root_set_shape(p->returns);
+        cq_table *t = new_table(B, e);
+        const kp_attr *eq[16];
+        size_t neq = 0;
+        const kp_cond *range = NULL;
+        for (size_t i = 0; i < p->where_count; i++) {
+            const kp_cond *c = &p->where[i];
+            if (is_eq_bindable(c) && neq < 16) {
+                add_col(B, t, c->attr, e, CQ_PARTITION, 0);
+                eq[neq++] = c->attr;
+            } else if (c->path_len == 0 && is_range_op(c->op) && !range && kp_type_is_orderable(c->attr->type.kind) &&
+                       (!rs || !rs->order_count || rs->order[0].attr == c->attr || neq == 0)) {
+                range = c;
+            }
+        }
+        for (size_t i = 0; i < p->where_count; i++) {
+            const kp_cond *c = &p->where[i];
+            if (c == range || (is_eq_bindable(c))) continue;
+            if (c->path_len) leaf_hops(&W, root, c->path, c->path_len);
+            add_client_cond(B, root, c);
+        }
+        double rows = neq ? eq_partition_rows(e, eq, neq, rs) : e->count;
+        if (range && rs && rs->order_count && rs->order[0].attr != range->attr) {
+            /* the range column leads the clustering; the order is restored in the client */
+        }
+        root->table = query_table(B, t, range ? range->attr : NULL, rs, p, rows);
+        for (size_t i = 0; i < p->where_count; i++)
+            if (is_eq_bindable(&p->where[i])) add_bind(B, root, col_of(root->table, p->where[i].attr), CQ_SRC_PARAM, &p->where[i], NULL);
+        if (range) { root->range = range; root->range_col = col_of(root->table, range->attr); }
+        if (rs) {
+            root->shape = rs;
+            finish_each(&W, root, rs);
+        } else if (!p->is_root_set) {
+            root->limit = 0;
+        }
+        if (!neq) {
+            const char *why = kp_arena_printf(B->A, "%s has no equality condition: its rows live in %s partition%s of one "
+                                              "table keyed by a %s", p->name, root->table->buckets > 1 ? "the hash-bucket" : "a single",
+                                              root->table->buckets > 1 ? "s" : "", root->table->buckets > 1 ? "bucket" : "constant");
+            kp_decision *dc = kp_design_decide(B->d, root->table->name, "rows of the whole set under a bucketed partition key", why);
+            kp_decision_add_pattern(B->d, dc, p);
+        }
+    }
+    /* members of the root */
+    const kp_shape *each = NULL;
+    if (!p->is_root_set && by_key && p->returns->kind == KP_SHAPE_OBJECT && !root->client_cond_count &&
+        static_candidate(p->returns, &each, 0) && each && each->hop_count == 1) {
+        const kp_rel *r = each->hops[0];
+        const kp_relation *rel = r->relation;
+        int fits = rel->link == KP_LINK_FOREIGN_KEY && rel->holder == r->target && r->source == e && rel->fk_count == e->key_count;
+        for (size_t k = 0; fits && k < rel->fk_count; k++) fits = rel->ref_attrs[k] == e->key[k];
+        const kp_attr *ra[64];
+        size_t nra = 0;
+        root_attrs(p->returns, ra, &nra, 64);
+        size_t nonkey = 0;
+        for (size_t i = 0; i < nra; i++) nonkey += ra[i]->key_index < 0;
+        if (fits && nonkey) {
+            /* the children's table carries the parent's attributes as static columns */
+            cq_table *t = new_table(B, r->target);
+            t->parent = e;
+            t->parent_keys = kp_arena_alloc(B->A, sizeof *t->parent_keys * (rel->fk_count + 1));
+            for (size_t k = 0; k < rel->fk_count; k++) {
+                add_col(B, t, rel->fk_attrs[k], r->target, CQ_PARTITION, 0);
+                t->parent_keys[k] = rel->ref_attrs[k];
+            }
+            for (size_t i = 0; i < nra; i++)
+                if (ra[i]->key_index < 0) add_col(B, t, ra[i], e, CQ_STATIC, 0);
+            const kp_cond *range = NULL;
+            cq_fetch *f = new_fetch(B, CQ_SELECT, r->target);
+            f->rel = r;
+            int ok = 1;
+            for (size_t i = 0; i < each->where_count; i++) {
+                const kp_cond *c = &each->where[i];
+                if (c->path_len == 0 && is_range_op(c->op) && !range && kp_type_is_orderable(c->attr->type.kind) &&
+                    (!each->order_count || each->order[0].attr == c->attr)) range = c;
+                else ok = 0;
+            }
+            if (ok) {
+                double rows = r->fanout && r->fanout->max > 0 ? r->fanout->max : 1;
+                f->table = query_table(B, t, range ? range->attr : NULL, each, p, rows);
+                for (size_t k = 0; k < rel->fk_count; k++) {
+                    const kp_cond *pc = NULL;
+                    for (size_t i = 0; i < p->where_count; i++)
+                        if (p->where[i].attr == rel->ref_attrs[k] && is_eq_bindable(&p->where[i])) pc = &p->where[i];
+                    add_bind(B, f, col_of(f->table, rel->fk_attrs[k]), CQ_SRC_PARAM, pc, NULL);
+                }
+                if (range) { f->range = range; f->range_col = col_of(f->table, range->attr); }
+                f->shape = each;
+                f->has_statics = 1;
+                f->is_independent = 1;
+                finish_each(&W, f, each);
+                plan_members(&W, f, each);
+                root->kind = CQ_KEYS; /* no request of its own: the statics give it */
+                root->has_statics = 1;
+                root->table = f->table;
+                add_child(B, root, f);
+                const char *statics = "";
+                for (size_t i = f->table->pk_count + f->table->ck_count; i < f->table->col_count; i++)
+                    if (f->table->cols[i].role == CQ_STATIC) statics = kp_arena_printf(B->A, "%s%s%s", statics, *statics ? ", " : "", f->table->cols[i].name);
+                kp_decision *dc = kp_design_decide(B->d, f->table->name,
+                    kp_arena_printf(B->A, "static column%s %s for the %s the pattern returns with its %s", strchr(statics, ',') ? "s" : "", statics, e->name, r->name ? r->name : r->target->name),
+                    kp_arena_printf(B->A, "%s returns %s's own attributes next to its %s: held once per partition as static "
+                                    "columns, parent and children come back in one SELECT; the %s write keeps them in step",
+                                    p->name, e->name, r->target->name, e->name));
+                kp_decision_add_pattern(B->d, dc, p);
+                plan_members(&W, root, NULL);
+                return W.is_ok ? root : root;
+            }
+        }
+    }
+    plan_members(&W, root, p->returns);
+    return root;
+}
+
+/* ---- CQL text --------------------------------------------------------------------------------------- */
+
+static const char *qualified(kp_arena *A, const cq_table *t, const char *ks, const char *prefix)
+{
+    char q1[300], q2[300];
+    kp_cql_quote_identifier(ks, q1, sizeof q1);
+    char *n = kp_arena_printf(A, "%s%s", prefix ? prefix : "", t->name);
+    kp_cql_quote_identifier(n, q2, sizeof q2);
+    return kp_arena_printf(A, "%s.%s", q1, q2);
+}
+
+const char *kp_cq_create_table(kp_arena *A, const cq_table *t, const char *ks, const char *prefix)
+{
+    const char *s = kp_arena_printf(A, "CREATE TABLE IF NOT EXISTS %s (\n", qualified(A, t, ks, prefix));
+    for (size_t i = 0; i < t->col_count; i++)
+        s = kp_arena_printf(A, "%s    %s %s%s,\n", s, t->cols[i].quoted, t->cols[i].cql_type, t->cols[i].role == CQ_STATIC ? " STATIC" : "");
+    s = kp_arena_printf(A, "%s    PRIMARY KEY ((", s);
+    for (size_t i = 0; i < t->pk_count; i++) s = kp_arena_printf(A, "%s%s%s", s, i ? ", " : "", t->cols[i].quoted);
+    s = kp_arena_printf(A, "%s)", s);
+    for (size_t i = t->pk_count; i < t->pk_count + t->ck_count; i++) s = kp_arena_printf(A, "%s, %s", s, t->cols[i].quoted);
+    s = kp_arena_printf(A, "%s)\n)", s);
+    if (t->ck_count) {
+        s = kp_arena_printf(A, "%s WITH CLUSTERING ORDER BY (", s);
+        for (size_t i = t->pk_count; i < t->pk_count + t->ck_count; i++)
+            s = kp_arena_printf(A, "%s%s%s %s", s, i > t->pk_count ? ", " : "", t->cols[i].quoted, t->cols[i].is_desc ? "DESC" : "ASC");
+        s = kp_arena_printf(A, "%s)", s);
+    }
+    return kp_arena_printf(A, "%s;", s);
+}
+
+static const char *op_text(kp_op op)
+{
+    switch (op) {
+    case KP_OP_LT: return "<";
+    case KP_OP_LE: return "<=";
+    case KP_OP_GT: return ">";
+    case KP_OP_GE: return ">=";
+    default: return "=";
+    }
+}
+
+const char *kp_cq_select_text(kp_arena *A, const cq_fetch *f, const char *ks, const char *prefix)
+{
+    const cq_table *t = f->table;
+    if (!t || f->kind == CQ_KEYS || f->kind == CQ_DERIVED) return NULL;
+    const char *s = f->kind == CQ_COUNT ? "SELECT COUNT(*) FROM " : "SELECT * FROM ";
+    s = kp_arena_printf(A, "%s%s WHERE ", s, qualified(A, t, ks, prefix));
+    int first = 1;
+    for (size_t i = 0; i < f->bind_count; i++) {
+        s = kp_arena_printf(A, "%s%s%s = ?", s, first ? "" : " AND ", f->binds[i].col->quoted);
+        first = 0;
+    }
+    if (t->buckets > 1) { s = kp_arena_printf(A, "%s%sbucket = ?", s, first ? "" : " AND "); first = 0; }
+    if (f->range && f->range_col) {
+        const char *c = f->range_col->quoted;
+        if (f->range->op == KP_OP_BETWEEN) s = kp_arena_printf(A, "%s AND %s >= ? AND %s <= ?", s, c, c);
+        else if (f->range->op == KP_OP_BEGINS_WITH) s = kp_arena_printf(A, "%s AND %s >= ? AND %s < ?", s, c, c);
+        else s = kp_arena_printf(A, "%s AND %s %s ?", s, c, op_text(f->range->op));
+    }
+    if (f->limit || f->limit_param) s = kp_arena_printf(A, "%s LIMIT ?", s);
+    return s;
+}
+
+/* ---- diagram ------------------------------------------------------------------------------------------ */
+
+const char *kp_cq_table_text(kp_arena *A, const cq_table *t)
+{
+    size_t w = strlen(t->name) + 4;
+    for (size_t i = 0; i < t->col_count; i++) {
+        size_t n = strlen(t->cols[i].name) + strlen(t->cols[i].cql_type) + 6;
+        if (n > w) w = n;
+    }
+    if (w > 70) w = 70;
+    const char *line = "";
+    for (size_t i = 0; i < w + 2; i++) line = kp_arena_printf(A, "%s-", line);
+    const char *s = kp_arena_printf(A, "+%s+\n| %-*s |\n+%s+\n", line, (int)w, t->name, line);
+    for (size_t i = 0; i < t->col_count; i++) {
+        const cq_column *c = &t->cols[i];
+        const char *mark = c->role == CQ_PARTITION ? "K " : c->role == CQ_CLUSTERING ? (c->is_desc ? "C\xe2\x86\x93" : "C\xe2\x86\x91")
+                         : c->role == CQ_STATIC ? "S " : "  ";
+        char cell[200];
+        snprintf(cell, sizeof cell, "%s %s", c->name, c->cql_type);
+        /* the arrows are 3 bytes for 1 column: pad by display width */
+        int pad = (int)w - 3 - (int)strlen(cell);
+        if (pad < 0) pad = 0;
+        s = kp_arena_printf(A, "%s| %s %s%*s |\n", s, mark, cell, pad, "");
+    }
+    return kp_arena_printf(A, "%s+%s+\n", s, line);
+}
+
+/* ---- plans --------------------------------------------------------------------------------------------- */
+
+typedef struct opctx {
+    builder *B;
+    const kp_pattern *p;
+    kp_plan *plan;
+} opctx;
+
+static void add_ops(opctx *O, cq_fetch *f, double parents, int exact, int step)
+{
+    builder *B = O->B;
+    kp_plan *plan = O->plan;
+    double per = 1;
+    if (f->rel && f->rel->is_many && f->rel->fanout) per = f->rel->fanout->avg;
+    if (!f->rel && f->is_root && O->p->is_root_set) per = f->table ? f->table->max_partition_rows : 1;
+    if (f->shape && f->shape->kind == KP_SHAPE_EACH && f->shape->expect.is_given) per = f->shape->expect.avg;
+    int64_t lim = f->limit ? f->limit : (f->is_paged && f->shape ? shape_limit(f->shape) : 0);
+    if (lim > 0 && per > (double)lim) per = (double)lim;
+    if (f->binds && f->bind_count && f->binds[0].is_element && f->rel && f->rel->fanout) per = 1;
+    double produced = parents * per;
+    int my_step = step;
+    if (f->kind == CQ_SELECT || f->kind == CQ_COUNT) {
+        my_step = f->is_independent || step == 0 ? (step > 0 ? step : 1) : step + 1;
+        f->step = my_step;
+        kp_operation *o = kp_plan_add_op(B->d, plan, "SELECT", f->table->name);
+        o->condition = kp_cq_select_text(&B->d->arena, f, B->L->keyspace, "");
+        o->waits_for_previous = my_step > 1 && !f->is_independent;
+        o->step = my_step;
+        int buckets = f->table->buckets > 1 ? f->table->buckets : 1;
+        int per_element = f->bind_count && f->binds[0].is_element;
+        double requests = (f->is_root || f->is_independent ? 1 : parents) * buckets;
+        if (per_element) {
+            double elements = f->rel && f->rel->fanout ? f->rel->fanout->avg : 1;
+            requests = parents * elements;
+            produced = requests;
+            exact = 0;
+        }
+        o->requests = requests < 1 ? 1 : requests;
+        if (!exact) plan->is_requests_exact = 0;
+        o->items = f->kind == CQ_COUNT ? 1 : produced;
+        o->bytes = o->items * f->table->row_bytes;
+        const char *why = "";
+        if (f->bind_count) why = kp_arena_printf(&B->d->arena, "partition key bound by %s", f->is_root ? "the parameters" : f->has_statics ? "the parameters (the parent rides along as static columns)" : f->is_independent ? "the parameters" : "the previous answer");
+        if (buckets > 1) why = kp_arena_printf(&B->d->arena, "%s; one SELECT per bucket (%d), merged in the client", why, buckets);
+        if (f->range) why = kp_arena_printf(&B->d->arena, "%s; clustering range on %s", why, f->range_col ? f->range_col->name : "?");
+        if (f->is_paged) why = kp_arena_printf(&B->d->arena, "%s; pages of %lld rows with Cassandra's paging state", why, (long long)shape_limit(f->shape));
+        else if (f->limit || f->limit_param) why = kp_arena_printf(&B->d->arena, "%s; LIMIT %s", why, f->limit_param ? f->limit_param->name : kp_arena_printf(&B->d->arena, "%lld", (long long)f->limit));
+        if (f->client_cond_count) why = kp_arena_printf(&B->d->arena, "%s; %zu condition%s no key serves, tested by the client on the rows of the partition (no ALLOW FILTERING)", why, f->client_cond_count, f->client_cond_count == 1 ? "" : "s");
+        if (f->is_client_ordered) why = kp_arena_printf(&B->d->arena, "%s; sorted and cut in the client", why);
+        o->why = why[0] == ';' ? why + 2 : why;
+    }
+    if (f->kind == CQ_KEYS && f->rel) {
+        /* no request */
+    }
+    int next_exact = exact && (f->is_root ? !O->p->is_root_set : (f->rel && !f->rel->is_many));
+    if (f->kind == CQ_KEYS && f->is_root) next_exact = exact;
+    if (f->kind == CQ_COUNT || f->kind == CQ_DERIVED) return;
+    if (f->next_hop) add_ops(O, f->next_hop, produced > 0 ? produced : 1, exact && !f->rel->is_many ? next_exact : 0, my_step);
+    for (size_t i = 0; i < f->child_count; i++) {
+        cq_fetch *c = f->children[i];
+        double p2 = produced > 0 ? produced : 1;
+        if (f->kind == CQ_KEYS && f->is_root) p2 = 1;
+        add_ops(O, c, p2, next_exact, my_step);
+    }
+}
+
+static void plan_ops(builder *B, const kp_pattern *p, cq_fetch *root, kp_plan *plan)
+{
+    opctx O = {B, p, plan};
+    plan->is_requests_exact = 1;
+    add_ops(&O, root, 1, 1, 0);
+    kp_plan_total(plan);
+    if (root->has_statics) plan->why = "the parent's attributes are static columns of the children's partition: one SELECT";
+}
+
+/* ---- write plans ---------------------------------------------------------------------------------------- */
+
+static void plan_writes(builder *B)
+{
+    const kp_model *m = B->m;
+    for (size_t w = 0; w < m->write_count; w++) {
+        const kp_write *wr = m->writes[w];
+        kp_write_plan *wp = &B->d->write_plans[w];
+        kp_write_touch *touches = kp_arena_alloc(B->A, sizeof *touches * 64);
+        size_t n = 0;
+        double rows = 0;
+        size_t tables_touched = 0;
+        for (size_t s = 0; s < wr->step_count; s++) {
+            const kp_write_step *st = &wr->steps[s];
+            double per = st->rows > 0 ? st->rows : 1;
+            for (size_t i = 0; i < B->L->table_count && n < 63; i++) {
+                const cq_table *t = B->L->tables[i];
+                if (t->entity == st->entity) {
+                    kp_write_touch *x = &touches[n++];
+                    x->container = t->name;
+                    x->what = kp_arena_printf(B->A, "%s row%s", st->entity->name, t->is_base ? "" : kp_arena_printf(B->A, " (copy keyed by %s)", t->cols[0].name));
+                    x->count = per;
+                    x->bytes = per * t->row_bytes;
+                    rows += per;
+                    tables_touched++;
+                }
+                if (t->parent == st->entity && st->op != KP_WRITE_INSERT) {
+                    kp_write_touch *x = &touches[n++];
+                    int b = t->buckets > 1 ? t->buckets : 1;
+                    x->container = t->name;
+                    x->what = kp_arena_printf(B->A, "static columns of %s (%d partition%s)", st->entity->name, b, b == 1 ? "" : "s");
+                    x->count = per * b;
+                    x->bytes = per * b * 64;
+                    rows += per * b;
+                    tables_touched++;
+                } else if (t->parent == st->entity) {
+                    kp_write_touch *x = &touches[n++];
+                    int b = t->buckets > 1 ? t->buckets : 1;
+                    x->container = t->name;
+                    x->what = kp_arena_printf(B->A, "static row of the new %s (%d partition%s)", st->entity->name, b, b == 1 ? "" : "s");
+                    x->count = b;
+                    x->bytes = b * 64.0;
+                    rows += b;
+                    tables_touched++;
+                }
+            }
+            /* denormalised copies of the entity's attributes elsewhere */
+            for (size_t e = 0; e < m->entity_count && n < 63; e++)
+                for (size_t a = 0; a < m->entities[e]->attr_count; a++) {
+                    const kp_attr *at = m->entities[e]->attrs[a];
+                    if (at->copy_of && at->copy_of->source->entity == st->entity && st->op == KP_WRITE_UPDATE) {
+                        for (size_t k = 0; k < st->assign_count; k++)
+                            if (st->assigns[k].attr == at->copy_of->source && n < 63) {
+                                kp_write_touch *x = &touches[n++];
+                                x->container = B->L->base[e]->name;
+                                x->what = kp_arena_printf(B->A, "copy of %s.%s in %s rows (every table of %s)", st->entity->name, at->copy_of->source->name, m->entities[e]->name, m->entities[e]->name);
+                                x->count = 1;
+                                rows += 1;
+                                tables_touched++;
+                            }
+                    }
+                }
+        }
+        wp->touches = touches;
+        wp->touch_count = n;
+        wp->items = rows;
+        wp->requests = 1;
+        if (tables_touched > 1 || wr->is_atomic) {
+            wp->mechanism = "logged batch";
+            wp->why = kp_arena_printf(B->A, "%zu row write%s across tables that hold copies of the same records: one LOGGED BATCH "
+                                      "so the copies change together (atomic, not isolated)", tables_touched, tables_touched == 1 ? "" : "s");
+        } else {
+            wp->mechanism = "INSERT / UPDATE";
+            wp->why = "one row in one table";
+        }
+    }
+}
+
+/* ---- containers, decisions ------------------------------------------------------------------------------- */
+
+static void describe(builder *B)
+{
+    const char *diagram = "";
+    for (size_t i = 0; i < B->L->table_count; i++) {
+        cq_table *t = B->L->tables[i];
+        kp_container *c = kp_design_add_container(B->d, t->name, "table");
+        c->key_count = t->pk_count + t->ck_count + (t->col_count - t->pk_count - t->ck_count);
+        c->keys = kp_arena_alloc(B->A, sizeof *c->keys * (t->col_count + 1));
+        size_t nk = 0;
+        for (size_t k = 0; k < t->col_count; k++) {
+            if (t->cols[k].role == CQ_REGULAR) continue;
+            kp_key_part *kp = &c->keys[nk++];
+            kp->name = t->cols[k].name;
+            kp->role = t->cols[k].role == CQ_PARTITION ? KP_KEY_PARTITION : t->cols[k].role == CQ_CLUSTERING ? KP_KEY_SORT : KP_KEY_STATIC;
+            kp->is_desc = t->cols[k].is_desc;
+            kp->format = t->cols[k].attr ? (t->cols[k].entity == t->entity ? "" : kp_arena_printf(B->A, "<%s.%s>", t->cols[k].entity->name, t->cols[k].attr->name)) : "hash(key) % buckets";
+        }
+        c->key_count = nk;
+        c->entities = kp_arena_alloc(B->A, sizeof *c->entities * 2);
+        c->entities[0] = t->entity;
+        c->entity_count = 1;
+        if (t->parent) c->entities[c->entity_count++] = t->parent;
+        c->items = t->rows;
+        c->bytes = t->bytes;
+        const char *causes = "";
+        for (size_t k = 0; k < t->cause_count; k++) causes = kp_arena_printf(B->A, "%s%s%s", causes, k ? ", " : "", t->causes[k]->name);
+        c->why = t->why ? t->why : kp_arena_printf(B->A, "query table for %s", causes);
+        if (!t->is_base) {
+            const char *pk = "", *ck = "";
+            for (size_t k = 0; k < t->pk_count; k++) pk = kp_arena_printf(B->A, "%s%s%s", pk, k ? ", " : "", t->cols[k].name);
+            for (size_t k = t->pk_count; k < t->pk_count + t->ck_count; k++)
+                ck = kp_arena_printf(B->A, "%s%s%s %s", ck, k > t->pk_count ? ", " : "", t->cols[k].name, t->cols[k].is_desc ? "DESC" : "ASC");
+            kp_decision *dc = kp_design_decide(B->d, t->name, kp_arena_printf(B->A, "PRIMARY KEY ((%s)%s%s)", pk, *ck ? ", " : "", ck),
+                kp_arena_printf(B->A, "equality → partition key, range and order → clustering (%s), the rest of %s's key appended so rows never overwrite; "
+                                "%s rows of %s, about %.0f per partition at most%s", *ck ? ck : "none", t->entity->name,
+                                t->is_base ? "all" : "denormalised", t->entity->name, t->max_partition_rows,
+                                t->cause_count > 1 ? "; shared by the patterns below (same columns in the same roles)" : ""));
+            for (size_t k = 0; k < t->cause_count; k++) kp_decision_add_pattern(B->d, dc, t->causes[k]);
+            if (t->buckets > 1) {
+                kp_decision *bd = kp_design_decide(B->d, t->name, kp_arena_printf(B->A, "bucket in the partition key (%d hash buckets)", t->buckets),
+                    kp_arena_printf(B->A, "the largest partition would hold about %.0f rows (%.1f MB), past the ~100,000 rows / ~100 MB a "
+                                    "Cassandra partition should stay under; reads span every bucket and merge in the client",
+                                    t->max_partition_rows, t->max_partition_rows * t->row_bytes / 1e6));
+                for (size_t k = 0; k < t->cause_count; k++) kp_decision_add_pattern(B->d, bd, t->causes[k]);
+            }
+        } else {
+            kp_decision *dc = kp_design_decide(B->d, t->name, kp_arena_printf(B->A, "%s by key", t->entity->name), t->why);
+            for (size_t k = 0; k < t->cause_count; k++) kp_decision_add_pattern(B->d, dc, t->causes[k]);
+        }
+        diagram = kp_arena_printf(B->A, "%s%s%s", diagram, i ? "\n" : "", kp_cq_table_text(B->A, t));
+    }
+    B->d->diagram = kp_arena_printf(B->A, "%s\nK partition key, C\xe2\x86\x91/C\xe2\x86\x93 clustering (ASC/DESC), S static column\n", diagram);
+    kp_decision *nd = kp_design_decide(B->d, "filtering", "no ALLOW FILTERING, no secondary index, no materialized view",
+                                       "every read names a whole partition key; a condition no key serves is tested by the client on the rows of that partition, and the plan says so");
+    (void)nd;
+    /* hints that ask for ALLOW FILTERING / secondary indexes are shown, not needed */
+    for (size_t h = 0; h < B->m->hint_count; h++) {
+        const kp_hint *hint = &B->m->hints[h];
+        if (strcmp(hint->database, "cassandra")) continue;
+        kp_design_note(B->d, "hint %s on %s: the query tables serve the pattern without it; kept unused", hint->kind, hint->target);
+    }
+}
+
+static void fingerprint(builder *B)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < B->L->table_count; i++) {
+        const char *parts[2] = {B->L->tables[i]->name, B->L->tables[i]->signature};
+        for (int k = 0; k < 2; k++)
+            for (const char *c = parts[k]; *c; c++) { h ^= (unsigned char)*c; h *= 1099511628211ULL; }
+        for (size_t k = 0; k < B->L->tables[i]->col_count; k++)
+            for (const char *c = B->L->tables[i]->cols[k].cql_type; *c; c++) { h ^= (unsigned char)*c; h *= 1099511628211ULL; }
+        h ^= 0xff;
+        h *= 1099511628211ULL;
+    }
+    snprintf(B->d->fingerprint, sizeof B->d->fingerprint, "%016llx", (unsigned long long)h);
+}
+
+static void free_layout(void *layout) { free(layout); }
+
+int kp_cq_propose(const kp_model *m, const kp_propose_options *options, kp_design_list *out, kp_error *err)
+{
+    extern const kp_backend kp_cassandra_backend;
+    out->items = NULL;
+    out->count = 0;
+    const kp_mix *mix = options && options->mix ? options->mix : m->default_mix;
+    kp_design *d = kp_design_new(&kp_cassandra_backend, m, mix, "query tables");
+    cq_layout *L = calloc(1, sizeof *L);
+    if (!d || !L) {
+        kp_design_free(d);
+        free(L);
+        return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    }
+    d->layout = L;
+    d->free_layout = free_layout;
+    builder B = {m, mix, d, L, &d->arena, err};
+    L->keyspace = snake(B.A, m->name);
+    /* column names: snake_case collisions within an entity are reported */
+    for (size_t e = 0; e < m->entity_count; e++) {
+        const kp_entity *en = m->entities[e];
+        const char **names = kp_arena_alloc(B.A, sizeof *names * (en->attr_count + 1));
+        for (size_t i = 0; i < en->attr_count; i++) names[i] = en->attrs[i]->name;
+        size_t earlier = 0;
+        long clash = kp_cql_snake_collision(names, en->attr_count, &earlier);
+        if (clash >= 0) {
+            const kp_attr *a = en->attrs[clash];
+            kp_design_free(d);
+            return kp_error_set(err, KP_ERR_MODEL, m->file, a->pos.line, a->pos.column,
+                                "attributes '%s' and '%s' of %s are both the Cassandra column '%s'; rename one of them",
+                                en->attrs[earlier]->name, a->name, en->name, snake(B.A, a->name));
+        }
+    }
+    make_base_tables(&B);
+    L->roots = kp_arena_alloc(B.A, sizeof *L->roots * (m->pattern_count ? m->pattern_count : 1));
+    for (size_t i = 0; i < m->pattern_count; i++) L->roots[i] = plan_pattern(&B, m->patterns[i]);
+    for (size_t i = 0; i < m->pattern_count; i++) plan_ops(&B, m->patterns[i], L->roots[i], &d->plans[i]);
+    plan_writes(&B);
+    describe(&B);
+    size_t query = 0, statics = 0, bucketed = 0;
+    for (size_t i = 0; i < L->table_count; i++) {
+        query += !L->tables[i]->is_base;
+        statics += L->tables[i]->parent != NULL;
+        bucketed += L->tables[i]->buckets > 1;
+    }
+    d->summary = kp_design_printf(d, "%zu tables (%zu by key, %zu query tables; %zu with static columns, %zu bucketed), no ALLOW FILTERING",
+                                  L->table_count, L->table_count - query, query, statics, bucketed);
+    fingerprint(&B);
+    out->items = malloc(sizeof *out->items);
+    if (!out->items) { kp_design_free(d); return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
+    out->items[0] = d;
+    out->count = 1;
+    return 0;
+}

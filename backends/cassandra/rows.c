@@ -1,0 +1,252 @@
+/*
+ * rows.c — neutral records to Cassandra rows and back: the cell value of every model
+ * type, transform (a record -> a row in every table of its entity, and the static
+ * rows of the tables that hold it as a parent), the record a row gives back, and the
+ * checksum read-back compares.
+ *
+ * A row body is a JSON object: column name -> the cell in the codec's canonical JSON
+ * (cql_codec.h), absent columns left out (bound as unset, so seeding writes no
+ * tombstones). Objects and arrays of objects are JSON text in a text column: nesting,
+ * member order and empty values survive, which frozen collections would not all keep.
+ * Invariant: kp_cq_from_cell(kp_cq_to_cell(v)) is v for every value of the column's
+ * type, and kp_cq_row_body of a row read back equals the body transform made, so the
+ * checksums of seeding and read-back agree.
+ */
+#include "backends/cassandra/cql.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/data.h"
+#include "core/json.h"
+
+const cq_table *kp_cq_table(const kp_design *d, const char *name)
+{
+    const cq_layout *L = d->layout;
+    for (size_t i = 0; i < L->table_count; i++)
+        if (!strcmp(L->tables[i]->name, name)) return L->tables[i];
+    return NULL;
+}
+
+cJSON *kp_cq_to_cell(const cq_column *c, const cJSON *value, kp_error *err)
+{
+    (void)err;
+    if (!value || cJSON_IsNull(value)) return NULL;
+    if (c->is_json) {
+        char *text = cJSON_PrintUnformatted(value);
+        cJSON *s = text ? cJSON_CreateString(text) : NULL;
+        cJSON_free(text);
+        return s;
+    }
+    return kp_data_copy(value, NULL);
+}
+
+cJSON *kp_cq_from_cell(const cq_column *c, const cJSON *cell, kp_error *err)
+{
+    if (!cell || cJSON_IsNull(cell)) return NULL;
+    if (c->is_json && cJSON_IsString(cell)) {
+        kp_json_doc *doc = NULL;
+        if (kp_json_parse("cassandra", cell->valuestring, strlen(cell->valuestring), NULL, &doc, err)) return NULL;
+        cJSON *v = kp_data_copy(kp_json_root(doc), doc);
+        kp_json_free(doc);
+        return v;
+    }
+    return kp_data_copy(cell, NULL);
+}
+
+static uint64_t fnv(const char *s, uint64_t h)
+{
+    for (; *s; s++) { h ^= (unsigned char)*s; h *= 1099511628211ULL; }
+    return h;
+}
+
+int kp_cq_bucket(const cq_table *t, const cJSON *row)
+{
+    if (t->buckets <= 1) return 0;
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = t->pk_count; i < t->pk_count + t->ck_count; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, t->cols[i].name);
+        char *text = v ? cJSON_PrintUnformatted(v) : NULL;
+        h = fnv(text ? text : "null", h);
+        h = fnv("|", h);
+        cJSON_free(text);
+    }
+    return (int)(h % (uint64_t)t->buckets);
+}
+
+static char *item_id(const cq_table *t, const cJSON *body, int statics)
+{
+    char *out = NULL;
+    size_t n = t->pk_count + (statics ? 0 : t->ck_count);
+    cJSON *key = cJSON_CreateArray();
+    for (size_t i = 0; i < n; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, t->cols[i].name);
+        cJSON_AddItemToArray(key, v ? cJSON_Duplicate(v, 1) : cJSON_CreateNull());
+    }
+    char *text = cJSON_PrintUnformatted(key);
+    cJSON_Delete(key);
+    if (text) {
+        size_t len = strlen(t->name) + strlen(text) + 16;
+        out = malloc(len);
+        if (out) snprintf(out, len, "%s%s:%s", t->name, statics ? "#static" : "", text);
+    }
+    cJSON_free(text);
+    return out;
+}
+
+static int push_item(kp_item_list *out, const cq_table *t, const kp_record *r, cJSON *body, int statics, kp_error *err)
+{
+    char *text = cJSON_PrintUnformatted(body);
+    size_t bytes = text ? strlen(text) : 0;
+    cJSON_free(text);
+    if (bytes > 16u * 1024 * 1024) {
+        cJSON_Delete(body);
+        return kp_error_set(err, KP_ERR_DATA, NULL, (int)r->line, 0,
+                            "this %s record becomes a %zu-byte row of %s, above Cassandra's 16 MB mutation limit; it is not written",
+                            r->entity->name, bytes, t->name);
+    }
+    kp_item *it = kp_item_list_push(out);
+    if (!it) { cJSON_Delete(body); return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
+    it->container = t->name;
+    it->entity = r->entity;
+    it->body = body;
+    it->bytes = bytes;
+    it->id = item_id(t, body, statics);
+    if (statics) {
+        /* a static row: marked so the writer binds only its partition and static columns */
+        cJSON_AddTrueToObject(body, "$static");
+    }
+    if (!it->id) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    return 0;
+}
+
+/* The rows of table t for record r (several for a table keyed by array elements). */
+static int table_rows(const cq_table *t, const kp_record *r, kp_item_list *out, kp_error *err)
+{
+    const cq_column *element = NULL;
+    for (size_t i = 0; i < t->pk_count; i++)
+        if (t->cols[i].is_element) element = &t->cols[i];
+    cJSON *body = cJSON_CreateObject();
+    if (!body) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    for (size_t i = 0; i < t->col_count; i++) {
+        const cq_column *c = &t->cols[i];
+        if (!c->attr || c->role == CQ_STATIC || c->is_element) continue;
+        const cJSON *v = kp_record_get(r, c->attr);
+        cJSON *cell = kp_cq_to_cell(c, v, err);
+        if (cell) cJSON_AddItemToObject(body, c->name, cell);
+    }
+    /* a key column without a value cannot be written: such a record has no row here */
+    for (size_t i = 0; i < t->pk_count + t->ck_count; i++) {
+        const cq_column *c = &t->cols[i];
+        if (c->attr && !c->is_element && !cJSON_GetObjectItemCaseSensitive(body, c->name)) { cJSON_Delete(body); return 0; }
+    }
+    if (!element) {
+        if (t->buckets > 1) cJSON_AddItemToObject(body, "bucket", kp_data_int(kp_cq_bucket(t, body)));
+        return push_item(out, t, r, body, 0, err);
+    }
+    const cJSON *arr = kp_record_get(r, element->attr);
+    int rc = 0;
+    for (const cJSON *v = cJSON_IsArray(arr) ? arr->child : NULL; v && rc == 0; v = v->next) {
+        int dup = 0;
+        for (const cJSON *w = arr->child; w != v; w = w->next) dup |= kp_data_equal(v, w, NULL);
+        if (dup) continue;
+        cJSON *b = cJSON_Duplicate(body, 1);
+        cJSON_AddItemToObject(b, element->name, kp_data_copy(v, NULL));
+        if (t->buckets > 1) cJSON_AddItemToObject(b, "bucket", kp_data_int(kp_cq_bucket(t, b)));
+        rc = push_item(out, t, r, b, 0, err);
+    }
+    cJSON_Delete(body);
+    return rc;
+}
+
+/* The static rows a parent record writes into the tables that hold it (every bucket). */
+static int static_rows(const cq_table *t, const kp_record *r, kp_item_list *out, kp_error *err)
+{
+    int buckets = t->buckets > 1 ? t->buckets : 1;
+    for (int b = 0; b < buckets; b++) {
+        cJSON *body = cJSON_CreateObject();
+        size_t k = 0;
+        for (size_t i = 0; i < t->pk_count; i++) {
+            const cq_column *c = &t->cols[i];
+            if (!c->attr) { cJSON_AddItemToObject(body, "bucket", kp_data_int(b)); continue; }
+            cJSON *cell = kp_cq_to_cell(c, kp_record_get(r, t->parent_keys[k++]), err);
+            if (!cell) { cJSON_Delete(body); return 0; }
+            cJSON_AddItemToObject(body, c->name, cell);
+        }
+        for (size_t i = 0; i < t->col_count; i++) {
+            const cq_column *c = &t->cols[i];
+            if (c->role != CQ_STATIC) continue;
+            cJSON *cell = kp_cq_to_cell(c, kp_record_get(r, c->attr), err);
+            if (cell) cJSON_AddItemToObject(body, c->name, cell);
+        }
+        if (push_item(out, t, r, body, 1, err)) return -1;
+    }
+    return 0;
+}
+
+int kp_cq_transform(const kp_design *d, const kp_dataset *data, const kp_record *r, kp_item_list *out, kp_error *err)
+{
+    (void)data;
+    const cq_layout *L = d->layout;
+    for (size_t i = 0; i < L->table_count; i++) {
+        const cq_table *t = L->tables[i];
+        if (t->entity == r->entity && table_rows(t, r, out, err)) return -1;
+        if (t->parent == r->entity && static_rows(t, r, out, err)) return -1;
+    }
+    return 0;
+}
+
+cJSON *kp_cq_record_of(const cq_table *t, const cJSON *row, int statics, kp_error *err)
+{
+    cJSON *rec = cJSON_CreateObject();
+    if (!rec) return NULL;
+    const kp_entity *e = statics ? t->parent : t->entity;
+    size_t k = 0;
+    for (size_t i = 0; i < t->col_count; i++) {
+        const cq_column *c = &t->cols[i];
+        if (!c->attr || c->is_element) { if (statics && i < t->pk_count && c->attr) k++; continue; }
+        const kp_attr *a = c->attr;
+        if (statics) {
+            if (i < t->pk_count) a = t->parent_keys[k++];
+            else if (c->role != CQ_STATIC) continue;
+        } else if (c->role == CQ_STATIC) {
+            continue;
+        }
+        cJSON *v = kp_cq_from_cell(c, cJSON_GetObjectItemCaseSensitive(row, c->name), err);
+        if (!v && err->code) { cJSON_Delete(rec); return NULL; }
+        if (v && !cJSON_GetObjectItemCaseSensitive(rec, a->name)) cJSON_AddItemToObject(rec, a->name, v);
+        else cJSON_Delete(v);
+    }
+    /* attributes absent from the row are absent from the record (the oracle's null) */
+    (void)e;
+    return rec;
+}
+
+cJSON *kp_cq_row_body(const cq_table *t, const cJSON *row, int statics)
+{
+    cJSON *body = cJSON_CreateObject();
+    for (size_t i = 0; i < t->col_count; i++) {
+        const cq_column *c = &t->cols[i];
+        if (statics ? (i >= t->pk_count && c->role != CQ_STATIC) : c->role == CQ_STATIC) continue;
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, c->name);
+        if (v && !cJSON_IsNull(v)) cJSON_AddItemToObject(body, c->name, cJSON_Duplicate(v, 1));
+    }
+    return body;
+}
+
+uint64_t kp_cq_item_checksum(const cJSON *body)
+{
+    cJSON *copy = cJSON_Duplicate(body, 1);
+    cJSON_DeleteItemFromObjectCaseSensitive(copy, "$static");
+    /* nulls are never written (unset), and read back as absent */
+    cJSON *c = copy ? copy->child : NULL;
+    while (c) {
+        cJSON *next = c->next;
+        if (cJSON_IsNull(c)) cJSON_Delete(cJSON_DetachItemViaPointer(copy, c));
+        c = next;
+    }
+    uint64_t h = kp_item_hash(copy);
+    cJSON_Delete(copy);
+    return h;
+}
