@@ -154,9 +154,12 @@ int kp_cq_delete_items(kp_conn *conn, const kp_design *d, const kp_item_list *it
 kp_cql_client *kp_cq_conn_client(kp_conn *conn);
 const char *kp_cq_conn_keyspace(kp_conn *conn, const kp_design *d);
 const char *kp_cq_conn_prefix(kp_conn *conn);
+/* From now on, rows submitted on this connection replace whole rows (verify's undo). */
+void kp_cq_conn_rewriting(kp_conn *conn);
 /* The INSERT of a row (statics: only the partition key and static columns). */
 const char *kp_cq_insert_text(kp_arena *arena, const cq_table *t, int statics, const char *ks, const char *prefix);
-/* Binds a row body to an INSERT / DELETE of the table. */
+/* Binds a row body to an INSERT (key_only 0: absent columns unset; -1: absent columns
+ * null, for a rewrite) or a DELETE (key_only 1: the key columns). */
 int kp_cq_bind_row(const cq_table *t, const cJSON *body, int statics, int key_only, kp_cql_values *out, kp_error *err);
 const char *kp_cq_delete_text(kp_arena *arena, const cq_table *t, int statics, const char *ks, const char *prefix);
 

@@ -28,7 +28,10 @@ typedef struct kp_cq_conn {
     int in_flight;
     struct cached_insert { const cq_table *table; int statics; const kp_cql_prepared *prepared; } inserts[256];
     size_t insert_count;
+    int is_rewriting;           /* a write ran on this connection: rows submitted now replace whole rows */
 } kp_cq_conn;
+
+void kp_cq_conn_rewriting(kp_conn *conn) { ((kp_cq_conn *)conn)->is_rewriting = 1; }
 
 kp_cql_client *kp_cq_conn_client(kp_conn *conn) { return ((kp_cq_conn *)conn)->client; }
 const char *kp_cq_conn_prefix(kp_conn *conn) { return ((kp_cq_conn *)conn)->prefix; }
@@ -116,12 +119,18 @@ const char *kp_cq_delete_text(kp_arena *A, const cq_table *t, int statics, const
  * static row every clustering and regular column) or a DELETE (key columns). */
 int kp_cq_bind_row(const cq_table *t, const cJSON *body, int statics, int key_only, kp_cql_values *out, kp_error *err)
 {
-    size_t n = key_only ? t->pk_count + (statics ? 0 : t->ck_count) : t->col_count;
+    size_t n = key_only > 0 ? t->pk_count + (statics ? 0 : t->ck_count) : t->col_count;
     for (size_t i = 0; i < n; i++) {
         const cq_column *c = &t->cols[i];
         if (statics && i >= t->pk_count && c->role != CQ_STATIC) continue;
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, c->name);
-        if (!v) {
+        if (!statics && c->role == CQ_STATIC) {
+            /* a row never touches its partition's static columns */
+            if (kp_cql_values_add_bytes(out, NULL, NULL, -2, err)) return -1;
+        } else if (!v && key_only < 0) {
+            /* a rewrite: an absent value clears the column */
+            if (kp_cql_values_add_bytes(out, NULL, NULL, -1, err)) return -1;
+        } else if (!v) {
             if (kp_cql_values_add_bytes(out, NULL, NULL, -2, err)) return -1;
         } else if (kp_cql_values_add_json(out, NULL, c->type, v, err)) {
             return -1;
@@ -373,7 +382,9 @@ int kp_cq_submit(kp_conn *conn, kp_item_list *batch, kp_ack_fn on_ack, void *ctx
         int rc = vals && entries ? 0 : kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
         for (size_t k = i; k < j && rc == 0; k++) {
             kp_item *x = &batch->items[k];
-            rc = kp_cq_bind_row(t, x->body, statics, 0, &vals[k - i], err);
+            /* seeding leaves absent columns unset (no tombstones); putting rows back after
+             * a write must clear what the write set */
+            rc = kp_cq_bind_row(t, x->body, statics, c->is_rewriting ? -1 : 0, &vals[k - i], err);
             entries[k - i].prepared = prep;
             entries[k - i].values = &vals[k - i];
             ack *a = calloc(1, sizeof *a);
