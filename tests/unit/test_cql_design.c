@@ -1,0 +1,257 @@
+/*
+ * test_cql_design.c — the Cassandra design without a server: the Chebotko rules on the
+ * seed examples (equality -> partition key, order -> clustering ASC/DESC, the many
+ * side's key appended, static columns for the parent a pattern returns, buckets when
+ * a partition would be too large), no ALLOW FILTERING anywhere, plans that claim what
+ * execute sends, transform's rows, and the emitted schema.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "backends/cassandra/cql.h"
+#include "core/data.h"
+
+extern const kp_backend kp_cassandra_backend;
+
+static kp_model *load(const char *path, double scale)
+{
+    kp_model *m = NULL;
+    kp_error err;
+    kp_model_options o = {.scale = scale};
+    if (kp_model_load(path, &o, &m, &err)) {
+        kp_error_print(stderr, &err);
+        fail_msg("%s did not load", path);
+    }
+    return m;
+}
+
+static kp_design *propose(const kp_model *m)
+{
+    kp_design_list list;
+    kp_error err;
+    if (kp_cassandra_backend.propose(m, NULL, &list, &err)) fail_msg("propose failed: %s", err.message);
+    kp_design *d = list.items[0];
+    free(list.items);
+    return d;
+}
+
+static const kp_plan *plan_of(const kp_design *d, const char *name)
+{
+    for (size_t i = 0; i < d->plan_count; i++)
+        if (strcmp(d->plans[i].pattern->name, name) == 0) return &d->plans[i];
+    fail_msg("no plan for %s", name);
+    return NULL;
+}
+
+/* The table the first SELECT of a pattern reads. */
+static const cq_table *first_table(const kp_design *d, const char *pattern)
+{
+    const kp_plan *p = plan_of(d, pattern);
+    assert_true(p->op_count >= 1);
+    const cq_table *t = kp_cq_table(d, p->ops[0].container);
+    assert_non_null(t);
+    return t;
+}
+
+static const char *create_text(const kp_design *d, const cq_table *t, kp_arena *A)
+{
+    const cq_layout *L = d->layout;
+    return kp_cq_create_table(A, t, L->keyspace, "");
+}
+
+static void test_projects_by_workspace_are_one_partition_newest_first_with_the_workspace_name_static(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/saas-control-plane/model.json", 1);
+    kp_design *d = propose(m);
+    const cq_table *t = first_table(d, "list-projects-newest");
+    kp_arena A = {0};
+    const char *sql = create_text(d, t, &A);
+    /* equality on the workspace -> partition key (with a bucket: a workspace may hold 1,000,000 projects);
+     * the declared order -> clustering DESC; the project's own key appended */
+    assert_non_null(strstr(sql, "PRIMARY KEY ((workspace_id, bucket), created_at, id)"));
+    assert_non_null(strstr(sql, "CLUSTERING ORDER BY (created_at DESC"));
+    /* the pattern returns workspace { id, name }: the name is a static column, one SELECT */
+    assert_non_null(strstr(sql, "workspace_name_static text STATIC"));
+    assert_ptr_equal(t->parent, kp_model_entity(m, "Workspace"));
+    const kp_plan *p = plan_of(d, "list-projects-newest");
+    assert_int_equal(p->op_count, 1);
+    assert_int_equal(p->sequential_steps, 1);
+    assert_true(t->buckets > 1);
+    assert_int_equal((int)p->requests, t->buckets); /* one SELECT per bucket, in parallel */
+    kp_arena_free(&A);
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
+static void test_a_small_workspace_needs_no_bucket(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/saas-control-plane/model.json", 0.004);
+    kp_design *d = propose(m);
+    const cq_table *t = first_table(d, "list-projects-newest");
+    kp_arena A = {0};
+    const char *sql = create_text(d, t, &A);
+    assert_non_null(strstr(sql, "PRIMARY KEY ((workspace_id), created_at, id)"));
+    assert_int_equal(t->buckets, 0);
+    const kp_plan *p = plan_of(d, "list-projects-newest");
+    assert_int_equal((int)p->requests, 1);
+    assert_true(p->is_requests_exact);
+    kp_arena_free(&A);
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
+static void test_a_lookup_by_key_reads_the_table_by_key(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/ecommerce-single-table/model.json", 1);
+    kp_design *d = propose(m);
+    const cq_table *t = first_table(d, "user-profile");
+    assert_true(t->is_base);
+    kp_arena A = {0};
+    assert_non_null(strstr(create_text(d, t, &A), "PRIMARY KEY ((username))"));
+    /* a lookup by a unique non-key attribute gets its own table, keyed by it */
+    const cq_table *e = first_table(d, "login-by-email");
+    assert_false(e->is_base);
+    assert_string_equal(e->cols[0].name, "email");
+    assert_int_equal(e->pk_count, 1);
+    kp_arena_free(&A);
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
+static void test_no_allow_filtering_secondary_index_or_view_in_any_example(void **state)
+{
+    (void)state;
+    const char *examples[] = {"saas-control-plane", "ecommerce-single-table", "leaderboard", "order-response", "auction-mixes"};
+    for (size_t i = 0; i < sizeof examples / sizeof *examples; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "examples/%s/model.json", examples[i]);
+        kp_model *m = load(path, 1);
+        kp_design *d = propose(m);
+        kp_arena A = {0};
+        const cq_layout *L = d->layout;
+        for (size_t t = 0; t < L->table_count; t++) {
+            const char *sql = create_text(d, L->tables[t], &A);
+            assert_null(strstr(sql, "INDEX"));
+            assert_null(strstr(sql, "MATERIALIZED"));
+            /* rows never overwrite: the row entity's whole key is in the primary key */
+            const kp_entity *e = L->tables[t]->entity;
+            for (size_t k = 0; k < e->key_count; k++) {
+                int found = 0;
+                for (size_t c = 0; c < L->tables[t]->pk_count + L->tables[t]->ck_count; c++)
+                    found |= L->tables[t]->cols[c].attr == e->key[k];
+                if (!found) fail_msg("%s: table %s lacks %s in its primary key", examples[i], L->tables[t]->name, e->key[k]->name);
+            }
+        }
+        for (size_t p = 0; p < d->plan_count; p++) {
+            for (size_t o = 0; o < d->plans[p].op_count; o++) {
+                const char *c = d->plans[p].ops[o].condition;
+                if (c) assert_null(strstr(c, "ALLOW FILTERING"));
+                assert_false(d->plans[p].ops[o].is_scan);
+            }
+            assert_true(d->plans[p].sequential_steps >= 1);
+        }
+        kp_arena_free(&A);
+        kp_design_free(d);
+        kp_model_free(m);
+    }
+}
+
+static void test_a_root_set_without_equality_is_bucketed_when_large(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/saas-control-plane/model.json", 1);
+    kp_design *d = propose(m);
+    /* list-active-projects: status = "ACTIVE" (a literal) -> partition key; a million rows -> buckets */
+    const cq_table *t = first_table(d, "list-active-projects");
+    assert_string_equal(t->cols[0].name, "status");
+    assert_true(t->buckets > 1);
+    int decided = 0;
+    for (size_t i = 0; i < d->decision_count; i++)
+        if (!strcmp(d->decisions[i].subject, t->name) && strstr(d->decisions[i].choice, "bucket")) {
+            decided = 1;
+            assert_true(d->decisions[i].pattern_count >= 1);
+            assert_string_equal(d->decisions[i].patterns[0]->name, "list-active-projects");
+        }
+    assert_true(decided);
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
+static void test_every_decision_names_the_patterns_that_caused_it(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/order-response/model.json", 1);
+    kp_design *d = propose(m);
+    for (size_t i = 0; i < d->decision_count; i++) {
+        if (!strcmp(d->decisions[i].subject, "filtering")) continue;
+        const cq_table *t = kp_cq_table(d, d->decisions[i].subject);
+        if (t && t->cause_count == 0) continue; /* a table by key no pattern reads (writes use it) */
+        assert_true(d->decisions[i].pattern_count >= 1);
+    }
+    assert_non_null(d->diagram);
+    assert_non_null(strstr(d->diagram, "K "));
+    assert_non_null(strstr(d->diagram, "C\xe2\x86\x93"));
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
+static void test_transform_writes_a_row_per_table_and_the_parent_statics(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/saas-control-plane/model.json", 1);
+    kp_design *d = propose(m);
+    kp_dataset *data = NULL;
+    kp_error err;
+    assert_int_equal(kp_dataset_new(m, &data, &err), 0);
+    const char *ws = "{\"id\":\"w1\",\"name\":\"Acme\",\"plan\":\"TEAM\",\"settings\":{\"timezone\":\"UTC\",\"locale\":\"en\",\"ssoEnabled\":true,\"retentionDays\":30,\"features\":[]},\"activeProjects\":0,\"createdAt\":\"2024-01-01T00:00:00.000Z\"}\n";
+    assert_int_equal(kp_dataset_add_ndjson(data, kp_model_entity(m, "Workspace"), "w.ndjson", ws, strlen(ws), &err), 0);
+    assert_int_equal(kp_dataset_finish(data, &err), 0);
+    size_t n;
+    kp_record *const *recs = kp_dataset_records(data, kp_model_entity(m, "Workspace"), &n);
+    assert_int_equal(n, 1);
+    kp_item_list items = {0};
+    assert_int_equal(kp_cassandra_backend.transform(d, data, recs[0], &items, &err), 0);
+    const cq_table *t = first_table(d, "list-projects-newest");
+    size_t statics = 0, base = 0;
+    for (size_t i = 0; i < items.count; i++) {
+        if (!strcmp(items.items[i].container, t->name)) {
+            statics++;
+            assert_true(cJSON_IsTrue(cJSON_GetObjectItem(items.items[i].body, "$static")));
+            assert_string_equal(cJSON_GetObjectItem(items.items[i].body, "workspace_name_static")->valuestring, "Acme");
+        }
+        if (!strcmp(items.items[i].container, "workspace")) {
+            base++;
+            /* an object is JSON text; the checksum ignores the static marker */
+            assert_string_equal(cJSON_GetObjectItem(items.items[i].body, "settings")->valuestring,
+                                "{\"timezone\":\"UTC\",\"locale\":\"en\",\"ssoEnabled\":true,\"retentionDays\":30,\"features\":[]}");
+        }
+    }
+    assert_int_equal(base, 1);
+    assert_int_equal((int)statics, t->buckets); /* the workspace's statics in every bucket */
+    kp_item_list_free(&items);
+    kp_dataset_free(data);
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_projects_by_workspace_are_one_partition_newest_first_with_the_workspace_name_static),
+        cmocka_unit_test(test_a_small_workspace_needs_no_bucket),
+        cmocka_unit_test(test_a_lookup_by_key_reads_the_table_by_key),
+        cmocka_unit_test(test_no_allow_filtering_secondary_index_or_view_in_any_example),
+        cmocka_unit_test(test_a_root_set_without_equality_is_bucketed_when_large),
+        cmocka_unit_test(test_every_decision_names_the_patterns_that_caused_it),
+        cmocka_unit_test(test_transform_writes_a_row_per_table_and_the_parent_statics),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
