@@ -342,6 +342,15 @@ struct kp_backend {
      * synchronous; an item already absent is not an error. `verify --writes` uses it to
      * undo the items its writes created. NULL: such undo is impossible (verify says so). */
     int (*delete_items)(kp_conn *, const kp_design *, const kp_item_list *items, kp_error *);
+
+    /* ---- added for issue #8 (hostile input); optional: NULL when not provided ----
+     *
+     * The largest item, in bytes, the connected server accepts when the server decides
+     * it (Cassandra: half its commitlog_segment_size, the largest mutation it takes);
+     * *bytes = 0 when it cannot tell. seed calls it after inspect and before anything
+     * is dropped, created or written, and refuses every record whose items exceed it
+     * (each listed with file:line). NULL: limits->max_item_bytes alone is the limit. */
+    int (*server_item_limit)(kp_conn *, double *bytes, kp_error *);
 };
 
 /* ---- the registry: the only place that names every database ------------------------- */

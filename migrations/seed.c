@@ -218,19 +218,107 @@ static int record_error(const kp_seed_options *o, const kp_record *rec, kp_error
     return -1;
 }
 
+/* The largest item a target takes: the backend's static limit (limits->max_item_bytes),
+ * or a lower one the connected server announced (backend->server_item_limit). */
+typedef struct item_limit {
+    double bytes;               /* 0: no limit */
+    const char *source;         /* "the 400 KB DynamoDB item limit"-like words for messages */
+    char text[160];
+} item_limit;
+
+static void static_limit(const kp_backend *b, item_limit *limit)
+{
+    memset(limit, 0, sizeof *limit);
+    limit->bytes = b->limits ? b->limits->max_item_bytes : 0;
+    snprintf(limit->text, sizeof limit->text, "the %s item size limit", b->name);
+    limit->source = limit->text;
+}
+
 static int transform_record(const kp_seed_options *o, const kp_backend *b, const kp_record *rec, kp_item_list *items,
-                            kp_error *err)
+                            const item_limit *limit, kp_error *err)
 {
     kp_item_list_clear(items);
     kp_error_clear(err);
     if (b->transform(o->design, o->data, rec, items, err)) return record_error(o, rec, err);
-    for (size_t i = 0; i < items->count; i++)
-        if (!items->items[i].container || !items->items[i].body) {
+    for (size_t i = 0; i < items->count; i++) {
+        const kp_item *it = &items->items[i];
+        if (!it->container || !it->body) {
             kp_error_set(err, KP_ERR_INTERNAL, NULL, 0, 0, "the %s backend's transform made an item without a container "
                          "or body for a %s record", b->name, rec->entity->name);
             return record_error(o, rec, err);
         }
+        /* the generic guard: whatever a backend's own transform checks, no item above
+         * the target's limit is ever sent (it would be refused, or half a record written) */
+        if (limit && limit->bytes > 0 && (double)it->bytes > limit->bytes) {
+            kp_error_set(err, KP_ERR_DATA, NULL, 0, 0,
+                         "this %s record becomes a %zu-byte item in %s, above %s (%.0f bytes); it is not written: shrink "
+                         "the record, or change the design so that it is split",
+                         rec->entity->name, it->bytes, it->container, limit->source, limit->bytes);
+            return record_error(o, rec, err);
+        }
+    }
     return 0;
+}
+
+/* Records that cannot be written (too large, refused by transform) are all listed, each
+ * with its file:line, before anything is written; this many are printed at most. */
+#define KP_SEED_LISTED_RECORDS 20
+
+typedef struct bad_records {
+    long count;
+    kp_error first;
+} bad_records;
+
+/* Notes a record transform refused: data errors are collected (returns 0 to go on);
+ * anything else stops the scan (returns -1 with err filled). */
+static int note_bad_record(bad_records *bad, const kp_error *one, kp_error *err)
+{
+    if (one->code != KP_ERR_DATA) { *err = *one; return -1; }
+    if (bad->count == 0) bad->first = *one;
+    else {
+        if (bad->count == 1) kp_error_print(stderr, &bad->first);
+        if (bad->count < KP_SEED_LISTED_RECORDS) kp_error_print(stderr, one);
+    }
+    bad->count++;
+    return 0;
+}
+
+/* After the scan: 0 when every record can be written; else -1 with err naming the
+ * first record (and, when there are several, saying they are listed above). */
+static int report_bad_records(const kp_backend *b, const bad_records *bad, kp_error *err)
+{
+    if (bad->count == 0) return 0;
+    *err = bad->first;
+    if (bad->count > 1) {
+        char first[sizeof err->message];
+        snprintf(first, sizeof first, "%s", bad->first.message);
+        snprintf(err->message, sizeof err->message,
+                 "%ld records cannot be written to %s (listed above%s); nothing was written. The first: %.300s",
+                 bad->count, b->name, bad->count > KP_SEED_LISTED_RECORDS ? ", the first 20" : "", first);
+    }
+    return -1;
+}
+
+/* Transforms every record again and checks its items against a limit only the
+ * connected server could tell (nothing is counted). */
+static int check_sizes(const kp_seed_options *o, const kp_backend *b, const item_limit *limit, kp_error *err)
+{
+    kp_item_list items = {0};
+    bad_records bad = {0};
+    const kp_model *m = o->model;
+    for (size_t e = 0; e < m->entity_count; e++) {
+        size_t n = 0;
+        kp_record *const *records = kp_dataset_records(o->data, m->entities[e], &n);
+        for (size_t i = 0; i < n; i++) {
+            kp_error one;
+            if (transform_record(o, b, records[i], &items, limit, &one) && note_bad_record(&bad, &one, err)) {
+                kp_item_list_free(&items);
+                return -1;
+            }
+        }
+    }
+    kp_item_list_free(&items);
+    return report_bad_records(b, &bad, err);
 }
 
 /* One line of --export-items: {"table": PREFIX+CONTAINER, "item": BODY}. */
@@ -251,23 +339,33 @@ static int export_item(const kp_seed_options *o, const kp_item *it, kp_error *er
     return 0;
 }
 
-static int prescan(const kp_seed_options *o, const kp_backend *b, kp_seed_report *r, kp_error *err)
+static int prescan(const kp_seed_options *o, const kp_backend *b, kp_seed_report *r, size_t *largest, kp_error *err)
 {
     kp_item_list items = {0};
     int is_export = o->dry_run && o->export_items;
     const kp_model *m = o->model;
+    item_limit limit;
+    static_limit(b, &limit);
+    bad_records bad = {0};
+    *largest = 0;
     for (size_t e = 0; e < m->entity_count; e++) {
         size_t n = 0;
         kp_record *const *records = kp_dataset_records(o->data, m->entities[e], &n);
         r->records += (long)n;
         for (size_t i = 0; i < n; i++) {
-            if (transform_record(o, b, records[i], &items, err)) { kp_item_list_free(&items); return -1; }
+            kp_error one;
+            if (transform_record(o, b, records[i], &items, &limit, &one)) {
+                if (note_bad_record(&bad, &one, err)) { kp_item_list_free(&items); return -1; }
+                continue;
+            }
+            if (bad.count) continue;   /* only listing what cannot be written now */
             for (size_t k = 0; k < items.count; k++) {
                 const kp_item *it = &items.items[k];
                 kp_seed_container *c = container_of(r, it->container);
                 if (!c) { kp_item_list_free(&items); return nomem(err); }
                 c->items++;
                 c->bytes += it->bytes;
+                if (it->bytes > *largest) *largest = it->bytes;
                 if (b->item_checksum) c->checksum ^= b->item_checksum(it->body);
                 if (b->item_write_units) c->write_units += b->item_write_units(o->design, it);
                 r->items++;
@@ -276,6 +374,7 @@ static int prescan(const kp_seed_options *o, const kp_backend *b, kp_seed_report
         }
     }
     kp_item_list_free(&items);
+    if (report_bad_records(b, &bad, err)) return -1;
     for (size_t i = 0; i < r->container_count; i++) r->write_units += r->containers[i].write_units;
     return 0;
 }
@@ -499,7 +598,7 @@ static int run_pipeline(pipeline *p, kp_error *err)
         long skip = p->watermark[e] < (long)n ? p->watermark[e] : (long)n;
         p->r->records_skipped += skip;
         for (long i = 0; i < skip && rc == 0; i++) {
-            rc = transform_record(o, p->b, records[i], &items, err);
+            rc = transform_record(o, p->b, records[i], &items, NULL, err);
             for (size_t k = 0; rc == 0 && k < items.count; k++) {
                 kp_seed_container *c = container_of(p->r, items.items[k].container);
                 if (!c) rc = nomem(err);
@@ -514,7 +613,7 @@ static int run_pipeline(pipeline *p, kp_error *err)
                 break;
             }
             if (p->has_failed) break;
-            if ((rc = transform_record(o, p->b, records[i], &items, err))) break;
+            if ((rc = transform_record(o, p->b, records[i], &items, NULL, err))) break;
             uint64_t seq;
             if (queue_push(p, e, (long)i, (long)items.count, &seq)) { rc = nomem(err); break; }
             p->r->records_read++;
@@ -656,7 +755,8 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
         c->kind = o->design->containers[i].kind;
     }
     if (kp_seed_data_hash(o->data, r->data_hash, err)) return -1;
-    if (prescan(o, b, r, err)) { r->seconds = r->prepare_seconds = now_seconds() - started; return -1; }
+    size_t largest = 0;
+    if (prescan(o, b, r, &largest, err)) { r->seconds = r->prepare_seconds = now_seconds() - started; return -1; }
     r->prepare_seconds = now_seconds() - started;
     int batch_size = o->batch_size > 0 ? o->batch_size
                      : b->limits && b->limits->max_batch_write > 0 ? b->limits->max_batch_write : 25;
@@ -690,6 +790,19 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
         else is_own_conn = 1;
     }
     if (rc == 0 && b->inspect(p.conn, o->design, &state, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; rc = -1; }
+    /* a limit only the server knows (Cassandra's mutation size), before anything is
+     * dropped, created or written */
+    if (rc == 0 && b->server_item_limit) {
+        item_limit limit;
+        static_limit(b, &limit);
+        double server = 0;
+        if (b->server_item_limit(p.conn, &server, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; rc = -1; }
+        else if (server > 0 && (limit.bytes <= 0 || server < limit.bytes) && (double)largest > server) {
+            limit.bytes = server;
+            snprintf(limit.text, sizeof limit.text, "the largest item this %s server accepts", b->name);
+            rc = check_sizes(o, b, &limit, err);
+        }
+    }
 
     /* step 2: decide */
     int is_fresh = 0;

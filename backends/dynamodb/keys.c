@@ -22,6 +22,30 @@
 
 #include "core/value.h"
 
+/* 1 when text is one JSON number (-?(0|[1-9]d*)(.d+)?([eE][+-]?d+)?): what a server's
+ * number must be before it is kept as raw JSON text, so that no answer can splice
+ * other JSON into a response or a report. */
+static int is_json_number(const char *t)
+{
+    if (!t) return 0;
+    if (*t == '-') t++;
+    if (*t == '0') t++;
+    else if (*t >= '1' && *t <= '9') while (*t >= '0' && *t <= '9') t++;
+    else return 0;
+    if (*t == '.') {
+        t++;
+        if (!(*t >= '0' && *t <= '9')) return 0;
+        while (*t >= '0' && *t <= '9') t++;
+    }
+    if (*t == 'e' || *t == 'E') {
+        t++;
+        if (*t == '+' || *t == '-') t++;
+        if (!(*t >= '0' && *t <= '9')) return 0;
+        while (*t >= '0' && *t <= '9') t++;
+    }
+    return *t == '\0';
+}
+
 static const char *value_text(const cJSON *value, char *buf, size_t size)
 {
     if (cJSON_IsString(value) || cJSON_IsRaw(value)) return value->valuestring;
@@ -211,6 +235,10 @@ cJSON *kp_ddb_from_attribute_value(const kp_type *type, const cJSON *av, kp_erro
     switch (type->kind) {
     case KP_T_INT: case KP_T_DECIMAL: case KP_T_DOUBLE: case KP_T_COUNTER:
         if (strcmp(tag, "N") || !cJSON_IsString(v)) break;
+        if (!is_json_number(v->valuestring)) {
+            kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "DynamoDB returned a number attribute whose text is not a number");
+            return NULL;
+        }
         return cJSON_CreateRaw(v->valuestring);
     case KP_T_BOOL:
         if (strcmp(tag, "BOOL") || !cJSON_IsBool(v)) break;
@@ -264,8 +292,8 @@ static size_t av_size(const cJSON *av)
     if (!cJSON_IsObject(av) || !av->child) return 0;
     const char *tag = av->child->string;
     const cJSON *v = av->child;
-    if (strcmp(tag, "S") == 0 || strcmp(tag, "B") == 0) return strlen(v->valuestring);
-    if (strcmp(tag, "N") == 0) return (strlen(v->valuestring) + 1) / 2 + 1;
+    if (strcmp(tag, "S") == 0 || strcmp(tag, "B") == 0) return cJSON_IsString(v) ? strlen(v->valuestring) : 0;
+    if (strcmp(tag, "N") == 0) return cJSON_IsString(v) ? (strlen(v->valuestring) + 1) / 2 + 1 : 0;
     if (strcmp(tag, "BOOL") == 0 || strcmp(tag, "NULL") == 0) return 1;
     size_t total = 3;
     for (const cJSON *e = v->child; e; e = e->next) total += 1 + (e->string ? strlen(e->string) : 0) + av_size(e);
@@ -275,6 +303,7 @@ static size_t av_size(const cJSON *av)
 size_t kp_ddb_item_size(const cJSON *item)
 {
     size_t total = 0;
+    if (!cJSON_IsObject(item)) return 0;   /* also read on answers, which may be anything */
     for (const cJSON *a = item->child; a; a = a->next) total += strlen(a->string) + av_size(a);
     return total;
 }

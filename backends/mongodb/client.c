@@ -246,12 +246,15 @@ int kp_mg_find(kp_mg_client *c, const char *collection, const cJSON *filter, con
     return 0;
 }
 
-static long ejson_long(const cJSON *v)
+long kp_mg_reply_long(const cJSON *v)
 {
-    if (cJSON_IsNumber(v)) return (long)v->valuedouble;
+    double x = -1;
+    if (cJSON_IsNumber(v)) x = v->valuedouble;
     const cJSON *t = cJSON_IsObject(v) ? v->child : NULL;
-    if (t && cJSON_IsString(t)) return (long)strtod(t->valuestring, NULL);
-    return -1;
+    if (t && cJSON_IsString(t)) x = strtod(t->valuestring, NULL);
+    /* a broken or hostile server may answer anything: NaN, negative, beyond a long */
+    if (!(x >= 0) || x > 9.0e15) return -1;
+    return (long)x;
 }
 
 int kp_mg_count(kp_mg_client *c, const char *collection, const cJSON *filter, long *count, kp_error *err)
@@ -262,7 +265,7 @@ int kp_mg_count(kp_mg_client *c, const char *collection, const cJSON *filter, lo
     cJSON *reply = NULL;
     int rc = kp_mg_command(c, cmd, &reply, NULL, err);
     cJSON_Delete(cmd);
-    *count = rc ? 0 : ejson_long(cJSON_GetObjectItemCaseSensitive(reply, "n"));
+    *count = rc ? 0 : kp_mg_reply_long(cJSON_GetObjectItemCaseSensitive(reply, "n"));
     cJSON_Delete(reply);
     if (rc == 0 && *count < 0) return kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "MongoDB at %s answered count without n", c->uri);
     return rc;
@@ -325,8 +328,8 @@ static int bulk_pass(kp_mg_client *c, mongoc_collection_t *coll, cJSON *const *d
     }
     for (size_t k = 0; k < m; k++) state[index[k]] = 1;
     for (const cJSON *we = errors ? errors->child : NULL; we; we = we->next) {
-        long at = ejson_long(cJSON_GetObjectItemCaseSensitive(we, "index"));
-        long code = ejson_long(cJSON_GetObjectItemCaseSensitive(we, "code"));
+        long at = kp_mg_reply_long(cJSON_GetObjectItemCaseSensitive(we, "index"));
+        long code = kp_mg_reply_long(cJSON_GetObjectItemCaseSensitive(we, "code"));
         if (at < 0 || (size_t)at >= m) continue;
         size_t i = index[at];
         if (code == 11000 && !as_replace) state[i] = 2;

@@ -42,6 +42,10 @@ int kp_mg_command(kp_mg_client *c, const cJSON *command, cJSON **reply, int *ser
  * read: *docs is a new array of documents. */
 int kp_mg_find(kp_mg_client *c, const char *collection, const cJSON *filter, const cJSON *options, cJSON **docs,
                kp_error *err);
+/* A non-negative integer in a reply field (a count, an index, an error code), given as
+ * a JSON number or an Extended JSON wrapper ({"$numberLong": "7"}); -1 when it is
+ * absent, not a number, negative or beyond 9e15 (a broken answer). */
+long kp_mg_reply_long(const cJSON *v);
 /* Documents matching a filter (the count command). */
 int kp_mg_count(kp_mg_client *c, const char *collection, const cJSON *filter, long *count, kp_error *err);
 

@@ -147,6 +147,30 @@ static cJSON *wrapped(const char *key, const char *text)
 
 /* ---- neutral -> Extended JSON ------------------------------------------------------------------ */
 
+/* 1 when text is one JSON number (-?(0|[1-9]d*)(.d+)?([eE][+-]?d+)?): what a server's
+ * number must be before it is kept as raw JSON text, so that no answer can splice
+ * other JSON into a response or a report. */
+static int is_json_number(const char *t)
+{
+    if (!t) return 0;
+    if (*t == '-') t++;
+    if (*t == '0') t++;
+    else if (*t >= '1' && *t <= '9') while (*t >= '0' && *t <= '9') t++;
+    else return 0;
+    if (*t == '.') {
+        t++;
+        if (!(*t >= '0' && *t <= '9')) return 0;
+        while (*t >= '0' && *t <= '9') t++;
+    }
+    if (*t == 'e' || *t == 'E') {
+        t++;
+        if (*t == '+' || *t == '-') t++;
+        if (!(*t >= '0' && *t <= '9')) return 0;
+        while (*t >= '0' && *t <= '9') t++;
+    }
+    return *t == '\0';
+}
+
 static int is_bad_field_name(const char *name)
 {
     return !name[0] || name[0] == '$' || strchr(name, '.') != NULL;
@@ -275,12 +299,13 @@ cJSON *kp_mg_from_ejson(const kp_type *type, const cJSON *e, kp_error *err)
         if (!t) t = wrapped_text(e, "$numberInt");
         if (!t) t = wrapped_text(e, "$numberDouble");
         if (!t) t = wrapped_text(e, "$numberDecimal");
-        if (!t) break;
+        if (!t || !is_json_number(t)) break;   /* NaN, Infinity or text that is not a number */
         if (type->kind == KP_T_INT || type->kind == KP_T_COUNTER) {
             /* an integral double (a server that widened the type) reads back as the integer */
             double x = strtod(t, NULL);
             char out[64];
-            if (strchr(t, '.') || strchr(t, 'e')) {
+            if (strchr(t, '.') || strchr(t, 'e') || strchr(t, 'E')) {
+                if (!(fabs(x) < 9.2e18)) break;   /* not an int64: infinite, or beyond its range */
                 snprintf(out, sizeof out, "%.0f", x);
                 return kp_data_number(out);
             }
