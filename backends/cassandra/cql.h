@@ -53,6 +53,7 @@ typedef struct cq_table {
     size_t col_count, col_cap;
     size_t pk_count, ck_count;
     int buckets;                /* > 1: a hash bucket completes the partition key */
+    int has_bucket;             /* a bucket column (buckets > 1, or a constant 0 for a table without equality) */
     const char *signature;      /* what makes two tables the same */
     const kp_pattern **causes;
     size_t cause_count, cause_cap;

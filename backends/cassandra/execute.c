@@ -154,7 +154,7 @@ static int build(run *R, const cq_fetch *f, const kp_frec *parent, int bucket, c
         first = 0;
         if (add_value(R, v, b->col, val)) return -1;
     }
-    if (t->buckets > 1) {
+    if (t->has_bucket) {
         s = kp_arena_printf(&R->arena, "%s%sbucket = ?", s, first ? "" : " AND ");
         cJSON *b = kp_data_int(bucket);
         int rc = kp_cql_values_add_json(v, NULL, t->cols[t->pk_count - 1].type, b, R->err);
@@ -452,6 +452,9 @@ int kp_cq_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const 
             rc = kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "the page token is not one this design produced");
         }
     }
+    /* root conditions through to-one hops: the assembler filters on the linked records */
+    for (size_t i = 0; i < root->client_cond_count; i++)
+        if (root->client_conds[i]->path_len && p->is_root_set) kp_fetched_client_filter(R.fetched);
     pairs in = {0};
     if (rc == 0) rc = pairs_push(&in, NULL, NULL) ? nomem(&R) : exec_fetch(&R, root, &in, 0);
     free(in.items);

@@ -151,7 +151,7 @@ static void table_signature(builder *B, cq_table *t)
     char buf[2048];
     size_t o = (size_t)snprintf(buf, sizeof buf, "%s|%d|%s|", t->entity->name, t->buckets, t->parent ? t->parent->name : "-");
     for (size_t i = 0; i < t->pk_count + t->ck_count && o < sizeof buf - 64; i++)
-        o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s%s,", t->cols[i].name, t->cols[i].is_desc ? "-" : "",
+        o += (size_t)snprintf(buf + o, sizeof buf - o, "%c%s%s%s,", i < t->pk_count ? 'K' : 'C', t->cols[i].name, t->cols[i].is_desc ? "-" : "",
                               t->cols[i].is_element ? "*" : "");
     t->signature = kp_arena_strdup(B->A, buf);
 }
@@ -184,7 +184,11 @@ static cq_table *finish_table(builder *B, cq_table *t, const kp_pattern *p, doub
     t->col_count = t->col_cap = 0;
     for (size_t i = 0; i < n; i++)
         if (old[i].role == CQ_PARTITION) *(cq_column *)kp_arena_push(B->A, (void **)&t->cols, &t->col_count, &t->col_cap, sizeof *old) = old[i];
-    if (t->buckets > 1) add_col(B, t, NULL, NULL, CQ_PARTITION, 0);
+    if (t->buckets > 1 || t->col_count == 0) {
+        /* hash buckets, or a constant bucket 0 for a set no equality names */
+        t->has_bucket = 1;
+        add_col(B, t, NULL, NULL, CQ_PARTITION, 0);
+    }
     t->pk_count = t->col_count;
     for (size_t i = 0; i < n; i++)
         if (old[i].role == CQ_CLUSTERING) *(cq_column *)kp_arena_push(B->A, (void **)&t->cols, &t->col_count, &t->col_cap, sizeof *old) = old[i];
@@ -347,6 +351,9 @@ static cq_table *query_table(builder *B, cq_table *t, const kp_attr *range, cons
 {
     if (range) add_col(B, t, range, t->entity, CQ_CLUSTERING, order && order->order_count && order->order[0].attr == range ? order->order[0].is_desc : 0);
     for (size_t k = 0; order && k < order->order_count; k++) {
+        /* a clustering column cannot be null: the order stops at an optional attribute
+         * (the client restores it) */
+        if (order->order[k].attr->is_optional && order->order[k].attr->key_index < 0) break;
         int bound = 0;
         for (size_t i = 0; i < t->col_count; i++) bound |= t->cols[i].attr == order->order[k].attr && t->cols[i].role == CQ_PARTITION;
         if (!bound && order->order[k].attr->entity == t->entity) add_col(B, t, order->order[k].attr, t->entity, CQ_CLUSTERING, order->order[k].is_desc);
@@ -850,6 +857,12 @@ static cq_fetch *plan_pattern(builder *B, const kp_pattern *p)
             }
         }
     }
+    if (!p->is_root_set && (p->returns->kind == KP_SHAPE_EACH || p->returns->kind == KP_SHAPE_ONE || p->returns->kind == KP_SHAPE_COUNT)) {
+        /* the response is the relation itself (a bare array, an object, a count) */
+        cq_fetch *c = node_fetch(&W, p->returns);
+        if (c) add_child(B, root, c);
+        return root;
+    }
     plan_members(&W, root, p->returns);
     return root;
 }
@@ -906,7 +919,7 @@ const char *kp_cq_select_text(kp_arena *A, const cq_fetch *f, const char *ks, co
         s = kp_arena_printf(A, "%s%s%s = ?", s, first ? "" : " AND ", f->binds[i].col->quoted);
         first = 0;
     }
-    if (t->buckets > 1) { s = kp_arena_printf(A, "%s%sbucket = ?", s, first ? "" : " AND "); first = 0; }
+    if (t->has_bucket) { s = kp_arena_printf(A, "%s%sbucket = ?", s, first ? "" : " AND "); first = 0; }
     if (f->range && f->range_col) {
         const char *c = f->range_col->quoted;
         if (f->range->op == KP_OP_BETWEEN) s = kp_arena_printf(A, "%s AND %s >= ? AND %s <= ?", s, c, c);

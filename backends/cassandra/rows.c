@@ -142,7 +142,7 @@ static int table_rows(const cq_table *t, const kp_record *r, kp_item_list *out, 
         if (c->attr && !c->is_element && !cJSON_GetObjectItemCaseSensitive(body, c->name)) { cJSON_Delete(body); return 0; }
     }
     if (!element) {
-        if (t->buckets > 1) cJSON_AddItemToObject(body, "bucket", kp_data_int(kp_cq_bucket(t, body)));
+        if (t->has_bucket) cJSON_AddItemToObject(body, "bucket", kp_data_int(kp_cq_bucket(t, body)));
         return push_item(out, t, r, body, 0, err);
     }
     const cJSON *arr = kp_record_get(r, element->attr);
@@ -153,7 +153,7 @@ static int table_rows(const cq_table *t, const kp_record *r, kp_item_list *out, 
         if (dup) continue;
         cJSON *b = cJSON_Duplicate(body, 1);
         cJSON_AddItemToObject(b, element->name, kp_data_copy(v, NULL));
-        if (t->buckets > 1) cJSON_AddItemToObject(b, "bucket", kp_data_int(kp_cq_bucket(t, b)));
+        if (t->has_bucket) cJSON_AddItemToObject(b, "bucket", kp_data_int(kp_cq_bucket(t, b)));
         rc = push_item(out, t, r, b, 0, err);
     }
     cJSON_Delete(body);

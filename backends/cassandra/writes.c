@@ -19,7 +19,7 @@
 #include "backends/cassandra/cql.h"
 #include "core/data.h"
 
-#define KP_CQ_MAX_BATCH 100     /* statements per logged batch (well under the 50 KiB guardrail for small rows) */
+#define KP_CQ_MAX_BATCH 20      /* statements per logged batch (under the 50 KiB batch guardrail for small rows) */
 
 static int rows_of(const kp_design *d, const kp_dataset *data, const kp_record *r, kp_item_list *out, kp_error *err)
 {
