@@ -205,7 +205,8 @@ static int build(run *R, const cq_fetch *f, const kp_frec *parent, int bucket, c
         s = kp_arena_printf(&R->arena, "%s LIMIT %lld", s, (long long)limit);
     }
     *page_size = 0;
-    if (f->is_paged) *page_size = (int)(f->limit_param ? int_of(param_value(R, f->limit_param), f->shape->limit) : f->shape->limit);
+    const kp_shape *ps = f->shape ? f->shape : R->pattern->paged; /* a join's page is its targets' */
+    if (f->is_paged && ps) *page_size = (int)(ps->limit_param ? int_of(param_value(R, ps->limit_param), ps->limit) : ps->limit);
     *cql = s;
     return 0;
 }

@@ -39,6 +39,16 @@ cJSON *kp_cq_to_cell(const cq_column *c, const cJSON *value, kp_error *err)
         cJSON_free(text);
         return s;
     }
+    if (c->type && (c->type->code == KP_CQL_T_DOUBLE || c->type->code == KP_CQL_T_FLOAT)) {
+        /* the text Cassandra gives back ("0" for "0.0"): seeding and read-back checksums agree */
+        kp_cql_buf buf = {0};
+        cJSON *norm = NULL;
+        if (kp_cql_value_encode(c->type, value, &buf, err) == 0 && buf.len >= 4)
+            norm = kp_cql_value_decode(c->type, buf.data + 4, (int32_t)(buf.len - 4), err);
+        kp_cql_buf_free(&buf);
+        if (norm) return norm;
+        kp_error_clear(err);
+    }
     return kp_data_copy(value, NULL);
 }
 
