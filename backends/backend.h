@@ -93,6 +93,11 @@ typedef struct kp_container {
     double items;               /* estimated stored items / documents / rows */
     double bytes;               /* estimated stored bytes, duplication included */
     const char *why;
+    /* added for advisors/risk.c (0: not estimated; the size checks then skip it) */
+    double max_item_bytes;      /* the largest item / document at the model's maximum fan-outs */
+    double max_partition_bytes; /* the largest partition / item collection at the maximum fan-outs */
+    double max_partition_items; /* items / rows in that partition */
+    int is_partition_bounded;   /* limits->max_collection_bytes applies here (DynamoDB: the table has an LSI) */
 } kp_container;
 
 typedef struct kp_operation {
@@ -123,6 +128,8 @@ typedef struct kp_plan {
     double read_units;
     int is_scan;
     const char *why;
+    int shards;                 /* added for advisors/risk.c: the partition key its first step reads is
+                                   spread over this many suffixes (write sharding); 0 or 1: none */
 } kp_plan;
 
 typedef struct kp_write_touch {
@@ -274,7 +281,8 @@ uint64_t kp_item_hash(const cJSON *body);
 
 typedef struct kp_propose_options {
     const kp_mix *mix;          /* NULL: the model's default mix */
-    int all_candidates;         /* also the alternatives (compare) */
+    int all_candidates;         /* also the alternatives (compare): the recommended design first, then
+                                   each alternative with its own `candidate` name */
 } kp_propose_options;
 
 /* What emit is given besides the design. */

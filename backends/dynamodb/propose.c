@@ -42,6 +42,8 @@ typedef struct builder {
     ddb_layout *L;
     kp_arena *arena;   /* the layout's arena */
     kp_error *err;
+    int is_normalised; /* the "normalised" alternative (compare): no item collections, every entity in
+                          its own partitions, related items reached through indexes */
 } builder;
 
 static const char *bprintf(builder *B, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -314,9 +316,9 @@ static int place_entities(builder *B)
         de->prefix = kp_ddb_entity_prefix(B->arena, m, e);
         ddb_placement *base = add_placement(B, de);
         base->index = &B->L->base;
-        const kp_relation *home = votes[i].relation;
+        const kp_relation *home = B->is_normalised ? NULL : votes[i].relation;
         const kp_relation *through = NULL;
-        for (size_t r = 0; r < m->relation_count; r++)
+        for (size_t r = 0; r < m->relation_count && !B->is_normalised; r++)
             if (m->relations[r]->link == KP_LINK_THROUGH && m->relations[r]->through == e) through = m->relations[r];
         if (home) {
             const kp_entity *parent = home->from;
@@ -1437,7 +1439,22 @@ static void describe_table(builder *B)
     }
     c->items = items;
     c->bytes = bytes;
-    c->why = "one table for every entity (single-table design): related items share partitions so one request reads them together";
+    c->why = B->is_normalised ? "every entity in its own partitions (what one table per entity costs): related items are "
+                                "reached through global indexes, one request per entity"
+                              : "one table for every entity (single-table design): related items share partitions so one request reads them together";
+    /* size facts for the advisors: the largest item, and the largest item collection at the maximum fan-out */
+    for (size_t i = 0; i < m->entity_count; i++)
+        if (item_bytes(m->entities[i]) > c->max_item_bytes) c->max_item_bytes = item_bytes(m->entities[i]);
+    for (size_t i = 0; i < m->relation_count; i++) {
+        const kp_relation *r = m->relations[i];
+        if (entity_of(B, r->to)->home != r) continue;
+        double collection = item_bytes(r->from) + r->fanout.max * item_bytes(r->to);
+        if (collection > c->max_partition_bytes) {
+            c->max_partition_bytes = collection;
+            c->max_partition_items = r->fanout.max + 1;
+        }
+    }
+    c->is_partition_bounded = B->L->lsi_count > 0;
     size_t n = B->L->lsi_count + B->L->gsi_count;
     c->indexes = kp_arena_alloc(&B->d->arena, sizeof *c->indexes * (n ? n : 1));
     for (size_t i = 0; i < B->L->lsi_count + B->L->gsi_count; i++) {
@@ -1562,13 +1579,13 @@ static void free_layout(void *layout)
     free(L);
 }
 
-int kp_ddb_propose(const kp_model *m, const kp_propose_options *options, kp_design_list *out, kp_error *err)
+/* One candidate: the single-table design, or (is_normalised) the same rules with no item
+ * collections, which costs what one table per entity costs. */
+static int propose_one(const kp_model *m, const kp_mix *mix, int is_normalised, kp_design **out, kp_error *err)
 {
     extern const kp_backend kp_dynamodb_backend;
-    out->items = NULL;
-    out->count = 0;
-    const kp_mix *mix = options && options->mix ? options->mix : m->default_mix;
-    kp_design *d = kp_design_new(&kp_dynamodb_backend, m, mix, "single-table");
+    *out = NULL;
+    kp_design *d = kp_design_new(&kp_dynamodb_backend, m, mix, is_normalised ? "normalised" : "single-table");
     ddb_layout *L = calloc(1, sizeof *L);
     if (!d || !L) {
         kp_design_free(d);
@@ -1577,7 +1594,7 @@ int kp_ddb_propose(const kp_model *m, const kp_propose_options *options, kp_desi
     }
     d->layout = L;
     d->free_layout = free_layout;
-    builder B = {m, mix, d, L, &L->arena, err};
+    builder B = {m, mix, d, L, &L->arena, err, is_normalised};
     L->table = kp_arena_strdup(&L->arena, m->name);
     L->base.kind = DDB_BASE;
     L->base.pk_attr = "PK";
@@ -1596,6 +1613,7 @@ int kp_ddb_propose(const kp_model *m, const kp_propose_options *options, kp_desi
         plan->is_requests_exact = 1;
         add_ops(&B, m->patterns[i], plan, L->roots[i], 1, 0, 1);
         kp_plan_total(plan);
+        plan->shards = L->roots[i]->shards;
         plan->why = L->roots[i]->header
                         ? kp_design_printf(d, "the %s header and its %s come back from one Query", L->roots[i]->header->entity->name,
                                            L->roots[i]->rel->name)
@@ -1603,13 +1621,29 @@ int kp_ddb_propose(const kp_model *m, const kp_propose_options *options, kp_desi
     }
     plan_writes(&B);
     describe_table(&B);
-    d->summary = kp_design_printf(d, "one table '%s' with %zu local and %zu global secondary indexes", L->table, L->lsi_count,
-                                  L->gsi_count);
+    d->summary = kp_design_printf(d, "%s'%s' with %zu local and %zu global secondary indexes",
+                                  is_normalised ? "no item collections (the cost of a table per entity): one table " : "one table ",
+                                  L->table, L->lsi_count, L->gsi_count);
     fingerprint(&B);
     draw(&B);
-    out->items = malloc(sizeof *out->items);
-    if (!out->items) { kp_design_free(d); return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
-    out->items[0] = d;
-    out->count = 1;
+    *out = d;
+    return 0;
+}
+
+int kp_ddb_propose(const kp_model *m, const kp_propose_options *options, kp_design_list *out, kp_error *err)
+{
+    out->items = NULL;
+    out->count = 0;
+    const kp_mix *mix = options && options->mix ? options->mix : m->default_mix;
+    size_t want = options && options->all_candidates ? 2 : 1;
+    out->items = calloc(want, sizeof *out->items);
+    if (!out->items) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    for (size_t i = 0; i < want; i++) {
+        if (propose_one(m, mix, (int)i, &out->items[i], err)) {
+            kp_design_list_free(out);
+            return -1;
+        }
+        out->count++;
+    }
     return 0;
 }

@@ -1295,6 +1295,7 @@ void mg_describe_collections(builder *B)
         c->entity_count = en;
         c->items = owner->entity->count;
         c->bytes = owner->entity->count * mg_document_bytes(owner);
+        c->max_item_bytes = mg_document_max_bytes(owner);
         const char *why = kp_design_printf(B->d, "one document per %s", owner->entity->name);
         for (size_t i = 0; i < owner->nested_count; i++) {
             const mg_nested *n = &owner->nested[i];

@@ -146,6 +146,8 @@ static double document_max_bytes(const mg_entity *me)
     return t;
 }
 
+double mg_document_max_bytes(const mg_entity *me) { return document_max_bytes(me); }
+
 /* ---- walking the patterns' hops ------------------------------------------------------------ */
 
 /* Calls visit for every relation hop a pattern walks: shape nodes ($each / $one /
@@ -318,15 +320,24 @@ static void judge(builder *B, candidate *c)
     c->hint = find_hint(B, "embed", &rel->forward);
     const kp_hint *ref = find_hint(B, "reference", &rel->forward);
     if (ref) { c->hint = ref; c->embed = 0; c->why = "the model's hint asks for a reference"; return; }
+    if (B->alternative == MG_REFERENCE_ALL) {
+        c->hint = NULL;
+        c->embed = 0;
+        c->why = "the 'reference' alternative references every relation (each entity its own collection)";
+        return;
+    }
     const char *blocked = NULL;
-    if (f->is_unbounded) blocked = mg_bprintf(B, "%s grows without bound per %s (fan-out unbounded)", rel->to->name, rel->from->name);
+    int sized = B->alternative != MG_EMBED_ALL; /* the 'embed' alternative ignores the size rules, so compare shows what they prevent */
+    if (!sized) {
+    } else if (f->is_unbounded) blocked = mg_bprintf(B, "%s grows without bound per %s (fan-out unbounded)", rel->to->name, rel->from->name);
     else if (at_max > KP_MG_MAX_DOC_BYTES)
         blocked = mg_bprintf(B, "a %s document with its maximum of %.0f %s would reach %.1f MB, above the 16 MB document limit",
                              rel->from->name, max, rel->to->name, at_max / 1048576);
     else if (max > 1000)
         blocked = mg_bprintf(B, "a %s has up to %.0f %s (large fan-out: every change would rewrite a big document)",
                              rel->from->name, max, rel->to->name);
-    else if (c->st.blocker)
+    if (blocked) {
+    } else if (c->st.blocker)
         blocked = c->st.blocker_why;
     else if (is_join_entity(B->m, rel->to))
         blocked = mg_bprintf(B, "%s is the join entity of a many-to-many relation", rel->to->name);
@@ -347,6 +358,14 @@ static void judge(builder *B, candidate *c)
     }
     const kp_hint *hint = c->hint;
     c->hint = NULL;
+    if (B->alternative == MG_EMBED_ALL && c->st.together > 0) {
+        c->embed = 1;
+        c->score = c->st.together;
+        c->why = mg_bprintf(B, "the 'embed' alternative embeds every relation read with its parent (%.0f req/s), whatever "
+                               "its size: a %s document reaches %.1f KB at the maximum fan-out",
+                            c->st.together, rel->from->name, at_max / 1024);
+        return;
+    }
     judge_rules(B, c, max, at_max, child, parent, writes);
     if (hint) {
         c->why = c->embed ? mg_bprintf(B, "the model's hint asks to embed, as the rules do: %s", c->why)
@@ -790,13 +809,13 @@ static void fingerprint(builder *B)
     snprintf(B->d->fingerprint, sizeof B->d->fingerprint, "%016llx", (unsigned long long)h);
 }
 
-int kp_mg_propose(const kp_model *m, const kp_propose_options *options, kp_design_list *out, kp_error *err)
+/* One candidate: the rules' design, or one of the alternatives compare shows. */
+static int propose_one(const kp_model *m, const kp_mix *mix, int alternative, kp_design **out, kp_error *err)
 {
     extern const kp_backend kp_mongodb_backend;
-    out->items = NULL;
-    out->count = 0;
-    const kp_mix *mix = options && options->mix ? options->mix : m->default_mix;
-    kp_design *d = kp_design_new(&kp_mongodb_backend, m, mix, "documents");
+    static const char *const names[] = {"documents", "embed", "reference"};
+    *out = NULL;
+    kp_design *d = kp_design_new(&kp_mongodb_backend, m, mix, names[alternative]);
     mg_layout *L = calloc(1, sizeof *L);
     if (!d || !L) {
         kp_design_free(d);
@@ -805,7 +824,7 @@ int kp_mg_propose(const kp_model *m, const kp_propose_options *options, kp_desig
     }
     d->layout = L;
     d->free_layout = free_layout;
-    builder B = {m, mix, d, L, &L->arena, err};
+    builder B = {m, mix, d, L, &L->arena, err, alternative};
     L->entity_count = m->entity_count;
     L->entities = kp_arena_alloc(&L->arena, sizeof *L->entities * (m->entity_count ? m->entity_count : 1));
     L->roots = kp_arena_alloc(&L->arena, sizeof *L->roots * (m->pattern_count ? m->pattern_count : 1));
@@ -830,9 +849,24 @@ int kp_mg_propose(const kp_model *m, const kp_propose_options *options, kp_desig
                                   L->collection_count == 1 ? "" : "s", embedded, embedded == 1 ? "y" : "ies", indexes,
                                   indexes == 1 ? "" : "es");
     fingerprint(&B);
-    out->items = malloc(sizeof *out->items);
-    if (!out->items) { kp_design_free(d); return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
-    out->items[0] = d;
-    out->count = 1;
+    *out = d;
+    return 0;
+}
+
+int kp_mg_propose(const kp_model *m, const kp_propose_options *options, kp_design_list *out, kp_error *err)
+{
+    out->items = NULL;
+    out->count = 0;
+    const kp_mix *mix = options && options->mix ? options->mix : m->default_mix;
+    size_t want = options && options->all_candidates ? 3 : 1;
+    out->items = calloc(want, sizeof *out->items);
+    if (!out->items) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    for (size_t i = 0; i < want; i++) {
+        if (propose_one(m, mix, (int)i, &out->items[i], err)) {
+            kp_design_list_free(out);
+            return -1;
+        }
+        out->count++;
+    }
     return 0;
 }

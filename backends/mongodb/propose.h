@@ -14,7 +14,10 @@ typedef struct builder {
     mg_layout *L;
     kp_arena *arena;    /* the layout's arena */
     kp_error *err;
+    int alternative;    /* the alternatives compare shows (MG_RULES: the recommended design) */
 } builder;
+
+enum { MG_RULES, MG_EMBED_ALL, MG_REFERENCE_ALL };
 
 /* One relation hop a pattern walks (mg_walk_pattern). */
 typedef struct mg_hop_use {
@@ -35,6 +38,8 @@ double mg_attr_bytes(const kp_attr *a);
 double mg_record_bytes(const kp_entity *e);
 double mg_element_bytes(const mg_entity *me);
 double mg_document_bytes(const mg_entity *me);
+/* The same with every embedded array at its maximum fan-out. */
+double mg_document_max_bytes(const mg_entity *me);
 
 /* plan.c */
 int mg_plan_pattern(builder *B, const kp_pattern *p, mg_fetch **out);

@@ -1,0 +1,602 @@
+/*
+ * compare.c — builds the comparison document (compare.h) and renders it as text and
+ * Markdown (html.c renders the page).
+ *
+ * For each workload mix (the one asked for, else every declared mix with the default
+ * first, else the declared rates), every backend proposes its candidates (the
+ * recommended one first, then its alternatives); each is costed (cost.c) and checked
+ * (risk.c). The recommendation per mix: among the designs without a defect-level risk
+ * (all of them when every one has one), the lowest neutral I/O load; designs within 5 %
+ * of it are ranked by round trips weighted by rate, then by warnings.
+ * Invariant: the text and Markdown renderings read only the document.
+ */
+#include "advisors/compare.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "advisors/report.h"
+
+#define NEAR_TIE 0.05
+
+static const char *mix_title(const cJSON *mo);
+
+typedef struct entry {
+    kp_design *design;
+    int is_default;         /* the database's recommended candidate */
+    kp_cost cost;
+    kp_risks risks;
+} entry;
+
+static const char *str(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static double num(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+static const char *label(char *buf, size_t size, const kp_design *d)
+{
+    snprintf(buf, size, "%s/%s", d->backend->name, d->candidate);
+    return buf;
+}
+
+/* Ranks a before b (negative) by the recommendation rule. */
+static int better(const entry *a, const entry *b)
+{
+    size_t da = kp_risks_count(&a->risks, KP_RISK_DEFECT), db = kp_risks_count(&b->risks, KP_RISK_DEFECT);
+    if ((da == 0) != (db == 0)) return da == 0 ? -1 : 1;
+    double ia = a->cost.io_units, ib = b->cost.io_units;
+    double hi = ia > ib ? ia : ib;
+    if (hi > 0 && fabs(ia - ib) / hi > NEAR_TIE) return ia < ib ? -1 : 1;
+    if (fabs(a->cost.weighted_round_trips - b->cost.weighted_round_trips) > 1e-9)
+        return a->cost.weighted_round_trips < b->cost.weighted_round_trips ? -1 : 1;
+    size_t wa = kp_risks_count(&a->risks, KP_RISK_WARNING), wb = kp_risks_count(&b->risks, KP_RISK_WARNING);
+    if (wa != wb) return wa < wb ? -1 : 1;
+    if (ia != ib) return ia < ib ? -1 : 1;
+    return a->is_default == b->is_default ? 0 : a->is_default ? -1 : 1;
+}
+
+static cJSON *recommend(entry *e, size_t n, const kp_mix *mix)
+{
+    cJSON *r = cJSON_CreateObject();
+    if (n == 0) return r;
+    size_t best = 0;
+    for (size_t i = 1; i < n; i++)
+        if (better(&e[i], &e[best]) < 0) best = i;
+    size_t second = best == 0 ? 1 : 0;
+    for (size_t i = 0; i < n && n > 1; i++)
+        if (i != best && better(&e[i], &e[second]) < 0) second = i;
+    const entry *b = &e[best];
+    char lb[160], ls[160];
+    cJSON_AddStringToObject(r, "database", b->design->backend->name);
+    cJSON_AddStringToObject(r, "title", b->design->backend->title);
+    cJSON_AddStringToObject(r, "candidate", b->design->candidate);
+    cJSON_AddStringToObject(r, "design", label(lb, sizeof lb, b->design));
+    cJSON_AddStringToObject(r, "fingerprint", b->design->fingerprint);
+    cJSON *choices = cJSON_AddArrayToObject(r, "decisions");
+    for (size_t i = 0; i < b->design->decision_count; i++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "subject", b->design->decisions[i].subject);
+        cJSON_AddStringToObject(x, "choice", b->design->decisions[i].choice);
+        cJSON_AddItemToArray(choices, x);
+    }
+    cJSON *reasons = cJSON_AddArrayToObject(r, "reasons");
+    char buf[1024];
+    const char *mixname = mix ? mix->name : "declared rates";
+    if (n > 1) {
+        const entry *s = &e[second];
+        label(ls, sizeof ls, s->design);
+        size_t ds = kp_risks_count(&s->risks, KP_RISK_DEFECT);
+        if (ds && !kp_risks_count(&b->risks, KP_RISK_DEFECT)) {
+            snprintf(buf, sizeof buf, "it has no defect, while every lighter or closer design has one (%s: %s)", ls,
+                     s->risks.items[0].message);
+            for (size_t i = 0; i < s->risks.count; i++)
+                if (s->risks.items[i].severity == KP_RISK_DEFECT) {
+                    snprintf(buf, sizeof buf, "it has no defect; the runner-up %s has %zu (%s)", ls, ds, s->risks.items[i].message);
+                    break;
+                }
+            cJSON_AddItemToArray(reasons, cJSON_CreateString(buf));
+        }
+        double hi = b->cost.io_units > s->cost.io_units ? b->cost.io_units : s->cost.io_units;
+        if (hi > 0 && fabs(b->cost.io_units - s->cost.io_units) / hi > NEAR_TIE)
+            snprintf(buf, sizeof buf,
+                     "the lightest load under %s: %.0f I/O units/s (reads %.0f + %.0f x writes %.0f) against %.0f for %s",
+                     mixname, b->cost.io_units, b->cost.read_io, KP_WRITE_WEIGHT, b->cost.write_io, s->cost.io_units, ls);
+        else
+            snprintf(buf, sizeof buf,
+                     "as light as %s under %s (%.0f against %.0f I/O units/s) with %.2f round trips per request weighted by "
+                     "rate, against %.2f", ls, mixname, b->cost.io_units, s->cost.io_units, b->cost.weighted_round_trips,
+                     s->cost.weighted_round_trips);
+        cJSON_AddItemToArray(reasons, cJSON_CreateString(buf));
+        double write_share = b->cost.io_units > 0 ? KP_WRITE_WEIGHT * b->cost.write_io / b->cost.io_units : 0;
+        snprintf(buf, sizeof buf, "writes are %.0f%% of its load (%.1f items written per second, %.1f items read)", write_share * 100,
+                 b->cost.items_written, b->cost.items_read);
+        cJSON_AddItemToArray(reasons, cJSON_CreateString(buf));
+    } else {
+        cJSON_AddItemToArray(reasons, cJSON_CreateString("the only design compared"));
+    }
+    if (b->cost.is_priced) {
+        snprintf(buf, sizeof buf, "%s on-demand: about $%.2f a month (reads $%.2f, writes $%.2f, storage $%.2f)",
+                 b->design->backend->title, b->cost.month_total, b->cost.month_reads, b->cost.month_writes, b->cost.month_storage);
+        cJSON_AddItemToArray(reasons, cJSON_CreateString(buf));
+    }
+    size_t warnings = kp_risks_count(&b->risks, KP_RISK_WARNING);
+    if (warnings) {
+        for (size_t i = 0; i < b->risks.count; i++)
+            if (b->risks.items[i].severity == KP_RISK_WARNING) {
+                snprintf(buf, sizeof buf, "%zu warning%s to review, first: %s", warnings, warnings == 1 ? "" : "s", b->risks.items[i].message);
+                break;
+            }
+        cJSON_AddItemToArray(reasons, cJSON_CreateString(buf));
+    }
+    if (kp_risks_count(&b->risks, KP_RISK_DEFECT))
+        cJSON_AddItemToArray(reasons, cJSON_CreateString("every design compared has a defect: fix the model or add a hint first"));
+    return r;
+}
+
+static cJSON *model_diagram(const kp_model *m)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *ents = cJSON_AddArrayToObject(o, "entities");
+    for (size_t i = 0; i < m->entity_count; i++) {
+        const kp_entity *e = m->entities[i];
+        cJSON *eo = cJSON_CreateObject();
+        cJSON_AddStringToObject(eo, "name", e->name);
+        cJSON_AddNumberToObject(eo, "count", e->count);
+        cJSON *key = cJSON_AddArrayToObject(eo, "key");
+        for (size_t k = 0; k < e->key_count; k++) cJSON_AddItemToArray(key, cJSON_CreateString(e->key[k]->name));
+        cJSON *attrs = cJSON_AddArrayToObject(eo, "attributes");
+        for (size_t k = 0; k < e->attr_count; k++) cJSON_AddItemToArray(attrs, cJSON_CreateString(e->attrs[k]->name));
+        cJSON_AddItemToArray(ents, eo);
+    }
+    cJSON *rels = cJSON_AddArrayToObject(o, "relations");
+    for (size_t i = 0; i < m->relation_count; i++) {
+        const kp_relation *r = m->relations[i];
+        cJSON *ro = cJSON_CreateObject();
+        cJSON_AddStringToObject(ro, "name", r->name);
+        cJSON_AddStringToObject(ro, "from", r->from->name);
+        cJSON_AddStringToObject(ro, "to", r->to->name);
+        cJSON_AddStringToObject(ro, "cardinality", r->cardinality == KP_CARD_ONE_ONE ? "1:1" : r->link == KP_LINK_FOREIGN_KEY ? "1:N" : "N:M");
+        cJSON_AddNumberToObject(ro, "fanout_avg", r->fanout.avg);
+        cJSON_AddNumberToObject(ro, "fanout_max", r->fanout.max);
+        cJSON_AddBoolToObject(ro, "unbounded", r->fanout.is_unbounded);
+        cJSON_AddItemToArray(rels, ro);
+    }
+    return o;
+}
+
+static void free_entries(entry *e, size_t n, kp_design_list *lists, size_t list_count)
+{
+    for (size_t i = 0; i < n; i++) { kp_cost_free(&e[i].cost); kp_risks_free(&e[i].risks); }
+    for (size_t i = 0; i < list_count; i++) kp_design_list_free(&lists[i]);
+}
+
+/* One mix: propose, cost, check, recommend. Adds the mix object to `mixes` and, for the
+ * first mix, the recommended candidates' full design JSON to `designs`. */
+static int compare_mix(const kp_model *m, const kp_compare_options *o, const kp_mix *mix, cJSON *mixes, cJSON *designs,
+                       kp_error *err)
+{
+    size_t backend_count = 0;
+    while (o->backends[backend_count]) backend_count++;
+    kp_design_list *lists = calloc(backend_count ? backend_count : 1, sizeof *lists);
+    if (!lists) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    size_t list_count = 0, n = 0, cap = 0;
+    entry *e = NULL;
+    int rc = 0;
+    for (size_t b = 0; b < backend_count && rc == 0; b++) {
+        kp_propose_options po = {mix, !o->is_single_candidate};
+        if (o->backends[b]->propose(m, &po, &lists[list_count], err)) { rc = -1; break; }
+        kp_design_list *list = &lists[list_count++];
+        for (size_t i = 0; i < list->count && rc == 0; i++) {
+            if (n == cap) {
+                cap = cap ? cap * 2 : 8;
+                entry *grown = realloc(e, cap * sizeof *e);
+                if (!grown) { rc = kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); break; }
+                e = grown;
+            }
+            int same = 0; /* an alternative that comes out as the same layout adds nothing */
+            for (size_t k = 0; k < n && i > 0; k++)
+                same |= e[k].design->backend == list->items[i]->backend &&
+                        strcmp(e[k].design->fingerprint, list->items[i]->fingerprint) == 0;
+            if (same) continue;
+            entry *x = &e[n];
+            memset(x, 0, sizeof *x);
+            x->design = list->items[i];
+            x->is_default = i == 0;
+            if (kp_cost_compute(x->design, mix, &o->prices, &x->cost, err)) { rc = -1; break; }
+            n++;
+            kp_risk_options ro = {o->data, o->samples, o->seed};
+            if (kp_risk_check(x->design, mix, &ro, &x->risks, err)) { rc = -1; break; }
+        }
+    }
+    if (rc == 0) {
+        cJSON *mo = cJSON_CreateObject();
+        if (mix) {
+            cJSON_AddStringToObject(mo, "name", mix->name);
+            if (mix->description) cJSON_AddStringToObject(mo, "description", mix->description);
+        } else {
+            cJSON_AddNullToObject(mo, "name");
+        }
+        cJSON *arr = cJSON_AddArrayToObject(mo, "designs");
+        for (size_t i = 0; i < n; i++) {
+            const kp_design *d = e[i].design;
+            char lb[160];
+            cJSON *dj = cJSON_CreateObject();
+            cJSON_AddStringToObject(dj, "design", label(lb, sizeof lb, d));
+            cJSON_AddStringToObject(dj, "database", d->backend->name);
+            cJSON_AddStringToObject(dj, "title", d->backend->title);
+            cJSON_AddStringToObject(dj, "candidate", d->candidate);
+            cJSON_AddBoolToObject(dj, "is_default_candidate", e[i].is_default);
+            if (d->summary) cJSON_AddStringToObject(dj, "summary", d->summary);
+            cJSON_AddItemToObject(dj, "cost", kp_cost_to_json(&e[i].cost));
+            cJSON_AddItemToObject(dj, "risks", kp_risks_to_json(&e[i].risks));
+            cJSON_AddNumberToObject(dj, "defects", (double)kp_risks_count(&e[i].risks, KP_RISK_DEFECT));
+            cJSON_AddNumberToObject(dj, "warnings", (double)kp_risks_count(&e[i].risks, KP_RISK_WARNING));
+            cJSON_AddItemToArray(arr, dj);
+            if (designs && e[i].is_default) cJSON_AddItemToArray(designs, kp_design_to_json(d));
+        }
+        cJSON_AddItemToObject(mo, "recommendation", recommend(e, n, mix));
+        cJSON_AddItemToArray(mixes, mo);
+    }
+    free_entries(e, n, lists, list_count);
+    free(e);
+    free(lists);
+    return rc;
+}
+
+cJSON *kp_compare(const kp_model *m, const kp_compare_options *o, kp_error *err)
+{
+    cJSON *doc = cJSON_CreateObject();
+    cJSON_AddNumberToObject(doc, "schema_version", KP_SCHEMA_VERSION);
+    cJSON_AddStringToObject(doc, "command", "compare");
+    cJSON_AddStringToObject(doc, "model", m->name ? m->name : "");
+    cJSON_AddStringToObject(doc, "model_hash", m->hash);
+    cJSON_AddBoolToObject(doc, "simulated", o->data != NULL);
+    cJSON *patterns = cJSON_AddArrayToObject(doc, "patterns");
+    for (size_t i = 0; i < m->pattern_count; i++) cJSON_AddItemToArray(patterns, cJSON_CreateString(m->patterns[i]->name));
+    cJSON *writes = cJSON_AddArrayToObject(doc, "writes");
+    for (size_t i = 0; i < m->write_count; i++) cJSON_AddItemToArray(writes, cJSON_CreateString(m->writes[i]->name));
+    cJSON *mixes = cJSON_AddArrayToObject(doc, "mixes");
+    cJSON *designs = cJSON_CreateArray();
+    const kp_mix *list[64];
+    size_t count = 0;
+    if (o->mix) list[count++] = o->mix;
+    else if (m->mix_count) {
+        if (m->default_mix) list[count++] = m->default_mix;
+        for (size_t i = 0; i < m->mix_count && count < 64; i++)
+            if (m->mixes[i] != m->default_mix) list[count++] = m->mixes[i];
+    } else list[count++] = NULL;
+    for (size_t i = 0; i < count; i++) {
+        if (compare_mix(m, o, list[i], mixes, i == 0 ? designs : NULL, err)) {
+            cJSON_Delete(designs);
+            cJSON_Delete(doc);
+            return NULL;
+        }
+    }
+    const cJSON *first = cJSON_GetObjectItem(mixes->child, "recommendation");
+    cJSON_AddItemToObject(doc, "recommendation", cJSON_Duplicate(first, 1));
+    int changes = 0;
+    cJSON *by_mix = cJSON_AddArrayToObject(doc, "recommendation_by_mix");
+    for (const cJSON *mo = mixes->child; mo; mo = mo->next) {
+        const cJSON *r = cJSON_GetObjectItem(mo, "recommendation");
+        cJSON *x = cJSON_CreateObject();
+        const cJSON *name = cJSON_GetObjectItem(mo, "name");
+        if (cJSON_IsString(name)) cJSON_AddStringToObject(x, "mix", name->valuestring);
+        else cJSON_AddNullToObject(x, "mix");
+        cJSON_AddStringToObject(x, "design", str(r, "design"));
+        cJSON_AddStringToObject(x, "fingerprint", str(r, "fingerprint"));
+        cJSON *differs = cJSON_AddArrayToObject(x, "differences");
+        if (mo != mixes->child) {
+            int other = strcmp(str(r, "design"), str(first, "design")) != 0;
+            char buf[1024];
+            if (other) {
+                snprintf(buf, sizeof buf, "%s instead of %s", str(r, "design"), str(first, "design"));
+                cJSON_AddItemToArray(differs, cJSON_CreateString(buf));
+            } else {
+                /* the same database and candidate, but the mix changed its decisions */
+                const cJSON *mine = cJSON_GetObjectItem(r, "decisions"), *theirs = cJSON_GetObjectItem(first, "decisions");
+                for (const cJSON *a = mine ? mine->child : NULL; a; a = a->next) {
+                    const cJSON *b = NULL;
+                    for (const cJSON *t = theirs ? theirs->child : NULL; t && !b; t = t->next)
+                        if (strcmp(str(t, "subject"), str(a, "subject")) == 0) b = t;
+                    if (b && strcmp(str(a, "choice"), str(b, "choice")) == 0) continue;
+                    snprintf(buf, sizeof buf, "%s: %s (under %s: %s)", str(a, "subject"), str(a, "choice"),
+                             mix_title(mixes->child), b ? str(b, "choice") : "no such decision");
+                    cJSON_AddItemToArray(differs, cJSON_CreateString(buf));
+                }
+            }
+            changes |= cJSON_GetArraySize(differs) > 0 || strcmp(str(r, "fingerprint"), str(first, "fingerprint")) != 0;
+        }
+        cJSON_AddItemToArray(by_mix, x);
+    }
+    cJSON_AddBoolToObject(doc, "mix_changes_recommendation", changes);
+    cJSON_AddItemToObject(doc, "model_diagram", model_diagram(m));
+    cJSON_AddItemToObject(doc, "designs", designs);
+    return doc;
+}
+
+const cJSON *kp_compare_recommendation(const cJSON *doc, const char *mix)
+{
+    const cJSON *mixes = cJSON_GetObjectItem(doc, "mixes");
+    for (const cJSON *mo = mixes ? mixes->child : NULL; mo; mo = mo->next) {
+        const cJSON *name = cJSON_GetObjectItem(mo, "name");
+        if (!mix || (cJSON_IsString(name) && strcmp(name->valuestring, mix) == 0)) return cJSON_GetObjectItem(mo, "recommendation");
+    }
+    return NULL;
+}
+
+/* ---- shared rendering helpers ---------------------------------------------------------------- */
+
+static const char *human_bytes(char *buf, size_t size, double b)
+{
+    if (b >= 1e12) snprintf(buf, size, "%.1f TB", b / 1e12);
+    else if (b >= 1e9) snprintf(buf, size, "%.1f GB", b / 1e9);
+    else if (b >= 1e6) snprintf(buf, size, "%.1f MB", b / 1e6);
+    else if (b >= 1e3) snprintf(buf, size, "%.1f KB", b / 1e3);
+    else snprintf(buf, size, "%.0f B", b);
+    return buf;
+}
+
+static const char *short_num(char *buf, size_t size, double v)
+{
+    if (v >= 1e9) snprintf(buf, size, "%.1fG", v / 1e9);
+    else if (v >= 1e6) snprintf(buf, size, "%.1fM", v / 1e6);
+    else if (v >= 1e4) snprintf(buf, size, "%.1fk", v / 1e3);
+    else if (v == floor(v)) snprintf(buf, size, "%.0f", v);
+    else snprintf(buf, size, "%.2f", v);
+    return buf;
+}
+
+static const cJSON *find_named(const cJSON *arr, const char *name)
+{
+    for (const cJSON *x = arr ? arr->child : NULL; x; x = x->next)
+        if (strcmp(str(x, "name"), name) == 0) return x;
+    return NULL;
+}
+
+static const char *mix_title(const cJSON *mo)
+{
+    const cJSON *n = cJSON_GetObjectItem(mo, "name");
+    return cJSON_IsString(n) ? n->valuestring : "declared rates";
+}
+
+/* One row per design for a pattern: the cells as text (shared by text and Markdown). */
+typedef struct pattern_cells { char rt[16], req[24], items[24], bytes[24], units[32], scan[8]; } pattern_cells;
+
+static void fill_pattern_cells(pattern_cells *c, const cJSON *p, const cJSON *totals)
+{
+    char tmp[24];
+    snprintf(c->rt, sizeof c->rt, "%.0f", num(p, "round_trips"));
+    snprintf(c->req, sizeof c->req, "%s", short_num(tmp, sizeof tmp, num(p, "requests")));
+    snprintf(c->items, sizeof c->items, "%s", short_num(tmp, sizeof tmp, num(p, "items_read")));
+    human_bytes(c->bytes, sizeof c->bytes, num(p, "bytes_read"));
+    if (cJSON_GetObjectItem(p, "read_units"))
+        snprintf(c->units, sizeof c->units, "%s %s", short_num(tmp, sizeof tmp, num(p, "read_units")), str(totals, "read_unit"));
+    else snprintf(c->units, sizeof c->units, "%s io", short_num(tmp, sizeof tmp, num(p, "io_units")));
+    snprintf(c->scan, sizeof c->scan, "%s", cJSON_IsTrue(cJSON_GetObjectItem(p, "scan")) ? "SCAN" : "");
+}
+
+/* ---- text ---------------------------------------------------------------------------------------- */
+
+void kp_compare_print_text(FILE *out, const cJSON *doc, int use_color)
+{
+    const char *bold = use_color ? "\033[1m" : "", *red = use_color ? "\033[31m" : "", *yellow = use_color ? "\033[33m" : "",
+               *reset = use_color ? "\033[0m" : "";
+    const cJSON *mixes = cJSON_GetObjectItem(doc, "mixes");
+    const cJSON *first = mixes ? mixes->child : NULL;
+    if (!first) return;
+    const cJSON *designs = cJSON_GetObjectItem(first, "designs");
+    fprintf(out, "%scompare %s%s — workload mix: %s\n\n", bold, str(doc, "model"), reset, mix_title(first));
+    fprintf(out, "designs (* = the database's recommended candidate):\n");
+    for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next)
+        fprintf(out, "  %c %-28s %s\n", cJSON_IsTrue(cJSON_GetObjectItem(d, "is_default_candidate")) ? '*' : ' ', str(d, "design"),
+                str(d, "summary"));
+    const cJSON *patterns = cJSON_GetObjectItem(doc, "patterns");
+    for (const cJSON *pn = patterns ? patterns->child : NULL; pn; pn = pn->next) {
+        double rps = 0;
+        for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
+            const cJSON *p = find_named(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "patterns"), pn->valuestring);
+            if (p) { rps = num(p, "rps"); break; }
+        }
+        fprintf(out, "\n%saccess pattern %s%s  (%g req/s)\n", bold, pn->valuestring, reset, rps);
+        fprintf(out, "  %-28s %11s %9s %9s %10s %12s\n", "design", "round trips", "requests", "items", "bytes", "units");
+        for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
+            const cJSON *cost = cJSON_GetObjectItem(d, "cost");
+            const cJSON *p = find_named(cJSON_GetObjectItem(cost, "patterns"), pn->valuestring);
+            if (!p) continue;
+            pattern_cells c;
+            fill_pattern_cells(&c, p, cJSON_GetObjectItem(cost, "totals"));
+            fprintf(out, "  %-28s %11s %9s %9s %10s %12s %s%s%s\n", str(d, "design"), c.rt, c.req, c.items, c.bytes, c.units, red,
+                    c.scan, reset);
+        }
+    }
+    const cJSON *writes = cJSON_GetObjectItem(doc, "writes");
+    if (writes && writes->child) {
+        fprintf(out, "\n%swrites%s: items written per operation (amplification)\n", bold, reset);
+        fprintf(out, "  %-24s", "write");
+        for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) fprintf(out, " %22s", str(d, "design"));
+        fputc('\n', out);
+        for (const cJSON *wn = writes->child; wn; wn = wn->next) {
+            fprintf(out, "  %-24s", wn->valuestring);
+            for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
+                const cJSON *w = find_named(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "writes"), wn->valuestring);
+                char cell[48];
+                snprintf(cell, sizeof cell, "%g (x%g)", w ? num(w, "items_written") : 0, w ? num(w, "amplification") : 0);
+                fprintf(out, " %22s", cell);
+            }
+            fputc('\n', out);
+        }
+    }
+    for (const cJSON *mo = first; mo; mo = mo->next) {
+        fprintf(out, "\n%stotals per second — mix %s%s\n", bold, mix_title(mo), reset);
+        fprintf(out, "  %-28s %9s %10s %9s %10s %10s %9s %6s %10s\n", "design", "reads", "items rd", "writes", "items wr", "io units",
+                "storage", "dup", "$/month");
+        const cJSON *ds = cJSON_GetObjectItem(mo, "designs");
+        for (const cJSON *d = ds ? ds->child : NULL; d; d = d->next) {
+            const cJSON *cost = cJSON_GetObjectItem(d, "cost"), *t = cJSON_GetObjectItem(cost, "totals");
+            const cJSON *money = cJSON_GetObjectItem(cost, "monthly_usd");
+            char a[24], b[24], c[24], e[24], f[24], g[24], price[24] = "-";
+            if (cJSON_IsObject(money)) snprintf(price, sizeof price, "%.2f", num(money, "total"));
+            fprintf(out, "  %-28s %9s %10s %9s %10s %10s %9s %6.2f %10s\n", str(d, "design"),
+                    short_num(a, sizeof a, num(t, "read_requests_per_s")), short_num(b, sizeof b, num(t, "items_read_per_s")),
+                    short_num(c, sizeof c, num(t, "write_requests_per_s")), short_num(e, sizeof e, num(t, "items_written_per_s")),
+                    short_num(f, sizeof f, num(t, "io_units_per_s")), human_bytes(g, sizeof g, num(t, "storage_bytes")),
+                    num(t, "duplication"), price);
+        }
+    }
+    fprintf(out, "\n%srisks%s\n", bold, reset);
+    int any = 0;
+    for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
+        const cJSON *risks = cJSON_GetObjectItem(d, "risks");
+        for (const cJSON *r = risks ? risks->child : NULL; r; r = r->next) {
+            int defect = strcmp(str(r, "severity"), "defect") == 0;
+            fprintf(out, "  %s%-7s%s %-24s %s\n", defect ? red : yellow, str(r, "severity"), reset, str(d, "design"), str(r, "message"));
+            any = 1;
+        }
+    }
+    if (!any) fprintf(out, "  none found\n");
+    for (const cJSON *mo = first; mo; mo = mo->next) {
+        const cJSON *r = cJSON_GetObjectItem(mo, "recommendation");
+        fprintf(out, "\n%srecommendation — mix %s: %s%s\n", bold, mix_title(mo), str(r, "design"), reset);
+        const cJSON *reasons = cJSON_GetObjectItem(r, "reasons");
+        for (const cJSON *x = reasons ? reasons->child : NULL; x; x = x->next) fprintf(out, "  - %s\n", x->valuestring);
+    }
+    if (cJSON_IsTrue(cJSON_GetObjectItem(doc, "mix_changes_recommendation"))) {
+        fprintf(out, "\n%sthe workload mix changes the recommendation%s\n", bold, reset);
+        const cJSON *by = cJSON_GetObjectItem(doc, "recommendation_by_mix");
+        for (const cJSON *x = by ? by->child : NULL; x; x = x->next) {
+            const cJSON *dif = cJSON_GetObjectItem(x, "differences");
+            for (const cJSON *y = dif ? dif->child : NULL; y; y = y->next) fprintf(out, "  - under %s: %s\n", str(x, "mix"), y->valuestring);
+        }
+    }
+}
+
+/* ---- Markdown ---------------------------------------------------------------------------------- */
+
+static void md_escape(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '|' || *s == '*' || *s == '_' || *s == '<' || *s == '>' || *s == '`') fputc('\\', f);
+        fputc(*s == '\n' ? ' ' : *s, f);
+    }
+}
+
+static void render_markdown(FILE *f, const cJSON *doc)
+{
+    const cJSON *mixes = cJSON_GetObjectItem(doc, "mixes");
+    const cJSON *first = mixes ? mixes->child : NULL;
+    if (!first) return;
+    const cJSON *designs = cJSON_GetObjectItem(first, "designs");
+    fprintf(f, "## keyplan compare: `%s`\n\n", str(doc, "model"));
+    const cJSON *rec = cJSON_GetObjectItem(first, "recommendation");
+    fprintf(f, "**Recommendation (mix %s): `%s`**\n\n", mix_title(first), str(rec, "design"));
+    const cJSON *reasons = cJSON_GetObjectItem(rec, "reasons");
+    for (const cJSON *x = reasons ? reasons->child : NULL; x; x = x->next) { fputs("- ", f); md_escape(f, x->valuestring); fputc('\n', f); }
+    const cJSON *by = cJSON_GetObjectItem(doc, "recommendation_by_mix");
+    for (const cJSON *x = by ? by->child : NULL; x; x = x->next) {
+        const cJSON *dif = cJSON_GetObjectItem(x, "differences");
+        for (const cJSON *y = dif ? dif->child : NULL; y; y = y->next) {
+            fprintf(f, "- **the mix changes it** — under %s: ", str(x, "mix"));
+            md_escape(f, y->valuestring);
+            fputc('\n', f);
+        }
+    }
+    for (const cJSON *mo = first->next; mo; mo = mo->next) {
+        const cJSON *r = cJSON_GetObjectItem(mo, "recommendation");
+        fprintf(f, "\n**Under mix %s: `%s`**\n\n", mix_title(mo), str(r, "design"));
+        const cJSON *rs = cJSON_GetObjectItem(r, "reasons");
+        for (const cJSON *x = rs ? rs->child : NULL; x; x = x->next) { fputs("- ", f); md_escape(f, x->valuestring); fputc('\n', f); }
+    }
+    fprintf(f, "\n### Designs\n\n| design | default | summary |\n|---|---|---|\n");
+    for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
+        fprintf(f, "| `%s` | %s | ", str(d, "design"), cJSON_IsTrue(cJSON_GetObjectItem(d, "is_default_candidate")) ? "yes" : "");
+        md_escape(f, str(d, "summary"));
+        fputs(" |\n", f);
+    }
+    for (const cJSON *mo = first; mo; mo = mo->next) {
+        fprintf(f, "\n### Totals per second, mix %s\n\n", mix_title(mo));
+        fprintf(f, "| design | reads | items read | writes | items written | I/O units | storage | duplication | $/month |\n"
+                   "|---|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+        const cJSON *ds = cJSON_GetObjectItem(mo, "designs");
+        for (const cJSON *d = ds ? ds->child : NULL; d; d = d->next) {
+            const cJSON *cost = cJSON_GetObjectItem(d, "cost"), *t = cJSON_GetObjectItem(cost, "totals");
+            const cJSON *money = cJSON_GetObjectItem(cost, "monthly_usd");
+            char a[24], b[24], c[24], e[24], g[24], h[24], price[24] = "—";
+            if (cJSON_IsObject(money)) snprintf(price, sizeof price, "%.2f", num(money, "total"));
+            fprintf(f, "| `%s` | %s | %s | %s | %s | %s | %s | %.2f | %s |\n", str(d, "design"),
+                    short_num(a, sizeof a, num(t, "read_requests_per_s")), short_num(b, sizeof b, num(t, "items_read_per_s")),
+                    short_num(c, sizeof c, num(t, "write_requests_per_s")), short_num(e, sizeof e, num(t, "items_written_per_s")),
+                    short_num(g, sizeof g, num(t, "io_units_per_s")), human_bytes(h, sizeof h, num(t, "storage_bytes")),
+                    num(t, "duplication"), price);
+        }
+    }
+    fprintf(f, "\n### Risks (mix %s)\n\n", mix_title(first));
+    int any = 0;
+    for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
+        const cJSON *risks = cJSON_GetObjectItem(d, "risks");
+        for (const cJSON *r = risks ? risks->child : NULL; r; r = r->next) {
+            if (!any) fprintf(f, "| design | severity | kind | risk |\n|---|---|---|---|\n");
+            fprintf(f, "| `%s` | %s | %s | ", str(d, "design"), str(r, "severity"), str(r, "kind"));
+            md_escape(f, str(r, "message"));
+            fputs(" |\n", f);
+            any = 1;
+        }
+    }
+    if (!any) fputs("None found.\n", f);
+    fprintf(f, "\n### Access patterns (mix %s)\n", mix_title(first));
+    const cJSON *patterns = cJSON_GetObjectItem(doc, "patterns");
+    for (const cJSON *pn = patterns ? patterns->child : NULL; pn; pn = pn->next) {
+        fprintf(f, "\n#### `%s`\n\n| design | round trips | requests | items | bytes | units | scan |\n|---|--:|--:|--:|--:|--:|---|\n",
+                pn->valuestring);
+        for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
+            const cJSON *cost = cJSON_GetObjectItem(d, "cost");
+            const cJSON *p = find_named(cJSON_GetObjectItem(cost, "patterns"), pn->valuestring);
+            if (!p) continue;
+            pattern_cells c;
+            fill_pattern_cells(&c, p, cJSON_GetObjectItem(cost, "totals"));
+            fprintf(f, "| `%s` | %s | %s | %s | %s | %s | %s |\n", str(d, "design"), c.rt, c.req, c.items, c.bytes, c.units,
+                    c.scan[0] ? "**scan**" : "");
+        }
+    }
+    const cJSON *writes = cJSON_GetObjectItem(doc, "writes");
+    if (writes && writes->child) {
+        fprintf(f, "\n### Writes: items written per operation (amplification)\n\n| write |");
+        for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) fprintf(f, " `%s` |", str(d, "design"));
+        fputs("\n|---|", f);
+        for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) fputs("--:|", f);
+        fputc('\n', f);
+        for (const cJSON *wn = writes->child; wn; wn = wn->next) {
+            fprintf(f, "| `%s` |", wn->valuestring);
+            for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
+                const cJSON *w = find_named(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "writes"), wn->valuestring);
+                fprintf(f, " %g (x%g) |", w ? num(w, "items_written") : 0, w ? num(w, "amplification") : 0);
+            }
+            fputc('\n', f);
+        }
+    }
+}
+
+char *kp_compare_markdown(const cJSON *doc)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return NULL;
+    render_markdown(f, doc);
+    if (fclose(f)) { free(text); return NULL; }
+    if (len <= KP_MARKDOWN_LIMIT) return text;
+    static const char note[] =
+        "\n\n> _Truncated to fit a pull-request comment (65,536 characters): run `keyplan compare --format md --out FILE` "
+        "or `--format html` for the whole report._\n";
+    size_t keep = KP_MARKDOWN_LIMIT - (sizeof note - 1);
+    while (keep > 0 && text[keep - 1] != '\n') keep--;
+    memcpy(text + keep, note, sizeof note);
+    return text;
+}
