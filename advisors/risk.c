@@ -350,7 +350,7 @@ static void check_hot_writes(const kp_design *d, const kp_mix *mix, const kp_ris
                 double share = (double)c->top / (double)c->total;
                 double load = rps * rows * share * units_per_item;
                 int over = load > L->partition_write_per_s;
-                int low = share >= HOT_SHARE && step->entity->count >= HOT_MIN_RECORDS && rps * rows >= HOT_MIN_RPS;
+                int low = share >= HOT_SHARE && c->used < 4 && step->entity->count >= HOT_MIN_RECORDS && rps * rows >= HOT_MIN_RPS;
                 if (over || low) {
                     char subject[256];
                     snprintf(subject, sizeof subject, "%s", wr->name);

@@ -33,6 +33,10 @@ int cmd_verify(int argc, char **argv);
 extern const char cmd_verify_help[];
 int cmd_teardown(int argc, char **argv);
 extern const char cmd_teardown_help[];
+int cmd_compare(int argc, char **argv);
+extern const char cmd_compare_help[];
+int cmd_run(int argc, char **argv);
+extern const char cmd_run_help[];
 int cmd_help(int argc, char **argv);
 extern const char cmd_help_help[];
 

@@ -13,12 +13,14 @@
 const kp_command kp_commands[] = {
     {"check", cmd_check, "validate a model and summarise it", cmd_check_help},
     {"advise", cmd_advise, "propose a design per database, explained and costed", cmd_advise_help},
+    {"compare", cmd_compare, "compare the designs of each database: cost, risks, recommendation", cmd_compare_help},
     {"emit", cmd_emit, "write the files that apply a design (schema, requests, models)", cmd_emit_help},
     {"expect", cmd_expect, "the oracle's response for one request of a pattern", cmd_expect_help},
     {"generate", cmd_generate, "write sample data for a model (NDJSON per entity)", cmd_generate_help},
     {"seed", cmd_seed, "write the sample data into live targets, resumably", cmd_seed_help},
     {"verify", cmd_verify, "check every access pattern on a seeded target against the oracle", cmd_verify_help},
     {"teardown", cmd_teardown, "remove what keyplan created under a prefix", cmd_teardown_help},
+    {"run", cmd_run, "the design-review gate: check, advise, seed, verify --writes, reports", cmd_run_help},
     {"help", cmd_help, "show help for keyplan or one command", cmd_help_help},
     {NULL, NULL, NULL, NULL},
 };
