@@ -17,7 +17,7 @@ packages=(
     libcmocka-dev                 # unit tests
     pkg-config cmake ninja-build  # build
     clang libclang-rt-14-dev      # fuzz targets (libFuzzer runtime)
-    python3                       # test helpers
+    python3 python3-venv          # test helpers; venvs for cqlsh / cassandra-driver (tests/integration/cassandra.sh)
 )
 
 if [[ ${KP_SKIP_DEPS:-0} == 1 ]]; then
