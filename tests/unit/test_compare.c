@@ -1,0 +1,339 @@
+/*
+ * test_compare.c — the cost, risk and compare advisors on the seed examples, without a
+ * server: each pattern's cost recomputed by hand for one example per database, the
+ * DynamoDB monthly price from its unit prices (and overridden ones), the hot-partition
+ * risk of the SaaS ACTIVE listing without sharding and its absence with the proposed
+ * shards, the 16 MB risk of a forced embedding, the recommendation each example's
+ * README states (and that auction-mixes' two mixes disagree), and the Markdown limit.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <cmocka.h>
+
+#include "advisors/compare.h"
+#include "advisors/cost.h"
+#include "advisors/risk.h"
+#include "backends/backend.h"
+#include "tests/unit/support.h"
+
+static kp_model *load(const char *path)
+{
+    kp_model *m = NULL;
+    kp_error err;
+    if (kp_model_load(path, NULL, &m, &err)) fail_msg("%s did not load: %s", path, err.message);
+    return m;
+}
+
+/* The candidate named `candidate` (NULL: the recommended one) of a database; the list
+ * is returned for freeing. */
+static kp_design *design_of(const kp_model *m, const char *db, const char *candidate, kp_design_list *list)
+{
+    const kp_backend *b = kp_backend_find(db);
+    if (!b) fail_msg("no backend %s", db);
+    kp_propose_options o = {NULL, candidate != NULL};
+    kp_error err;
+    if (b->propose(m, &o, list, &err)) fail_msg("%s propose: %s", db, err.message);
+    for (size_t i = 0; i < list->count; i++)
+        if (!candidate || strcmp(list->items[i]->candidate, candidate) == 0) return list->items[i];
+    fail_msg("%s has no candidate %s", db, candidate);
+    return NULL;
+}
+
+static const kp_pattern_cost *pattern_cost(const kp_cost *c, const char *name)
+{
+    for (size_t i = 0; i < c->pattern_count; i++)
+        if (strcmp(c->patterns[i].pattern->name, name) == 0) return &c->patterns[i];
+    fail_msg("no cost for %s", name);
+    return NULL;
+}
+
+#define NEAR(a, b) assert_true(fabs((double)(a) - (double)(b)) < 1e-6 * (1 + fabs((double)(b))))
+
+/* Saas on DynamoDB, by hand: a read unit is 0.5 RCU per started 4 KB (eventually
+ * consistent); workspace item 595 B, project item 319.7 B. */
+static void test_saas_dynamodb_costs_by_hand(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/saas-control-plane/model.json");
+    kp_design_list list;
+    kp_design *d = design_of(m, "dynamodb", NULL, &list);
+    kp_cost c;
+    kp_error err;
+    assert_int_equal(kp_cost_compute(d, NULL, NULL, &c, &err), 0);
+    const kp_pattern_cost *p = pattern_cost(&c, "workspace-settings");      /* GetItem of one 595 B item */
+    assert_int_equal(p->round_trips, 1); NEAR(p->requests, 1); NEAR(p->items, 1); NEAR(p->read_units, 0.5); NEAR(p->io_units, 1);
+    p = pattern_cost(&c, "list-projects-newest");   /* one Query: header + 20 projects, 6,713.7 B: 2 x 4 KB */
+    assert_int_equal(p->round_trips, 1); NEAR(p->requests, 1); NEAR(p->items, 21); NEAR(p->bytes, 595 + 20 * 305.935);
+    NEAR(p->read_units, 1); NEAR(p->io_units, 2);
+    p = pattern_cost(&c, "get-project");
+    NEAR(p->requests, 1); NEAR(p->read_units, 0.5); NEAR(p->io_units, 1);
+    p = pattern_cost(&c, "list-active-projects");   /* 10 shards queried in parallel, 5 items (1,598.5 B) each */
+    assert_int_equal(p->round_trips, 1); NEAR(p->requests, 10); NEAR(p->items, 50); NEAR(p->read_units, 10 * 0.5);
+    NEAR(p->io_units, 10);
+    /* per second: 500 x 0.5 + 200 x 1 + 300 x 0.5 + 5 x 5 RCU */
+    NEAR(c.read_units, 625);
+    /* create-project 20/s x 2.5 WCU, archive 2/s x 2.5, rename 0.5/s x 201, delete 0.01/s x 1 */
+    NEAR(c.write_units, 20 * 2.5 + 2 * 2.5 + 0.5 * 201 + 0.01 * 1);
+    assert_true(c.is_priced);
+    NEAR(c.month_reads, 625 * 2592000.0 / 1e6 * 0.25);
+    NEAR(c.month_writes, c.write_units * 2592000.0 / 1e6 * 1.25);
+    NEAR(c.month_storage, c.storage_bytes / 1073741824.0 * 0.25);
+    kp_cost_free(&c);
+    kp_prices prices = {0.5, -1, 0};
+    assert_int_equal(kp_cost_compute(d, NULL, &prices, &c, &err), 0);
+    NEAR(c.month_reads, 810);
+    NEAR(c.month_storage, 0);
+    kp_cost_free(&c);
+    kp_design_list_free(&list);
+    kp_model_free(m);
+}
+
+/* Saas on MongoDB: no units, neutral I/O units (one per request, or per started 4 KB). */
+static void test_saas_mongodb_costs_by_hand(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/saas-control-plane/model.json");
+    kp_design_list list;
+    kp_design *d = design_of(m, "mongodb", NULL, &list);
+    kp_cost c;
+    kp_error err;
+    assert_int_equal(kp_cost_compute(d, NULL, NULL, &c, &err), 0);
+    assert_false(c.is_priced);
+    const kp_pattern_cost *p = pattern_cost(&c, "workspace-settings");   /* find by _id */
+    NEAR(p->requests, 1); NEAR(p->items, 1); NEAR(p->read_units, 0); NEAR(p->io_units, 1);
+    p = pattern_cost(&c, "list-projects-newest");  /* the workspace and its 20 projects: two finds side by side */
+    assert_int_equal(p->round_trips, 1); NEAR(p->requests, 2); NEAR(p->items, 21); NEAR(p->io_units, 1 + 2);
+    p = pattern_cost(&c, "list-active-projects");  /* one find on the {status, createdAt} index: 50 x 342.8 B */
+    NEAR(p->requests, 1); NEAR(p->items, 50); NEAR(p->bytes, 50 * 342.8); NEAR(p->io_units, 5);
+    NEAR(c.read_io, 500 * 1 + 200 * 3 + 300 * 1 + 5 * 5);
+    NEAR(c.io_units, c.read_io + 5 * c.write_io);
+    kp_cost_free(&c);
+    kp_design_list_free(&list);
+    kp_model_free(m);
+}
+
+/* Saas on Cassandra: one query table per listing; projects of a workspace in 10 buckets. */
+static void test_saas_cassandra_costs_by_hand(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/saas-control-plane/model.json");
+    kp_design_list list;
+    kp_design *d = design_of(m, "cassandra", NULL, &list);
+    kp_cost c;
+    kp_error err;
+    assert_int_equal(kp_cost_compute(d, NULL, NULL, &c, &err), 0);
+    const kp_pattern_cost *p = pattern_cost(&c, "workspace-settings");
+    NEAR(p->requests, 1); NEAR(p->items, 1); NEAR(p->io_units, 1);
+    p = pattern_cost(&c, "list-projects-newest");
+    assert_int_equal(p->round_trips, 1); NEAR(p->requests, 10); NEAR(p->items, 20); NEAR(p->io_units, 10);
+    p = pattern_cost(&c, "get-project");
+    NEAR(p->requests, 1); NEAR(p->io_units, 1);
+    NEAR(c.read_io, 500 * 1 + 200 * 10 + 300 * 1 + 5 * 10);
+    kp_cost_free(&c);
+    kp_design_list_free(&list);
+    kp_model_free(m);
+}
+
+static kp_model *saas_with_shards(int shards)
+{
+    size_t len;
+    char *text = kp_test_read_file("examples/saas-control-plane/model.json", &len);
+    assert_non_null(text);
+    const char *needle = "\"list-active-projects\": 10";
+    char *at = strstr(text, needle);
+    assert_non_null(at);
+    char *edited = malloc(len + 16);
+    assert_non_null(edited);
+    int head = (int)(at - text);
+    int n = snprintf(edited, len + 16, "%.*s\"list-active-projects\": %d%s", head, text, shards, at + strlen(needle));
+    kp_model *m = NULL;
+    kp_error err;
+    if (kp_model_parse("saas.json", edited, (size_t)n, NULL, &m, &err)) fail_msg("%s", err.message);
+    free(text);
+    free(edited);
+    return m;
+}
+
+static void test_saas_active_listing_is_hot_without_shards(void **state)
+{
+    (void)state;
+    kp_model *m = saas_with_shards(1);
+    kp_design_list list;
+    kp_design *d = design_of(m, "dynamodb", NULL, &list);
+    kp_risks risks = {0};
+    kp_error err;
+    assert_int_equal(kp_risk_check(d, NULL, NULL, &risks, &err), 0);
+    const kp_risk *r = kp_risks_find(&risks, "hot-partition", "list-active-projects");
+    assert_non_null(r);
+    NEAR(r->share, 1);
+    NEAR(r->limit, 3000);
+    assert_int_equal(r->shards, 10);
+    kp_risks_free(&risks);
+    kp_design_list_free(&list);
+    kp_model_free(m);
+    /* with the shard count it proposes, the risk is gone */
+    m = saas_with_shards(10);
+    d = design_of(m, "dynamodb", NULL, &list);
+    assert_int_equal(d->plans[3].shards, 10);
+    assert_int_equal(kp_risk_check(d, NULL, NULL, &risks, &err), 0);
+    assert_null(kp_risks_find(&risks, "hot-partition", "list-active-projects"));
+    kp_risks_free(&risks);
+    kp_design_list_free(&list);
+    kp_model_free(m);
+}
+
+/* Leaderboard: a player's matches are unbounded; the 'embed' alternative forces them
+ * into the player document. */
+static void test_forced_embedding_passes_16_mb(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/leaderboard/model.json");
+    kp_design_list list;
+    kp_design *d = design_of(m, "mongodb", "embed", &list);
+    kp_risks risks = {0};
+    kp_error err;
+    assert_int_equal(kp_risk_check(d, NULL, NULL, &risks, &err), 0);
+    const kp_risk *r = kp_risks_find(&risks, "item-size", "Player");
+    assert_non_null(r);
+    assert_int_equal(r->severity, KP_RISK_DEFECT);
+    assert_non_null(strstr(r->message, "16.0 MB"));
+    assert_non_null(strstr(r->message, "unbounded"));
+    kp_risks_free(&risks);
+    /* the recommended design references them: no size risk */
+    d = list.items[0];
+    assert_int_equal(kp_risk_check(d, NULL, NULL, &risks, &err), 0);
+    assert_null(kp_risks_find(&risks, "item-size", NULL));
+    kp_risks_free(&risks);
+    kp_design_list_free(&list);
+    kp_model_free(m);
+}
+
+static cJSON *compare_all(const kp_model *m, const char *mix)
+{
+    const kp_backend *backends[9] = {0};
+    kp_error err;
+    assert_int_equal(kp_backend_parse_list("all", backends, 8, &err), 0);
+    kp_compare_options o = {.backends = backends, .prices = KP_PRICES_DEFAULT};
+    if (mix) o.mix = kp_model_mix(m, mix);
+    cJSON *doc = kp_compare(m, &o, &err);
+    if (!doc) fail_msg("compare: %s", err.message);
+    return doc;
+}
+
+/* The recommendations stated in examples/<name>/README.md, section "Recommendation". */
+static void expect_recommendation(const char *example, const char *design)
+{
+    char path[256];
+    snprintf(path, sizeof path, "examples/%s/model.json", example);
+    kp_model *m = load(path);
+    cJSON *doc = compare_all(m, NULL);
+    const cJSON *r = kp_compare_recommendation(doc, NULL);
+    assert_non_null(r);
+    const cJSON *got = cJSON_GetObjectItem(r, "design");
+    assert_string_equal(got->valuestring, design);
+    assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(r, "reasons")) >= 2);
+    /* the README says so */
+    snprintf(path, sizeof path, "examples/%s/README.md", example);
+    size_t len;
+    char *readme = kp_test_read_file(path, &len);
+    assert_non_null(readme);
+    char stated[200];
+    snprintf(stated, sizeof stated, "`keyplan compare` recommends `%s`", design);
+    if (!strstr(readme, stated)) fail_msg("%s does not state: %s", path, stated);
+    free(readme);
+    cJSON_Delete(doc);
+    kp_model_free(m);
+}
+
+static void test_recommendation_per_example(void **state)
+{
+    (void)state;
+    expect_recommendation("saas-control-plane", "dynamodb/single-table");
+    expect_recommendation("ecommerce-single-table", "dynamodb/single-table");
+    expect_recommendation("leaderboard", "mongodb/documents");
+    expect_recommendation("order-response", "mongodb/documents");
+    expect_recommendation("auction-mixes", "mongodb/documents");
+}
+
+/* RUBiS: browsing copies an item's latest bids into it; bidding does not. */
+static void test_auction_mixes_disagree(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/auction-mixes/model.json");
+    cJSON *doc = compare_all(m, NULL);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(doc, "mix_changes_recommendation")));
+    const cJSON *browsing = kp_compare_recommendation(doc, "browsing"), *bidding = kp_compare_recommendation(doc, "bidding");
+    assert_non_null(browsing);
+    assert_non_null(bidding);
+    assert_string_not_equal(cJSON_GetObjectItem(browsing, "fingerprint")->valuestring,
+                            cJSON_GetObjectItem(bidding, "fingerprint")->valuestring);
+    const cJSON *by = cJSON_GetObjectItem(doc, "recommendation_by_mix");
+    const cJSON *second = cJSON_GetArrayItem(by, 1);
+    assert_string_equal(cJSON_GetObjectItem(second, "mix")->valuestring, "bidding");
+    const cJSON *diff = cJSON_GetObjectItem(second, "differences");
+    int found = 0;
+    for (const cJSON *x = diff ? diff->child : NULL; x; x = x->next) found |= strstr(x->valuestring, "Item.bids subset: no subset") != NULL;
+    assert_true(found);
+    cJSON_Delete(doc);
+    kp_model_free(m);
+}
+
+static void test_markdown_fits_a_pull_request_comment(void **state)
+{
+    (void)state;
+    /* a document with 3,000 patterns renders far past 65,536 characters */
+    cJSON *doc = cJSON_CreateObject();
+    cJSON_AddStringToObject(doc, "model", "big");
+    cJSON *patterns = cJSON_AddArrayToObject(doc, "patterns");
+    cJSON *mix = cJSON_CreateObject();
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(doc, "mixes"), mix);
+    cJSON *design = cJSON_CreateObject();
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(mix, "designs"), design);
+    cJSON_AddStringToObject(design, "design", "db/one");
+    cJSON *costs = cJSON_AddArrayToObject(cJSON_AddObjectToObject(design, "cost"), "patterns");
+    for (int i = 0; i < 3000; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "pattern-%04d", i);
+        cJSON_AddItemToArray(patterns, cJSON_CreateString(name));
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddStringToObject(p, "name", name);
+        cJSON_AddNumberToObject(p, "round_trips", 1);
+        cJSON_AddItemToArray(costs, p);
+    }
+    char *md = kp_compare_markdown(doc);
+    assert_non_null(md);
+    assert_true(strlen(md) <= KP_MARKDOWN_LIMIT);
+    assert_non_null(strstr(md, "Truncated to fit a pull-request comment"));
+    assert_non_null(strstr(md, "| `db/one` |"));
+    free(md);
+    cJSON_Delete(doc);
+    /* a small one is whole */
+    kp_model *m = load("examples/saas-control-plane/model.json");
+    doc = compare_all(m, NULL);
+    md = kp_compare_markdown(doc);
+    assert_null(strstr(md, "Truncated"));
+    assert_non_null(strstr(md, "#### `list-active-projects`"));
+    free(md);
+    cJSON_Delete(doc);
+    kp_model_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_saas_dynamodb_costs_by_hand),
+        cmocka_unit_test(test_saas_mongodb_costs_by_hand),
+        cmocka_unit_test(test_saas_cassandra_costs_by_hand),
+        cmocka_unit_test(test_saas_active_listing_is_hot_without_shards),
+        cmocka_unit_test(test_forced_embedding_passes_16_mb),
+        cmocka_unit_test(test_recommendation_per_example),
+        cmocka_unit_test(test_auction_mixes_disagree),
+        cmocka_unit_test(test_markdown_fits_a_pull_request_comment),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
