@@ -5,8 +5,9 @@
 #
 #   scripts/quickstart.sh
 #
-# On the SaaS example it validates the model, proposes the DynamoDB design, generates
-# sample data and asks the oracle what one access pattern must return.
+# On the SaaS example it validates the model, compares the designs of every database
+# (`keyplan compare`), generates sample data and asks the oracle what one access
+# pattern must return.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
@@ -25,8 +26,8 @@ scripts/build.sh build
 kp_section "3/5 keyplan check $example"
 ./build/keyplan check "$example"
 
-kp_section "4/5 keyplan advise $example --db dynamodb"
-./build/keyplan advise "$example" --db dynamodb
+kp_section "4/5 keyplan compare $example"
+./build/keyplan compare "$example"
 
 data=$(mktemp -d "${TMPDIR:-/tmp}/keyplan-quickstart.XXXXXX")
 trap 'rm -rf "$data"' EXIT
