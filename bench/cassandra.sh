@@ -87,14 +87,26 @@ with open(items) as f:
         item = j["item"]
         static = item.pop("$static", False)
         tables.setdefault((j["table"], static), []).append(item)
+def literal(v):
+    if v is None: return "null"
+    if isinstance(v, bool): return "true" if v else "false"
+    if isinstance(v, str): return "'" + v.replace("'", "''") + "'"
+    return json.dumps(v)
 for (table, static), rows in tables.items():
+    if static:
+        # COPY FROM needs every primary key column: a partition's static row is an INSERT
+        with open(os.path.join(folder, table + "__static.cql"), "w") as out:
+            for r in rows:
+                out.write('INSERT INTO "%%KS%%"."%s" (%s) VALUES (%s);\n' % (table, ", ".join('"%s"' % c for c in r),
+                          ", ".join(literal(r[c]) for c in r)))
+        continue
     cols = []
     for r in rows:
         for c in r:
             if c not in cols: cols.append(c)
     name = "%s%s" % (table, "__static" if static else "")
     with open(os.path.join(folder, name + ".csv"), "w", newline="") as out:
-        w = csv.writer(out)
+        w = csv.writer(out, doublequote=False, escapechar="\\")   # cqlsh's reader: backslash escapes
         w.writerow(cols)
         for r in rows: w.writerow([cell(r.get(c)) for c in cols])
     with open(os.path.join(folder, name + ".cols"), "w") as out:
@@ -130,13 +142,18 @@ for run in $(seq "$runs"); do
     ks=$(keyspace_of "$p")
     : >"$out/copy.cql"
     for f in "$out"/csv/*.csv; do
-        t=$(basename "$f" .csv); t=${t%__static}
+        t=$(basename "$f" .csv)
         echo "COPY $ks.\"$t\" ($(cat "${f%.csv}.cols")) FROM '$f' WITH HEADER = true;" >>"$out/copy.cql"
+    done
+    for f in "$out"/csv/*__static.cql; do
+        [[ -f $f ]] && sed "s/%KS%/$ks/" "$f" >>"$out/copy.cql"
     done
     c0=$(server_cpu); t0=$(now)
     cqlsh -f "$out/copy.cql" >"$out/copy.out" 2>&1 || { cat "$out/copy.out" >&2; kp_die "cqlsh COPY FROM failed"; }
     t1=$(now); c1=$(server_cpu)
     copied=$(sed -n 's/^\([0-9]*\) rows imported.*/\1/p' "$out/copy.out" | paste -sd+ | bc)
+    statics=$(cat "$out"/csv/*__static.cql 2>/dev/null | grep -c . || true)
+    copied=$((copied + statics))
     [[ $copied == "$rows" ]] || kp_warn "cqlsh imported $copied rows, expected $rows (see $out/copy.out)"
     echo "{\"run\":$run,\"tool\":\"cqlsh\",\"rows\":$copied,\"seconds\":$(echo "$t1 - $t0" | bc),\"server_cpu\":$(echo "$c1 - $c0" | bc)}" >>"$results"
     drop "$p"

@@ -359,10 +359,55 @@ static int insert_statement(kp_cq_conn *c, const cq_table *t, int statics, const
     return 0;
 }
 
+typedef struct keyed { char *key; size_t index; } keyed;
+
+static int by_partition(const void *a, const void *b)
+{
+    const keyed *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : (x->index < y->index ? -1 : x->index > y->index);
+}
+
+/* Puts the rows of one partition of one table next to each other (stable), so they go
+ * in one UNLOGGED batch: the node's cost is per request far more than per row. */
+static int group_by_partition(kp_cq_conn *c, kp_item_list *batch, kp_error *err)
+{
+    size_t n = batch->count;
+    if (n < 2) return 0;
+    keyed *k = calloc(n, sizeof *k);
+    kp_item *sorted = malloc(n * sizeof *sorted);
+    int rc = k && sorted ? 0 : kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const kp_item *it = &batch->items[i];
+        const cq_table *t = kp_cq_table(c->design, it->container);
+        cJSON *pk = cJSON_CreateArray();
+        cJSON_AddItemToArray(pk, cJSON_CreateString(it->container));
+        cJSON_AddItemToArray(pk, cJSON_CreateBool(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it->body, "$static"))));
+        for (size_t col = 0; t && col < t->pk_count; col++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(it->body, t->cols[col].name);
+            cJSON_AddItemToArray(pk, v ? cJSON_Duplicate(v, 1) : cJSON_CreateNull());
+        }
+        k[i].key = cJSON_PrintUnformatted(pk);
+        k[i].index = i;
+        cJSON_Delete(pk);
+        if (!k[i].key) rc = kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    }
+    if (rc == 0) {
+        qsort(k, n, sizeof *k, by_partition);
+        for (size_t i = 0; i < n; i++) sorted[i] = batch->items[k[i].index];
+        memcpy(batch->items, sorted, n * sizeof *sorted);
+    }
+    for (size_t i = 0; k && i < n; i++) cJSON_free(k[i].key);
+    free(k);
+    free(sorted);
+    return rc;
+}
+
 int kp_cq_submit(kp_conn *conn, kp_item_list *batch, kp_ack_fn on_ack, void *ctx, kp_error *err)
 {
     kp_cq_conn *c = (kp_cq_conn *)conn;
     if (!c->design) return kp_error_set(err, KP_ERR_INTERNAL, NULL, 0, 0, "seeding before the keyspace was chosen (inspect or apply_schema first)");
+    if (group_by_partition(c, batch, err)) return -1;
     size_t i = 0;
     while (i < batch->count) {
         kp_item *it = &batch->items[i];
