@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+#
+# compare.sh — time and peak memory of `keyplan advise --db all` and `keyplan compare`
+# on generated models of 100, 1,000 and 10,000 entities (5 access patterns each), and
+# of the hot-partition simulation over generated data, timed separately.
+#
+#   bench/compare.sh [--keyplan PATH] [--sizes "100 1000"] [--db LIST] [--mem-limit-mb N]
+#
+# Prints one line per measurement: "command entities db seconds peak_kb status".
+# Each run is capped (ulimit -v, default 4096 MB; timeout 300 s) so a runaway model
+# cannot take the machine down; a capped run is reported, not hidden.
+set -uo pipefail
+here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd -- "$here/.." && pwd)
+keyplan=$root/build/keyplan
+sizes="100 1000 10000"
+dbs="all"
+mem_mb=4096
+while [[ $# -gt 0 ]]; do
+    case $1 in
+    --keyplan) keyplan=$2; shift 2 ;;
+    --sizes) sizes=$2; shift 2 ;;
+    --db) dbs=$2; shift 2 ;;
+    --mem-limit-mb) mem_mb=$2; shift 2 ;;
+    *) echo "compare.sh: unknown option $1 (see the header of $0)" >&2; exit 2 ;;
+    esac
+done
+[[ -x $keyplan ]] || { echo "compare.sh: no keyplan at $keyplan; build it (scripts/build.sh) or pass --keyplan" >&2; exit 2; }
+command -v /usr/bin/time >/dev/null || { echo "compare.sh: needs /usr/bin/time (Debian package 'time')" >&2; exit 2; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/keyplan-bench-compare.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+measure() { # label entities db -- command...
+    local label=$1 n=$2 db=$3; shift 4
+    local out
+    out=$( (ulimit -v $((mem_mb * 1024)); timeout 300 /usr/bin/time -f "%e %M" "$@" >/dev/null 2>"$work/err") 2>&1; echo "rc=$?")
+    local rc=${out##*rc=}
+    read -r secs kb < <(tail -n 1 "$work/err")
+    local status=ok
+    [[ $rc == 0 ]] || status="failed(rc=$rc)"
+    [[ $rc == 124 ]] && status="timeout(300s)"
+    printf '%-18s %6s %-18s %8s s %10s KB  %s\n' "$label" "$n" "$db" "${secs:-?}" "${kb:-?}" "$status"
+}
+
+echo "keyplan: $keyplan ($("$keyplan" --version 2>/dev/null))"
+for n in $sizes; do
+    model=$work/model-$n.json
+    python3 "$here/gen_compare_model.py" "$n" >"$model"
+    for db in ${dbs//,/ }; do
+        measure "advise" "$n" "$db" -- "$keyplan" advise "$model" --db "$db" --format json
+        measure "compare" "$n" "$db" -- "$keyplan" compare "$model" --db "$db" --format json
+        measure "compare --single" "$n" "$db" -- "$keyplan" compare "$model" --db "$db" --single --format json
+    done
+done
+# the hot-partition simulation over generated data, on the SaaS example
+example=$root/examples/saas-control-plane/model.json
+"$keyplan" generate "$example" --scale 0.01 --out "$work/saas" --seed 1 >/dev/null 2>&1
+measure "compare (no data)" "saas" "dynamodb" -- "$keyplan" compare "$example" --scale 0.01 --db dynamodb --format json
+measure "compare --data" "saas" "dynamodb" -- "$keyplan" compare "$example" --scale 0.01 --db dynamodb --data "$work/saas" --format json
