@@ -149,7 +149,16 @@ static void design_diagram(FILE *f, const cJSON *d)
         if (heights[i] > row_h) row_h = heights[i];
         if (i % cols == cols - 1 || !c->next) { total_h += row_h + 30; row_h = 0; }
     }
-    int width = cols * (w + 30) + 30, height = total_h + 20;
+    /* the backend's own drawing of its layout (DynamoDB: the item collections), under the boxes */
+    const char *drawing = str(d, "diagram");
+    int drawing_lines = 0, drawing_cols = 0, col = 0;
+    for (const char *p = drawing; *p; p++) {
+        if (*p == '\n') { drawing_lines++; col = 0; } else if (++col > drawing_cols) drawing_cols = col;
+    }
+    if (drawing[0] && drawing[strlen(drawing) - 1] != '\n') drawing_lines++;
+    if (drawing_lines > 80) drawing_lines = 80;
+    int width = cols * (w + 30) + 30, height = total_h + 20 + (drawing_lines ? 20 + drawing_lines * ROW_H : 0);
+    if (drawing_cols * 7 + 60 > width) width = drawing_cols * 7 + 60;
     fprintf(f, "<svg class=\"diagram\" data-diagram=\"%s\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
                "viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", str(d, "database"), width, height, width, height);
     esc(f, str(d, "title"));
@@ -192,6 +201,22 @@ static void design_diagram(FILE *f, const cJSON *d)
         fputs("</g>\n", f);
         if (i % cols == cols - 1) { y += row_h + 30; row_h = 0; }
     }
+    if (drawing_lines) {
+        int yy = total_h + 30, drawn = 0;
+        const char *p = drawing;
+        while (*p && drawn < drawing_lines) {
+            const char *end = strchr(p, '\n');
+            size_t len = end ? (size_t)(end - p) : strlen(p);
+            char buf[1024];
+            snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf - 1 ? len : sizeof buf - 1), p);
+            fprintf(f, "<text x=\"30\" y=\"%d\" class=\"drawing\" xml:space=\"preserve\">", yy);
+            esc(f, buf);
+            fputs("</text>", f);
+            yy += ROW_H;
+            drawn++;
+            p = end ? end + 1 : p + len;
+        }
+    }
     fputs("</svg>\n", f);
 }
 
@@ -203,7 +228,7 @@ static const char style[] =
     "td:first-child,th:first-child{text-align:left}.scan{color:#b00;font-weight:bold}.defect{color:#b00}.warning{color:#a60}"
     ".rec{background:#eef7ee;border:1px solid #9c9;padding:8px 12px}svg{border:1px solid #ddd;margin:8px 0;background:#fff}"
     "svg text{font:12px monospace;fill:#222}svg .title{font-weight:bold}svg .key{fill:#036}svg .note{fill:#666}"
-    "svg .index{fill:#630}svg rect{fill:#f8f8ff;stroke:#557}svg .rel{stroke:#999;stroke-width:1.5}svg .rel-label{fill:#555}";
+    "svg .index{fill:#630}svg rect{fill:#f8f8ff;stroke:#557}svg .rel{stroke:#999;stroke-width:1.5}svg .rel-label{fill:#555}svg .drawing{white-space:pre;font-size:11px}";
 
 void kp_compare_print_html(FILE *f, const cJSON *doc)
 {
