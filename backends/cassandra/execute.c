@@ -231,14 +231,25 @@ static int link_record(run *R, const cq_fetch *f, const pair *at, kp_frec *rec, 
     return pairs_push(out, rec, at->ctx) ? nomem(R) : 0;
 }
 
-static int exec_select(run *R, const cq_fetch *f, const pairs *in, int depth, pairs *out)
+typedef struct reqs { req **items; size_t count, cap; } reqs;
+
+static void reqs_free(reqs *Q)
+{
+    for (size_t i = 0; i < Q->count; i++) {
+        cJSON_Delete(Q->items[i]->rows);
+        free(Q->items[i]->paging);
+        free(Q->items[i]);
+    }
+    free(Q->items);
+    Q->items = NULL;
+    Q->count = Q->cap = 0;
+}
+
+/* Sends every request of a node (one per parent, bucket, element); answers come later. */
+static int select_start(run *R, const cq_fetch *f, const pairs *in, reqs *Q)
 {
     const cq_table *t = f->table;
     int buckets = t->buckets > 1 ? t->buckets : 1;
-    size_t cap = in->count * (size_t)buckets + 1;
-    req *reqs = calloc(cap, sizeof *reqs);
-    size_t nreq = 0;
-    if (!reqs) return nomem(R);
     int rc = 0;
     for (size_t i = 0; i < in->count && rc == 0; i++) {
         const pair *at = &in->items[i];
@@ -250,13 +261,12 @@ static int exec_select(run *R, const cq_fetch *f, const pairs *in, int depth, pa
         const cJSON *el = elements ? elements->child : NULL;
         do {
             for (int b = 0; b < buckets && rc == 0; b++) {
-                if (nreq == cap) {
-                    size_t n = cap * 2;
-                    req *bigger = realloc(reqs, n * sizeof *bigger);
+                if (Q->count == Q->cap) {
+                    size_t n = Q->cap ? Q->cap * 2 : 16;
+                    req **bigger = realloc(Q->items, n * sizeof *bigger);
                     if (!bigger) { rc = nomem(R); break; }
-                    memset(bigger + cap, 0, (n - cap) * sizeof *bigger);
-                    reqs = bigger;
-                    cap = n;
+                    Q->items = bigger;
+                    Q->cap = n;
                 }
                 const char *cql = NULL;
                 kp_cql_values v = {0};
@@ -266,7 +276,9 @@ static int exec_select(run *R, const cq_fetch *f, const pairs *in, int depth, pa
                 if (built > 0) { kp_cql_values_free(&v); continue; }
                 const kp_cql_prepared *prep = NULL;
                 if (kp_cql_prepare(R->client, cql, &prep, R->err)) { kp_cql_values_free(&v); rc = -1; break; }
-                req *q = &reqs[nreq++];
+                req *q = calloc(1, sizeof *q);   /* its address is the callback's: never moved */
+                if (!q) { kp_cql_values_free(&v); rc = nomem(R); break; }
+                Q->items[Q->count++] = q;
                 q->at = *at;
                 kp_cql_params params = {0};
                 params.page_size = page_size > 0 ? page_size : 5000;
@@ -277,21 +289,34 @@ static int exec_select(run *R, const cq_fetch *f, const pairs *in, int depth, pa
                 rc = kp_cql_execute_async(R->client, prep, &v, &params, on_rows, q, R->err);
                 kp_cql_values_free(&v);
                 if (rc == 0) R->requests++;
+                else q->done = 1;
             }
             el = el ? el->next : NULL;
         } while (el && rc == 0);
     }
+    return rc;
+}
+
+/* Waits for a node's answers and turns its rows into linked records. `owner` (non-NULL)
+ * replaces the parent every request was sent for (requests sent before their parent was
+ * read, bound from the parameters). */
+static int select_finish(run *R, const cq_fetch *f, reqs *Q, int depth, const pair *owner, pairs *out)
+{
+    const cq_table *t = f->table;
+    int rc = 0;
+    size_t nreq = Q->count;
     /* everything of this node is in flight at once: one round trip */
     for (;;) {
         size_t open = 0;
-        for (size_t i = 0; i < nreq; i++) open += !reqs[i].done;
+        for (size_t i = 0; i < nreq; i++) open += !Q->items[i]->done;
         if (!open) break;
         if (kp_cql_poll(R->client, 1000, R->err) < 0) { rc = -1; break; }
     }
     if (nreq && depth > R->max_depth) R->max_depth = depth;
     for (size_t i = 0; i < nreq && rc == 0; i++) {
-        req *q = &reqs[i];
+        req *q = Q->items[i];
         if (q->failed) { *R->err = q->error; rc = -1; break; }
+        if (owner) q->at = *owner;
         if (f->kind == CQ_COUNT) {
             const cJSON *row = q->rows ? q->rows->child : NULL;
             const cJSON *n = row ? row->child : NULL;
@@ -338,8 +363,6 @@ static int exec_select(run *R, const cq_fetch *f, const pairs *in, int depth, pa
             rc = link_record(R, f, &at, rec, out);
         }
     }
-    for (size_t i = 0; i < nreq; i++) { cJSON_Delete(reqs[i].rows); free(reqs[i].paging); }
-    free(reqs);
     return rc;
 }
 
@@ -375,6 +398,34 @@ static int exec_keys(run *R, const cq_fetch *f, const pairs *in, pairs *out)
     return 0;
 }
 
+static int exec_select(run *R, const cq_fetch *f, const pairs *in, int depth, pairs *out)
+{
+    reqs Q = {0};
+    int rc = select_start(R, f, in, &Q);
+    if (rc == 0) rc = select_finish(R, f, &Q, depth, NULL, out);
+    else {
+        while (kp_cql_pending(R->client) > 0 && kp_cql_poll(R->client, 1000, R->err) >= 0) {}
+    }
+    reqs_free(&Q);
+    return rc;
+}
+
+static int is_sent_with_root(const cq_fetch *root, const cq_fetch *c)
+{
+    return root->is_root && root->kind == CQ_SELECT && c->is_independent && (c->kind == CQ_SELECT || c->kind == CQ_COUNT);
+}
+
+/* What follows a node: its next hop and its children, on the records it produced. */
+static int exec_after(run *R, const cq_fetch *f, const pairs *out, int my_depth, int skip_sent)
+{
+    int rc = 0;
+    if (f->kind == CQ_COUNT || f->kind == CQ_DERIVED) return 0;
+    if (f->next_hop && out->count) rc = exec_fetch(R, f->next_hop, out, my_depth);
+    for (size_t i = 0; rc == 0 && i < f->child_count; i++)
+        if (out->count && !(skip_sent && is_sent_with_root(f, f->children[i]))) rc = exec_fetch(R, f->children[i], out, my_depth);
+    return rc;
+}
+
 static int exec_fetch(run *R, const cq_fetch *f, const pairs *in, int depth)
 {
     pairs out = {0};
@@ -383,6 +434,42 @@ static int exec_fetch(run *R, const cq_fetch *f, const pairs *in, int depth)
     switch (f->kind) {
     case CQ_SELECT: case CQ_COUNT:
         my_depth = f->is_root || f->is_independent ? (depth > 0 ? depth : 1) : depth + 1;
+        if (f->is_root && f->kind == CQ_SELECT) {
+            /* the root by key and the SELECTs bound from the same parameters: one round trip */
+            reqs root_q = {0};
+            reqs *child_q = calloc(f->child_count + 1, sizeof *child_q);
+            pairs none = {0};
+            if (!child_q || pairs_push(&none, NULL, NULL)) rc = nomem(R);
+            if (rc == 0) rc = select_start(R, f, in, &root_q);
+            for (size_t i = 0; rc == 0 && i < f->child_count; i++) {
+                const cq_fetch *c = f->children[i];
+                if (!is_sent_with_root(f, c)) continue;
+                if (c->shape && c->is_client_ordered) kp_fetched_client_order(R->fetched, c->shape);
+                rc = select_start(R, c, &none, &child_q[i]);
+            }
+            if (rc == 0) rc = select_finish(R, f, &root_q, my_depth, NULL, &out);
+            for (size_t i = 0; rc == 0 && i < f->child_count; i++) {
+                const cq_fetch *c = f->children[i];
+                if (!is_sent_with_root(f, c)) continue;
+                pairs child_out = {0};
+                if (out.count == 1) {
+                    rc = select_finish(R, c, &child_q[i], my_depth, &out.items[0], &child_out);
+                    if (rc == 0) rc = exec_after(R, c, &child_out, my_depth, 0);
+                } else {
+                    /* no root: what was read for it is not part of the response */
+                    while (kp_cql_pending(R->client) > 0 && kp_cql_poll(R->client, 1000, R->err) >= 0) {}
+                }
+                free(child_out.items);
+            }
+            if (rc) while (kp_cql_pending(R->client) > 0 && kp_cql_poll(R->client, 1000, R->err) >= 0) {}
+            reqs_free(&root_q);
+            for (size_t i = 0; child_q && i < f->child_count; i++) reqs_free(&child_q[i]);
+            free(child_q);
+            free(none.items);
+            if (rc == 0) rc = exec_after(R, f, &out, my_depth, 1);
+            free(out.items);
+            return rc;
+        }
         rc = exec_select(R, f, in, my_depth, &out);
         break;
     case CQ_KEYS:
@@ -395,11 +482,7 @@ static int exec_fetch(run *R, const cq_fetch *f, const pairs *in, int depth)
     case CQ_DERIVED:
         break;
     }
-    if (rc == 0 && f->kind != CQ_COUNT && f->kind != CQ_DERIVED) {
-        if (f->next_hop && out.count) rc = exec_fetch(R, f->next_hop, &out, my_depth);
-        for (size_t i = 0; rc == 0 && i < f->child_count; i++)
-            if (out.count) rc = exec_fetch(R, f->children[i], &out, my_depth);
-    }
+    if (rc == 0) rc = exec_after(R, f, &out, my_depth, 0);
     free(out.items);
     return rc;
 }

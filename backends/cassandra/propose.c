@@ -717,6 +717,40 @@ static void root_attrs(const kp_shape *s, const kp_attr **out, size_t *n, size_t
     }
 }
 
+/* Children of a root found by key whose partition key is the root's key: the values are
+ * the parameters already, so they go out with the root's SELECT (same round trip). */
+static void bind_from_parameters(builder *B, const kp_pattern *p, cq_fetch *root)
+{
+    (void)B;
+    for (size_t i = 0; i < root->child_count; i++) {
+        cq_fetch *c = root->children[i];
+        if ((c->kind != CQ_SELECT && c->kind != CQ_COUNT) || !c->bind_count || c->edge_rel) continue;
+        int ok = 1;
+        for (size_t b = 0; b < c->bind_count && ok; b++) {
+            const cq_bind *x = &c->binds[b];
+            if (x->src != CQ_SRC_PARENT) continue;
+            ok = !x->is_element && x->from->entity == p->root && x->from->key_index >= 0;
+            const kp_cond *found = NULL;
+            for (size_t w = 0; ok && w < p->where_count; w++)
+                if (p->where[w].attr == x->from && is_eq_bindable(&p->where[w])) found = &p->where[w];
+            ok = ok && found;
+        }
+        if (!ok) continue;
+        for (size_t b = 0; b < c->bind_count; b++) {
+            cq_bind *x = &c->binds[b];
+            if (x->src != CQ_SRC_PARENT) continue;
+            for (size_t w = 0; w < p->where_count; w++)
+                if (p->where[w].attr == x->from && is_eq_bindable(&p->where[w])) {
+                    x->src = p->where[w].value.param ? CQ_SRC_PARAM : CQ_SRC_LITERAL;
+                    x->param = p->where[w].value.param;
+                    x->literal = p->where[w].value.literal;
+                    break;
+                }
+        }
+        c->is_independent = 1;
+    }
+}
+
 static cq_fetch *plan_pattern(builder *B, const kp_pattern *p)
 {
     walk W = {B, p, 1};
@@ -861,9 +895,16 @@ static cq_fetch *plan_pattern(builder *B, const kp_pattern *p)
         /* the response is the relation itself (a bare array, an object, a count) */
         cq_fetch *c = node_fetch(&W, p->returns);
         if (c) add_child(B, root, c);
-        return root;
+    } else {
+        plan_members(&W, root, p->returns);
     }
-    plan_members(&W, root, p->returns);
+    if (by_key) bind_from_parameters(B, p, root);
+    for (size_t i = 0; i < root->client_cond_count; i++)
+        if (root->client_conds[i]->path_len && p->is_root_set)
+            kp_design_note(B->d, "%s: the condition on %s.%s is tested on the related record of every row read (one read per "
+                           "row); a copy of %s in %s, as part of the partition key, would let one SELECT serve it",
+                           p->name, root->client_conds[i]->attr->entity->name, root->client_conds[i]->attr->name,
+                           root->client_conds[i]->attr->name, p->root->name);
     return root;
 }
 

@@ -185,6 +185,25 @@ static void test_a_root_set_without_equality_is_bucketed_when_large(void **state
     kp_model_free(m);
 }
 
+static void test_children_keyed_by_the_root_key_go_out_with_the_root(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/order-response/model.json", 1);
+    kp_design *d = propose(m);
+    /* order-detail: the order by key, its items by order_id, its shipment by order_id —
+     * every partition key is the parameter, so the three SELECTs are one round trip */
+    const kp_plan *p = plan_of(d, "order-detail");
+    assert_int_equal(p->op_count, 3);
+    assert_int_equal(p->sequential_steps, 1);
+    assert_int_equal((int)p->requests, 3);
+    assert_true(p->is_requests_exact);
+    for (size_t i = 0; i < p->op_count; i++) assert_false(p->ops[i].waits_for_previous);
+    /* line-invoice: the shipment is reached through the order the item names: two round trips */
+    assert_int_equal(plan_of(d, "line-invoice")->sequential_steps, 2);
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
 static void test_every_decision_names_the_patterns_that_caused_it(void **state)
 {
     (void)state;
@@ -250,6 +269,7 @@ int main(void)
         cmocka_unit_test(test_a_lookup_by_key_reads_the_table_by_key),
         cmocka_unit_test(test_no_allow_filtering_secondary_index_or_view_in_any_example),
         cmocka_unit_test(test_a_root_set_without_equality_is_bucketed_when_large),
+        cmocka_unit_test(test_children_keyed_by_the_root_key_go_out_with_the_root),
         cmocka_unit_test(test_every_decision_names_the_patterns_that_caused_it),
         cmocka_unit_test(test_transform_writes_a_row_per_table_and_the_parent_statics),
     };
