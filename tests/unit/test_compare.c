@@ -255,7 +255,7 @@ static void test_recommendation_per_example(void **state)
     (void)state;
     expect_recommendation("saas-control-plane", "dynamodb/single-table");
     expect_recommendation("ecommerce-single-table", "dynamodb/single-table");
-    expect_recommendation("leaderboard", "mongodb/documents");
+    expect_recommendation("leaderboard", "cassandra/query tables"); /* one round trip per screen (backends/cassandra) */
     expect_recommendation("order-response", "mongodb/documents");
     expect_recommendation("auction-mixes", "mongodb/documents");
 }
