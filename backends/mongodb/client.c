@@ -9,7 +9,8 @@
  * pool would buy at most a fifth: not worth threads. Every command the driver starts is counted through
  * the APM callbacks, so getMores and retries are in the request count verify reports.
  * Transient failures (network errors, a primary stepping down, server selection
- * timeouts) are retried up to 5 times with a growing pause.
+ * timeouts) are retried up to 5 times with a growing pause. Writes use w:majority,
+ * j:true (wtimeout 30 s) unless the connection string names a write concern.
  * Invariant: messages name the server by the redacted connection string only.
  */
 #include "backends/mongodb/client.h"
@@ -100,6 +101,11 @@ int kp_mg_client_open(const char *uri_text, int is_insecure, kp_mg_client **out,
     c->client = mongoc_client_new_from_uri_with_error(uri, &e);
     const char *db = mongoc_uri_get_database(uri);
     c->is_database_named = db && db[0];
+    /* nothing lost: unless the connection string names a write concern, writes are
+     * acknowledged only once a majority has them in its journal (docs/reliability.md) */
+    const mongoc_write_concern_t *uri_wc = mongoc_uri_get_write_concern(uri);
+    int is_write_concern_named = mongoc_write_concern_get_w(uri_wc) != MONGOC_WRITE_CONCERN_W_DEFAULT ||
+                                 mongoc_write_concern_get_wtag(uri_wc) || mongoc_write_concern_journal_is_set(uri_wc);
     c->database = strdup(db && db[0] ? db : "keyplan");
     c->uri = strdup(redacted);
     mongoc_uri_destroy(uri);
@@ -108,6 +114,13 @@ int kp_mg_client_open(const char *uri_text, int is_insecure, kp_mg_client **out,
         return kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "cannot use the MongoDB connection string %s: %s", redacted, e.message);
     }
     mongoc_client_set_error_api(c->client, MONGOC_ERROR_API_VERSION_2);
+    if (!is_write_concern_named) {
+        mongoc_write_concern_t *wc = mongoc_write_concern_new();
+        mongoc_write_concern_set_wmajority(wc, 30000);  /* wtimeout: report, never hang, when no majority answers */
+        mongoc_write_concern_set_journal(wc, true);
+        mongoc_client_set_write_concern(c->client, wc);
+        mongoc_write_concern_destroy(wc);
+    }
     mongoc_apm_callbacks_t *cb = mongoc_apm_callbacks_new();
     mongoc_apm_set_command_started_cb(cb, on_started);
     mongoc_client_set_apm_callbacks(c->client, cb, c);
