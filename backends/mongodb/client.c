@@ -67,9 +67,10 @@ void kp_mg_redact_uri(const char *uri, char *buf, size_t size)
 {
     const char *scheme = strstr(uri, "://");
     const char *start = scheme ? scheme + 3 : uri;
-    const char *at = strchr(start, '@');
-    const char *slash = strchr(start, '/');
-    if (at && (!slash || at < slash)) {
+    /* the last '@': a password may hold '/', '?' or '@' itself (a malformed string is
+     * echoed in errors too); hiding too much is better than showing a password */
+    const char *at = strrchr(start, '@');
+    if (at) {
         const char *colon = memchr(start, ':', (size_t)(at - start));
         if (colon) {
             snprintf(buf, size, "%.*s****%s", (int)(colon + 1 - uri), uri, at);
