@@ -4,7 +4,8 @@
  *
  * Invariant: the marker's "acknowledged" never counts a record unless every item of
  * it, and of every record before it in the fixed order, was acknowledged by the
- * server — so a rerun that skips those records loses nothing.
+ * server — so a rerun that skips those records loses nothing; and a rerun first
+ * re-checks, with read_back's counts, that the server still holds them.
  */
 #include "migrations/seed.h"
 
@@ -691,6 +692,73 @@ static int read_back(pipeline *p, kp_error *err)
     return rc;
 }
 
+/* Does some container hold fewer items than transform made (after read_back)? */
+static int has_missing_items(const kp_seed_report *r)
+{
+    for (size_t i = 0; i < r->container_count; i++)
+        if (r->containers[i].read_back >= 0 && r->containers[i].read_back < r->containers[i].items) return 1;
+    return 0;
+}
+
+/* ---- resuming: the checkpoint re-checked against the server ---------------------------------- */
+
+/* A resumed run skips the records below the watermark, so the server must still hold
+ * every item of them: a server restarted without writes it had acknowledged (Cassandra
+ * with a periodic commit log, a restored backup) would otherwise leave a hole that only
+ * the final read-back reports. Counts what the server holds per container (read_back)
+ * against the items of the acknowledged records; when a container holds fewer, the
+ * checkpoint is not trusted and the run replays from the start (puts are idempotent,
+ * so nothing is duplicated). Sets *is_replayed. */
+static int recheck_checkpoint(pipeline *p, int *is_replayed, kp_error *err)
+{
+    const kp_seed_options *o = p->o;
+    const kp_model *m = o->model;
+    kp_seed_report *r = p->r;
+    *is_replayed = 0;
+    kp_item_list items = {0};
+    for (size_t i = 0; i < r->container_count; i++) r->containers[i].resumed = 0;   /* scratch: expected items */
+    for (size_t e = 0; e < m->entity_count; e++) {
+        size_t n = 0;
+        kp_record *const *records = kp_dataset_records(o->data, m->entities[e], &n);
+        for (long i = 0; i < p->watermark[e] && (size_t)i < n; i++) {
+            if (transform_record(o, p->b, records[i], &items, NULL, err)) { kp_item_list_free(&items); return -1; }
+            for (size_t k = 0; k < items.count; k++) {
+                kp_seed_container *c = container_of(r, items.items[k].container);
+                if (!c) { kp_item_list_free(&items); return nomem(err); }
+                c->resumed++;
+            }
+        }
+    }
+    kp_item_list_free(&items);
+    kp_readback rb = {0};
+    if (p->b->read_back(p->conn, o->design, &rb, err)) {
+        if (err->code == KP_OK) err->code = KP_ERR_TARGET;
+        return -1;
+    }
+    const char *short_name = NULL;
+    long held = 0, expected = 0;
+    for (size_t i = 0; i < r->container_count && !short_name; i++) {
+        long have = 0;
+        for (size_t k = 0; k < rb.count; k++)
+            if (strcmp(rb.entries[k].container, r->containers[i].name) == 0) have = rb.entries[k].items;
+        if (have < r->containers[i].resumed) {
+            short_name = r->containers[i].name;
+            held = have;
+            expected = r->containers[i].resumed;
+        }
+    }
+    if (short_name) {
+        snprintf(r->note, sizeof r->note, "the checkpoint said %ld items of '%s' were acknowledged, but the target holds "
+                 "%ld: replayed every record from the start (puts by key never duplicate)", expected, short_name, held);
+        if (o->progress) fprintf(o->progress, "keyplan seed: %s\n", r->note);
+        for (size_t e = 0; e < m->entity_count; e++) p->watermark[e] = 0;
+        *is_replayed = 1;
+    }
+    kp_readback_free(&rb);
+    for (size_t i = 0; i < r->container_count; i++) r->containers[i].resumed = 0;
+    return 0;
+}
+
 /* ---- the run ------------------------------------------------------------------------------- */
 
 static void print_summary(const kp_seed_options *o, const kp_seed_report *r, int ok)
@@ -856,7 +924,11 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
     if (rc == 0 && r->action == KP_SEED_RESUMED) {
         long done = 0;
         for (size_t e = 0; e < entities; e++) done += p.watermark[e];
-        snprintf(r->note, sizeof r->note, "resumed after %ld records an earlier run had acknowledged", done);
+        int is_replayed = 0;
+        if (done > 0 && recheck_checkpoint(&p, &is_replayed, err)) rc = -1;
+        else if (!is_replayed)
+            snprintf(r->note, sizeof r->note, "resumed after %ld records an earlier run had acknowledged%s", done,
+                     done > 0 ? " (the target still holds their items)" : "");
     }
 
     /* step 4 */
@@ -878,6 +950,26 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
 
     /* step 5 */
     if (rc == 0) rc = read_back(&p, err);
+    if (rc && err->code == KP_ERR_CHECK && r->action != KP_SEED_FRESH && r->action != KP_SEED_REPLACED &&
+        has_missing_items(r)) {
+        /* an earlier run's checkpoint counted items the target no longer holds (lost by the
+         * server after it acknowledged them): replay every record once — puts by key never
+         * duplicate — and read back again */
+        char was[512];
+        snprintf(was, sizeof was, "%s", err->message);
+        snprintf(r->note, sizeof r->note, "the target held fewer items than the checkpoint had acknowledged (%.300s); "
+                 "replayed every record from the start", was);
+        if (o->progress) fprintf(o->progress, "keyplan seed: %s\n", r->note);
+        for (size_t e = 0; e < entities; e++) p.watermark[e] = 0;
+        for (size_t i = 0; i < r->container_count; i++) r->containers[i].resumed = 0;
+        r->items_resumed = r->records_skipped = 0;
+        p.q_seq0 += p.q_end;   /* fresh sequence numbers: nothing of the first pass is in flight */
+        p.q_start = p.q_end = 0;
+        kp_error_clear(err);
+        rc = run_pipeline(&p, err);
+        if (rc == 0) rc = write_marker(&p, "complete", err);
+        if (rc == 0) rc = read_back(&p, err);
+    }
     r->is_complete = rc == 0;
     r->seconds = now_seconds() - started;
     r->read_back_seconds = r->seconds - (written - started);
