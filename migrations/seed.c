@@ -894,8 +894,11 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
         } else if (is_ours) {
             r->action = strcmp(status, "complete") == 0 ? KP_SEED_ALREADY_DONE : KP_SEED_RESUMED;
             load_watermark(state.marker, o->model, p.watermark);
-        } else if (!state.marker && !state.is_foreign && state.is_empty) {
-            /* created by keyplan, stopped before its marker was written: nothing to lose */
+        } else if (!state.marker && state.exists && state.is_empty) {
+            /* created by keyplan, stopped before its marker was written (a kill between
+             * CreateTable and the marker: faults_kill.sh found it), or an empty container
+             * of someone else's: either way nothing to lose — seeding an empty container
+             * overwrites nothing, and its marker is written before the first item */
             r->action = KP_SEED_FRESH;
         } else {
             if (!state.marker)
