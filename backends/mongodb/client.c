@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "backends/mongodb/mongo.h"
@@ -80,6 +82,33 @@ void kp_mg_redact_uri(const char *uri, char *buf, size_t size)
     snprintf(buf, size, "%s", uri);
 }
 
+static int is_loopback_host(const char *host)
+{
+    if (!host) return 0;
+    if (strcasecmp(host, "localhost") == 0 || strcmp(host, "::1") == 0) return 1;
+    size_t n = strlen(host);
+    if (n > 10 && strcasecmp(host + n - 10, ".localhost") == 0) return 1;
+    if (strncmp(host, "127.", 4) == 0) {
+        for (const char *p = host + 4; *p; p++)
+            if (!((*p >= '0' && *p <= '9') || *p == '.')) return 0;
+        return 1;
+    }
+    return 0;
+}
+
+int kp_mg_uri_check(const mongoc_uri_t *uri, int is_insecure, const char *redacted, kp_error *err)
+{
+    if (is_insecure || mongoc_uri_get_tls(uri)) return 0;   /* libmongoc verifies TLS unless told not to */
+    for (const mongoc_host_list_t *h = mongoc_uri_get_hosts(uri); h; h = h->next) {
+        if (h->family == AF_UNIX || is_loopback_host(h->host)) continue;
+        return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0,
+                            "refusing a plain-text connection to the non-loopback MongoDB host %s (%s): credentials and "
+                            "data would cross the network unencrypted; add tls=true to the connection string, or pass "
+                            "--insecure to accept it", h->host, redacted);
+    }
+    return 0;
+}
+
 int kp_mg_client_open(const char *uri_text, int is_insecure, kp_mg_client **out, kp_error *err)
 {
     *out = NULL;
@@ -95,6 +124,7 @@ int kp_mg_client_open(const char *uri_text, int is_insecure, kp_mg_client **out,
     if (!uri) return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "the MongoDB connection string %s is not valid: %s", redacted, e.message);
     if (!mongoc_uri_has_option(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS))
         mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, 5000);
+    if (kp_mg_uri_check(uri, is_insecure, redacted, err)) { mongoc_uri_destroy(uri); return -1; }
     if (is_insecure) mongoc_uri_set_option_as_bool(uri, MONGOC_URI_TLSINSECURE, true);
     mongoc_uri_set_option_as_utf8(uri, MONGOC_URI_APPNAME, "keyplan");
     kp_mg_client *c = calloc(1, sizeof *c);

@@ -10,6 +10,7 @@
 #define KP_MONGO_CLIENT_H
 
 #include <cjson/cJSON.h>
+#include <mongoc/mongoc.h>
 
 #include "core/error.h"
 
@@ -22,6 +23,10 @@ typedef struct kp_mg_client kp_mg_client;
 int kp_mg_client_open(const char *uri, int is_insecure, kp_mg_client **out, kp_error *err);
 void kp_mg_client_close(kp_mg_client *c);
 
+/* TLS policy (issue #8): 0 when the parsed URI may be used — it asks for TLS (which
+ * libmongoc verifies unless tlsInsecure), or every host is loopback, or is_insecure;
+ * else KP_ERR_USAGE naming the host (`redacted` is the URI for the message). */
+int kp_mg_uri_check(const mongoc_uri_t *uri, int is_insecure, const char *redacted, kp_error *err);
 /* The connection string with its password replaced by "****". */
 const char *kp_mg_client_uri(const kp_mg_client *c);
 const char *kp_mg_client_database(const kp_mg_client *c);
