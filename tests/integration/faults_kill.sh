@@ -60,7 +60,8 @@ for db in "${dbs[@]}"; do
         points=()
         for ((k = 0; k < 1 + RANDOM % 2; k++)); do
             at=$(rand_between 50 "$whole")
-            seed_cmd "$prefix" >/dev/null 2>&1 &
+            # keyplan itself in the background (not a function: a subshell's pid would be killed, not keyplan's)
+            "$keyplan" seed "$model" --db "$db" --data "$data" --scale "$scale" "${target[@]}" --prefix "$prefix" --quiet >/dev/null 2>&1 &
             pid=$!
             sleep_ms "$at"
             if kill -9 "$pid" 2>/dev/null; then kills=$((kills + 1)); points+=("${at}ms"); else points+=("${at}ms(finished)"); fi

@@ -83,7 +83,7 @@ for db in "${dbs[@]}"; do
         prefix=kprel-r$$-$run-
         export_items "$db" "$model" "$data" "$scale" "$prefix" "$work/expected.nd" || { bad "$db run $run: export-items"; continue; }
         at=$(rand_between 300 "$whole") pause=$(rand_between 500 3000)
-        seed_cmd >"$work/seed.out" 2>&1 &
+        "$keyplan" seed "$model" --db "$db" --data "$data" --scale "$scale" --target "$db=$url" --prefix "$prefix" --quiet >"$work/seed.out" 2>&1 &
         pid=$!
         sleep_ms "$at"
         own_kill
