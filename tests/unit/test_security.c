@@ -21,6 +21,7 @@
 #include "backends/cassandra/cql_codec.h"
 #include "backends/dynamodb/client.h"
 #include "backends/mongodb/client.h"
+#include "support.h"
 
 /* ---- DynamoDB ---------------------------------------------------------------------------- */
 
@@ -169,6 +170,43 @@ static void test_cql_identifiers_with_quotes_semicolons_and_keywords_are_one_quo
     assert_int_equal(strlen(small), 3);
 }
 
+/* Through the binary: a model naming attributes with CQL keywords gets a schema where
+ * each is a quoted identifier; a `$` or dotted attribute name is refused at its key. */
+static void test_cql_keyword_names_are_quoted_in_the_emitted_schema(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/keyplan-security.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char args[512], *out = NULL;
+    snprintf(args, sizeof args, "emit '%s/tests/fixtures/models/cql-keywords.json' --db cassandra --out '%s'",
+             KP_SOURCE_DIR, dir);
+    assert_int_equal(kp_test_run(args, &out), 0);
+    free(out);
+    char path[600];
+    snprintf(path, sizeof path, "%s/cassandra/schema.cql", dir);
+    char *cql = kp_test_read_file(path, NULL);
+    assert_non_null(cql);
+    assert_non_null(strstr(cql, "\"select\" text"));
+    assert_non_null(strstr(cql, "\"from\" text"));
+    assert_non_null(strstr(cql, "\"where\" bigint"));
+    assert_non_null(strstr(cql, "PRIMARY KEY ((\"select\"))"));
+    assert_null(strstr(cql, " select text"));
+    free(cql);
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    assert_int_equal(system(args), 0);
+}
+
+static void test_mongodb_operator_like_field_names_are_refused_at_their_key(void **state)
+{
+    (void)state;
+    char args[512], *out = NULL;
+    snprintf(args, sizeof args, "advise '%s/tests/fixtures/models/mongo-dollar-field.json' --db mongodb", KP_SOURCE_DIR);
+    assert_int_equal(kp_test_run(args, &out), 2);
+    assert_non_null(strstr(out, "mongo-dollar-field.json:6:"));
+    assert_non_null(strstr(out, "attribute name \"$where\" is not valid"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -178,6 +216,8 @@ int main(void)
         cmocka_unit_test(test_mongodb_uri_redaction_hides_every_password_shape),
         cmocka_unit_test(test_cassandra_refuses_plain_tcp_to_a_remote_host_unless_tls_or_insecure),
         cmocka_unit_test(test_cql_identifiers_with_quotes_semicolons_and_keywords_are_one_quoted_token),
+        cmocka_unit_test(test_cql_keyword_names_are_quoted_in_the_emitted_schema),
+        cmocka_unit_test(test_mongodb_operator_like_field_names_are_refused_at_their_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
