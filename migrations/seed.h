@@ -55,7 +55,12 @@
  * stops on an error or an interruption (after draining what is in flight), and at
  * the end. A rerun skips records below the watermark and replays the rest: items
  * are puts keyed by their primary key, so replaying a record whose items were
- * already written rewrites the same items and never duplicates them.
+ * already written rewrites the same items and never duplicates them. A rerun first
+ * re-checks the checkpoint against the server (read_back counts per container against
+ * the items of the records below the watermark) and replays from the start when the
+ * target holds fewer; and when the final read-back of a resumed or complete target
+ * finds fewer items than transform made, it replays every record once and reads back
+ * again (a server that lost acknowledged writes). docs/reliability.md has the rest.
  * Invariant: a record is counted in the watermark only after all of its items and
  * all of the items of every record before it are acknowledged.
  *
