@@ -22,8 +22,9 @@ build=$(cd -- "${1:-$root/build}" && pwd)
 keyplan=${KP_KEYPLAN:-$build/keyplan}
 proxy=$build/tests/fault_proxy
 work=$(mktemp -d "${TMPDIR:-/tmp}/kp-faults-proxy.XXXXXX")
-proxies=()
-cleanup() { for p in "${proxies[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$work"; }
+: >"$work/proxy.pids"
+# start_proxy runs in $(...), a subshell: the pids go through a file for the cleanup
+cleanup() { local p; while read -r p; do kill "$p" 2>/dev/null; done <"$work/proxy.pids"; rm -rf "$work"; }
 trap cleanup EXIT
 # shellcheck source=tests/integration/faults_lib.sh
 source "$here/faults_lib.sh"
@@ -45,7 +46,7 @@ start_proxy() {
         "$proxy" --listen "$port" --upstream "$2" --protocol "$1" --rate "$3" --seed "$seed" --spare "$spare" --stats "$4" >"$work/proxy.log" 2>&1 &
         local pid=$!
         sleep 0.2
-        if kill -0 "$pid" 2>/dev/null && grep -q listening "$work/proxy.log"; then proxies+=("$pid"); echo "$port"; return 0; fi
+        if kill -0 "$pid" 2>/dev/null && grep -q listening "$work/proxy.log"; then echo "$pid" >>"$work/proxy.pids"; echo "$port"; return 0; fi
         wait "$pid" 2>/dev/null
     done
     return 1
