@@ -281,7 +281,7 @@ int cmd_run(int argc, char **argv)
         for (size_t k = 0; d->design && k < d->design->defect_count; k++) cJSON_AddItemToArray(defects, cJSON_CreateString(d->design->defects[k]));
         cJSON_AddBoolToObject(o, "passed", d->is_pass);
         if (d->error[0]) cJSON_AddStringToObject(o, "error", d->error);
-        if (d->seed) { cJSON_AddItemToObject(o, "seed", d->seed); d->seed = NULL; }
+        if (d->seed) cJSON_AddItemToObject(o, "seed", cJSON_Duplicate(d->seed, 1));
         if (d->has_verify) {
             cJSON *v = kp_verify_report_to_json(&d->verify);
             if (v) cJSON_DeleteItemFromObjectCaseSensitive(v, "schema_version");
