@@ -642,10 +642,12 @@ static void put_timeuuid(const kp_gen_plan *plan, int64_t n, kp_gen_buf *out)
     const int64_t gregorian_offset = 0x01B21DD213814000LL; /* 100-ns ticks 1582-10-15 .. 1970-01-01 */
     int64_t lo_ticks = plan->lo * 10000 + gregorian_offset, span = (plan->hi - plan->lo) * 10000;
     int64_t count = plan->count > 0 ? plan->count : 1;
-    int64_t ticks;
-    if (n < count) ticks = lo_ticks + (int64_t)((__int128)n * span / count);
-    else ticks = lo_ticks + span + (n - count + 1) * 10000;
-    uint64_t t = (uint64_t)ticks & 0x0fffffffffffffffULL;
+    /* Past the data set (write patterns draw n far beyond count) the ticks go on in
+     * unsigned arithmetic: the 60-bit field wraps instead of a signed overflow. */
+    uint64_t ticks;
+    if (n < count) ticks = (uint64_t)lo_ticks + (uint64_t)(int64_t)((__int128)n * span / count);
+    else ticks = (uint64_t)lo_ticks + (uint64_t)span + ((uint64_t)n - (uint64_t)count + 1) * 10000u;
+    uint64_t t = ticks & 0x0fffffffffffffffULL;
     uint64_t high = ((t & 0xffffffffULL) << 32) | (((t >> 32) & 0xffff) << 16) | 0x1000 | ((t >> 48) & 0x0fff);
     uint64_t low = (1ULL << 63) | mix62((uint64_t)n + plan->salt);
     put_uuid_words(out, high, low);

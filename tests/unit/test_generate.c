@@ -791,6 +791,32 @@ static void test_copies_and_derived_aggregates_agree_with_the_records(void **sta
 
 /* ---- writes ------------------------------------------------------------------------------- */
 
+/* verify --writes draws fresh values at sequence numbers far past the data set (seed ×
+ * 4096 and up): every type gives a value there, in defined arithmetic (the test suite
+ * also runs under UBSan, which found a signed overflow in the timeuuid ticks). */
+static void test_fresh_values_far_past_the_data_set_stay_defined(void **state)
+{
+    (void)state;
+    kp_model *m = parse_model(types_model, 1);
+    kp_generator *g = new_generator(m, 3);
+    kp_entity *thing = kp_model_entity(m, "Thing");
+    const uint64_t far[] = {4096ULL * 3, 1ULL << 40, (1ULL << 62) + 7, INT64_MAX - 1000};
+    for (size_t f = 0; f < sizeof far / sizeof far[0]; f++) {
+        for (size_t a = 0; a < thing->attr_count; a++) {
+            cJSON *v = NULL;
+            kp_error err;
+            if (kp_generator_fresh_value(g, thing->attrs[a], far[f], &v, &err)) {
+                kp_error_print(stderr, &err);
+                fail_msg("no fresh %s at %llu", thing->attrs[a]->name, (unsigned long long)far[f]);
+            }
+            assert_non_null(v);
+            cJSON_Delete(v);
+        }
+    }
+    kp_generator_free(g);
+    kp_model_free(m);
+}
+
 static void test_fresh_records_collide_with_nothing_and_reference_existing_records(void **state)
 {
     (void)state;
@@ -969,6 +995,7 @@ int main(void)
         cmocka_unit_test(test_every_type_is_written_in_its_canonical_form),
         cmocka_unit_test(test_fast_time_formatting_matches_core_value),
         cmocka_unit_test(test_copies_and_derived_aggregates_agree_with_the_records),
+        cmocka_unit_test(test_fresh_values_far_past_the_data_set_stay_defined),
         cmocka_unit_test(test_fresh_records_collide_with_nothing_and_reference_existing_records),
         cmocka_unit_test(test_generate_command_prints_the_seed_and_fails_clearly_on_an_unwritable_directory),
         cmocka_unit_test(test_every_example_generates_with_exact_references),
