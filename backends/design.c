@@ -48,14 +48,26 @@ void kp_design_list_free(kp_design_list *list)
     list->count = 0;
 }
 
+/* Appends one zeroed element to an arena array. Capacities are powers of two (implied
+ * by the count, so every array here must come from grow): a push copies only when the
+ * array is full, keeping advise and compare linear on large models. A copied array's
+ * old storage stays in the arena, so an element pointer taken before a later push
+ * still points to readable memory — but to the old copy: callers re-fetch elements by
+ * index after pushing to the same array. */
 static void *grow(kp_design *d, void **items, size_t *count, size_t size)
 {
-    /* arrays here are small; copy on every push keeps the code simple */
-    void *bigger = kp_arena_alloc(&d->arena, size * (*count + 1));
-    if (!bigger) return NULL;
-    if (*count) memcpy(bigger, *items, size * *count);
-    *items = bigger;
-    return (char *)bigger + size * (*count)++;
+    size_t n = *count;
+    if (n == 0 || (n & (n - 1)) == 0) {
+        size_t capacity = n ? n * 2 : 1;
+        void *bigger = kp_arena_alloc(&d->arena, size * capacity);
+        if (!bigger) return NULL;
+        if (n) memcpy(bigger, *items, size * n);
+        *items = bigger;
+    }
+    char *slot = (char *)*items + size * n;
+    memset(slot, 0, size);
+    (*count)++;
+    return slot;
 }
 
 kp_container *kp_design_add_container(kp_design *d, const char *name, const char *kind)

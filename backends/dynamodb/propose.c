@@ -28,6 +28,7 @@
  * a first page when the data matches the model's averages.
  */
 #include "backends/dynamodb/ddb.h"
+#include "backends/emit.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -1517,39 +1518,39 @@ static void describe_table(builder *B)
 static void draw(builder *B)
 {
     const ddb_layout *L = B->L;
-    size_t cap = 16384, len = 0;
-    char *buf = kp_arena_alloc(&B->d->arena, cap);
-    if (!buf) return;
+    kp_text t = {0};
     const char *done[64];
     size_t done_count = 0;
-    for (size_t e = 0; e < L->entity_count && done_count < 64; e++) {
+    for (size_t e = 0; e < L->entity_count; e++) {
         /* partitions are grouped by their literal prefix: WORKSPACE#<id> and
          * WORKSPACE#<workspaceId> are the same partition seen from two entities */
         const char *pk = kp_ddb_format_prefix(B->arena, &L->entities[e].placements[0].pk);
         int seen = 0;
         for (size_t k = 0; k < done_count; k++) seen |= strcmp(done[k], pk) == 0;
         if (seen) continue;
+        if (done_count == 64) {
+            kp_text_append(&t, "(more partition key formats; the first 64 are drawn)\n");
+            break;
+        }
         done[done_count++] = pk;
-        len += (size_t)snprintf(buf + len, cap - len, "PK = %s\n",
-                                kp_ddb_format_describe(B->arena, &L->entities[e].placements[0].pk));
-        for (size_t o = 0; o < L->entity_count && len + 512 < cap; o++) {
+        kp_text_printf(&t, "PK = %s\n", kp_ddb_format_describe(B->arena, &L->entities[e].placements[0].pk));
+        for (size_t o = 0; o < L->entity_count; o++) {
             const ddb_entity *de = &L->entities[o];
             const ddb_placement *base = &de->placements[0];
             if (strcmp(kp_ddb_format_prefix(B->arena, &base->pk), pk) != 0) continue;
-            len += (size_t)snprintf(buf + len, cap - len, "  SK = %-34s %-14s", kp_ddb_format_describe(B->arena, &base->sk),
-                                    de->entity->name);
-            for (size_t k = 1; k < de->placement_count && len + 256 < cap; k++) {
+            kp_text_printf(&t, "  SK = %-34s %-14s", kp_ddb_format_describe(B->arena, &base->sk), de->entity->name);
+            for (size_t k = 1; k < de->placement_count; k++) {
                 const ddb_placement *pl = &de->placements[k];
                 if (pl->index->kind == DDB_GSI)
-                    len += (size_t)snprintf(buf + len, cap - len, " %s=%s%s", pl->index->pk_attr,
-                                            kp_ddb_format_describe(B->arena, &pl->pk), pl->shards > 1 ? "#<shard>" : "");
-                len += (size_t)snprintf(buf + len, cap - len, " %s=%s", pl->index->sk_attr,
-                                        kp_ddb_format_describe(B->arena, &pl->sk));
+                    kp_text_printf(&t, " %s=%s%s", pl->index->pk_attr, kp_ddb_format_describe(B->arena, &pl->pk),
+                                   pl->shards > 1 ? "#<shard>" : "");
+                kp_text_printf(&t, " %s=%s", pl->index->sk_attr, kp_ddb_format_describe(B->arena, &pl->sk));
             }
-            len += (size_t)snprintf(buf + len, cap - len, "\n");
+            kp_text_append(&t, "\n");
         }
     }
-    B->d->diagram = buf;
+    B->d->diagram = t.data && !t.is_failed ? kp_design_printf(B->d, "%s", t.data) : NULL;
+    kp_text_free(&t);
 }
 
 /* A hash of everything that decides what the items look like. */
