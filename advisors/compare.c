@@ -354,10 +354,18 @@ static const char *short_num(char *buf, size_t size, double v)
     return buf;
 }
 
-static const cJSON *find_named(const cJSON *arr, const char *name)
+const cJSON *kp_compare_find_named(const cJSON *arr, const char *name, const cJSON **cursor)
 {
-    for (const cJSON *x = arr ? arr->child : NULL; x; x = x->next)
-        if (strcmp(str(x, "name"), name) == 0) return x;
+    const cJSON *start = cursor && *cursor ? *cursor : arr ? arr->child : NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        const cJSON *from = pass == 0 ? start : arr ? arr->child : NULL, *to = pass == 0 ? NULL : start;
+        for (const cJSON *x = from; x && x != to; x = x->next)
+            if (strcmp(str(x, "name"), name) == 0) {
+                if (cursor) *cursor = x->next;
+                return x;
+            }
+        if (start == (arr ? arr->child : NULL)) break;
+    }
     return NULL;
 }
 
@@ -399,17 +407,20 @@ void kp_compare_print_text(FILE *out, const cJSON *doc, int use_color)
         fprintf(out, "  %c %-28s %s\n", cJSON_IsTrue(cJSON_GetObjectItem(d, "is_default_candidate")) ? '*' : ' ', str(d, "design"),
                 str(d, "summary"));
     const cJSON *patterns = cJSON_GetObjectItem(doc, "patterns");
+    kp_named_cursors cur1 = {{0}}, cur2 = {{0}}, cur4 = {{0}};
     for (const cJSON *pn = patterns ? patterns->child : NULL; pn; pn = pn->next) {
         double rps = 0;
-        for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
-            const cJSON *p = find_named(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "patterns"), pn->valuestring);
+        size_t di1 = 0;
+        for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next, di1++) {
+            const cJSON *p = kp_compare_find_named(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "patterns"), pn->valuestring, KP_CURSOR(&cur1, di1));
             if (p) { rps = num(p, "rps"); break; }
         }
         fprintf(out, "\n%saccess pattern %s%s  (%g req/s)\n", bold, pn->valuestring, reset, rps);
         fprintf(out, "  %-28s %11s %9s %9s %10s %12s\n", "design", "round trips", "requests", "items", "bytes", "units");
-        for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
+        size_t dk = 0;
+        for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next, dk++) {
             const cJSON *cost = cJSON_GetObjectItem(d, "cost");
-            const cJSON *p = find_named(cJSON_GetObjectItem(cost, "patterns"), pn->valuestring);
+            const cJSON *p = kp_compare_find_named(cJSON_GetObjectItem(cost, "patterns"), pn->valuestring, KP_CURSOR(&cur4, dk));
             if (!p) continue;
             pattern_cells c;
             fill_pattern_cells(&c, p, cJSON_GetObjectItem(cost, "totals"));
@@ -425,8 +436,9 @@ void kp_compare_print_text(FILE *out, const cJSON *doc, int use_color)
         fputc('\n', out);
         for (const cJSON *wn = writes->child; wn; wn = wn->next) {
             fprintf(out, "  %-24s", wn->valuestring);
-            for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
-                const cJSON *w = find_named(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "writes"), wn->valuestring);
+            size_t di2 = 0;
+            for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next, di2++) {
+                const cJSON *w = kp_compare_find_named(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "writes"), wn->valuestring, KP_CURSOR(&cur2, di2));
                 char cell[48];
                 snprintf(cell, sizeof cell, "%g (x%g)", w ? num(w, "items_written") : 0, w ? num(w, "amplification") : 0);
                 fprintf(out, " %22s", cell);
@@ -552,12 +564,14 @@ static void render_markdown(FILE *f, const cJSON *doc)
     if (!any) fputs("None found.\n", f);
     fprintf(f, "\n### Access patterns (mix %s)\n", mix_title(first));
     const cJSON *patterns = cJSON_GetObjectItem(doc, "patterns");
+    kp_named_cursors cur3 = {{0}}, cur5 = {{0}};
     for (const cJSON *pn = patterns ? patterns->child : NULL; pn; pn = pn->next) {
         fprintf(f, "\n#### `%s`\n\n| design | round trips | requests | items | bytes | units | scan |\n|---|--:|--:|--:|--:|--:|---|\n",
                 pn->valuestring);
-        for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
+        size_t dk = 0;
+        for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next, dk++) {
             const cJSON *cost = cJSON_GetObjectItem(d, "cost");
-            const cJSON *p = find_named(cJSON_GetObjectItem(cost, "patterns"), pn->valuestring);
+            const cJSON *p = kp_compare_find_named(cJSON_GetObjectItem(cost, "patterns"), pn->valuestring, KP_CURSOR(&cur5, dk));
             if (!p) continue;
             pattern_cells c;
             fill_pattern_cells(&c, p, cJSON_GetObjectItem(cost, "totals"));
@@ -574,8 +588,9 @@ static void render_markdown(FILE *f, const cJSON *doc)
         fputc('\n', f);
         for (const cJSON *wn = writes->child; wn; wn = wn->next) {
             fprintf(f, "| `%s` |", wn->valuestring);
-            for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
-                const cJSON *w = find_named(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "writes"), wn->valuestring);
+            size_t di3 = 0;
+            for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next, di3++) {
+                const cJSON *w = kp_compare_find_named(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "writes"), wn->valuestring, KP_CURSOR(&cur3, di3));
                 fprintf(f, " %g (x%g) |", w ? num(w, "items_written") : 0, w ? num(w, "amplification") : 0);
             }
             fputc('\n', f);

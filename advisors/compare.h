@@ -37,6 +37,16 @@ cJSON *kp_compare(const kp_model *model, const kp_compare_options *options, kp_e
 /* The recommendation of the document's first mix: "database/candidate" in buf. */
 const cJSON *kp_compare_recommendation(const cJSON *doc, const char *mix);
 
+/* The member of a document array whose "name" is `name`, or NULL. The search starts at
+ * *cursor (when not NULL) and wraps, and leaves *cursor after the match: lookups in the
+ * array's order cost one step each (compare's tables walk thousands of patterns per
+ * design). cursor may be NULL; a stale cursor only costs time. */
+const cJSON *kp_compare_find_named(const cJSON *arr, const char *name, const cJSON **cursor);
+
+/* One cursor per design column of a table (designs past the last share the last). */
+typedef struct kp_named_cursors { const cJSON *at[32]; } kp_named_cursors;
+#define KP_CURSOR(c, i) (&(c)->at[(i) < 32 ? (i) : 31])
+
 void kp_compare_print_text(FILE *out, const cJSON *doc, int use_color);
 /* GitHub-flavoured Markdown of at most KP_MARKDOWN_LIMIT characters (cut at a line with a
  * note when longer); malloc'd, the caller frees. */

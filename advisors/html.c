@@ -38,13 +38,6 @@ static void esc(FILE *f, const char *s)
     }
 }
 
-static const cJSON *find_named(const cJSON *arr, const char *name)
-{
-    for (const cJSON *x = arr ? arr->child : NULL; x; x = x->next)
-        if (strcmp(str(x, "name"), name) == 0) return x;
-    return NULL;
-}
-
 /* ---- the ER diagram: entities on a grid, relations as labelled lines -------------------------- */
 
 #define BOX_W 190
@@ -267,18 +260,21 @@ void kp_compare_print_html(FILE *f, const cJSON *doc)
     for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) { fputs("<th>", f); esc(f, str(d, "design")); fputs("</th>", f); }
     fputs("</tr></thead><tbody>\n", f);
     const cJSON *patterns = cJSON_GetObjectItem(doc, "patterns");
+    kp_named_cursors cur1 = {{0}}, cur2 = {{0}}, cur3 = {{0}};
     for (const cJSON *pn = patterns ? patterns->child : NULL; pn; pn = pn->next) {
         fputs("<tr class=\"pattern\"><td>", f);
         esc(f, pn->valuestring);
         fputs("</td>", f);
         int has_rps = 0;
-        for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
-            const cJSON *p = find_named(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "patterns"), pn->valuestring);
+        size_t di1 = 0;
+        for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next, di1++) {
+            const cJSON *p = kp_compare_find_named(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "patterns"), pn->valuestring, KP_CURSOR(&cur1, di1));
             if (p && !has_rps) { fprintf(f, "<td>%g</td>", num(p, "rps")); has_rps = 1; }
         }
         if (!has_rps) fputs("<td></td>", f);
-        for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
-            const cJSON *p = find_named(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "patterns"), pn->valuestring);
+        size_t di2 = 0;
+        for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next, di2++) {
+            const cJSON *p = kp_compare_find_named(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "patterns"), pn->valuestring, KP_CURSOR(&cur2, di2));
             if (!p) { fputs("<td>—</td>", f); continue; }
             int scan = cJSON_IsTrue(cJSON_GetObjectItem(p, "scan"));
             fprintf(f, "<td%s>%g / %g / %g%s</td>", scan ? " class=\"scan\"" : "", num(p, "round_trips"), num(p, "requests"),
@@ -296,8 +292,9 @@ void kp_compare_print_html(FILE *f, const cJSON *doc)
             fputs("<tr class=\"write\"><td>", f);
             esc(f, wn->valuestring);
             fputs("</td>", f);
-            for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
-                const cJSON *w = find_named(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "writes"), wn->valuestring);
+            size_t di3 = 0;
+            for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next, di3++) {
+                const cJSON *w = kp_compare_find_named(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "writes"), wn->valuestring, KP_CURSOR(&cur3, di3));
                 fprintf(f, "<td>%g (x%g)</td>", w ? num(w, "items_written") : 0, w ? num(w, "amplification") : 0);
             }
             fputs("</tr>\n", f);

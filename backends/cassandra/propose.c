@@ -21,6 +21,7 @@
  * derived from the same tree, so claims and measurements describe the same requests.
  */
 #include "backends/cassandra/cql.h"
+#include "backends/emit.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -1155,7 +1156,7 @@ static void plan_writes(builder *B)
 
 static void describe(builder *B)
 {
-    const char *diagram = "";
+    kp_text diagram = {0};
     for (size_t i = 0; i < B->L->table_count; i++) {
         cq_table *t = B->L->tables[i];
         kp_container *c = kp_design_add_container(B->d, t->name, "table");
@@ -1202,9 +1203,11 @@ static void describe(builder *B)
             kp_decision *dc = kp_design_decide(B->d, t->name, kp_arena_printf(B->A, "%s by key", t->entity->name), t->why);
             for (size_t k = 0; k < t->cause_count; k++) kp_decision_add_pattern(B->d, dc, t->causes[k]);
         }
-        diagram = kp_arena_printf(B->A, "%s%s%s", diagram, i ? "\n" : "", kp_cq_table_text(B->A, t));
+        kp_text_printf(&diagram, "%s%s", i ? "\n" : "", kp_cq_table_text(B->A, t));
     }
-    B->d->diagram = kp_arena_printf(B->A, "%s\nK partition key, C\xe2\x86\x91/C\xe2\x86\x93 clustering (ASC/DESC), S static column\n", diagram);
+    B->d->diagram = diagram.is_failed ? NULL : kp_arena_printf(B->A, "%s\nK partition key, C\xe2\x86\x91/C\xe2\x86\x93 clustering (ASC/DESC), S static column\n",
+                                                               diagram.data ? diagram.data : "");
+    kp_text_free(&diagram);
     kp_decision *nd = kp_design_decide(B->d, "filtering", "no ALLOW FILTERING, no secondary index, no materialized view",
                                        "every read names a whole partition key; a condition no key serves is tested by the client on the rows of that partition, and the plan says so");
     (void)nd;

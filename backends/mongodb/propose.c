@@ -201,6 +201,35 @@ void mg_walk_pattern(builder *B, const kp_pattern *p, hop_visit fn, void *ctx)
     walk_shape(B, p, p->returns, fn, ctx);
 }
 
+static void note_reach(builder *B, const kp_pattern *p, const mg_hop_use *u, void *ctx)
+{
+    size_t *cap = ctx, e = u->rel->target->index, *n = &B->reaching_count[e];
+    if (*n && B->reaching[e][*n - 1] == p->index) return;
+    size_t *slot = kp_arena_push(B->arena, (void **)&B->reaching[e], n, &cap[e], sizeof *slot);
+    if (slot) *slot = p->index;
+}
+
+static int index_reaching(builder *B)
+{
+    const kp_model *m = B->m;
+    B->reaching = kp_arena_alloc(B->arena, sizeof *B->reaching * (m->entity_count + 1));
+    B->reaching_count = kp_arena_alloc(B->arena, sizeof *B->reaching_count * (m->entity_count + 1));
+    size_t *cap = calloc(m->entity_count + 1, sizeof *cap);
+    if (!B->reaching || !B->reaching_count || !cap) {
+        free(cap);
+        return kp_error_set(B->err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    }
+    for (size_t i = 0; i < m->pattern_count; i++) mg_walk_pattern(B, m->patterns[i], note_reach, cap);
+    free(cap);
+    return 0;
+}
+
+void mg_walk_patterns_reaching(builder *B, const kp_entity *target, hop_visit fn, void *ctx)
+{
+    for (size_t i = 0; i < B->reaching_count[target->index]; i++)
+        mg_walk_pattern(B, B->m->patterns[B->reaching[target->index][i]], fn, ctx);
+}
+
 /* ---- rule 1: embed or reference ---------------------------------------------------------------- */
 
 typedef struct rel_stats {
@@ -428,7 +457,7 @@ static int decide_embedding(builder *B)
         c->st.rel = rel;
         memset(counted, 0, sizeof *counted * (m->pattern_count + 1));
         stats_ctx sc = {&c->st, counted};
-        for (size_t i = 0; i < m->pattern_count; i++) mg_walk_pattern(B, m->patterns[i], count_use, &sc);
+        mg_walk_patterns_reaching(B, rel->to, count_use, &sc);
         judge(B, c);
     }
     free(counted);
@@ -537,7 +566,7 @@ static void decide_subsets(builder *B)
         mg_entity *parent = mg_entity_of(B, rel->from), *child = mg_entity_of(B, rel->to);
         if (child->parent || parent->parent) continue;
         subset_ctx c = {rel, NULL, NULL, 0};
-        for (size_t i = 0; i < m->pattern_count; i++) mg_walk_pattern(B, m->patterns[i], find_subset_use, &c);
+        mg_walk_patterns_reaching(B, rel->to, find_subset_use, &c);
         if (!c.best) continue;
         double writes = child_write_rate(B, rel->to);
         int64_t n = subset_size(c.shape);
@@ -642,7 +671,7 @@ static void decide_extrefs(builder *B)
             extref_ctx c;
             memset(&c, 0, sizeof c);
             c.rel = h;
-            for (size_t i = 0; i < m->pattern_count; i++) mg_walk_pattern(B, m->patterns[i], collect_extref, &c);
+            mg_walk_patterns_reaching(B, h->target, collect_extref, &c);
             if (!c.reader_count && !hint) continue;
             if (c.attr_count == 0) {
                 if (!hint) continue;
@@ -824,12 +853,12 @@ static int propose_one(const kp_model *m, const kp_mix *mix, int alternative, kp
     }
     d->layout = L;
     d->free_layout = free_layout;
-    builder B = {m, mix, d, L, &L->arena, err, alternative};
+    builder B = {m, mix, d, L, &L->arena, err, alternative, NULL, NULL};
     L->entity_count = m->entity_count;
     L->entities = kp_arena_alloc(&L->arena, sizeof *L->entities * (m->entity_count ? m->entity_count : 1));
     L->roots = kp_arena_alloc(&L->arena, sizeof *L->roots * (m->pattern_count ? m->pattern_count : 1));
     for (size_t e = 0; e < m->entity_count; e++) L->entities[e].entity = m->entities[e];
-    if (decide_embedding(&B)) { kp_design_free(d); return -1; }
+    if (index_reaching(&B) || decide_embedding(&B)) { kp_design_free(d); return -1; }
     make_collections(&B);
     decide_subsets(&B);
     decide_extrefs(&B);

@@ -15,6 +15,10 @@ typedef struct builder {
     kp_arena *arena;    /* the layout's arena */
     kp_error *err;
     int alternative;    /* the alternatives compare shows (MG_RULES: the recommended design) */
+    /* per entity (by index): the patterns, in model order, that walk a relation hop
+     * arriving at it — the only ones a rule about a relation to it needs to walk */
+    size_t **reaching;
+    size_t *reaching_count;
 } builder;
 
 enum { MG_RULES, MG_EMBED_ALL, MG_REFERENCE_ALL };
@@ -34,6 +38,10 @@ mg_entity *mg_entity_of(builder *B, const kp_entity *e);
 double mg_pattern_rate(builder *B, const kp_pattern *p);
 void mg_walk_pattern(builder *B, const kp_pattern *p, void (*fn)(builder *, const kp_pattern *, const mg_hop_use *, void *),
                      void *ctx);
+/* mg_walk_pattern over the patterns that walk a hop arriving at `target` (any
+ * relation), in model order: what the rules use instead of walking every pattern. */
+void mg_walk_patterns_reaching(builder *B, const kp_entity *target,
+                               void (*fn)(builder *, const kp_pattern *, const mg_hop_use *, void *), void *ctx);
 double mg_attr_bytes(const kp_attr *a);
 double mg_record_bytes(const kp_entity *e);
 double mg_element_bytes(const mg_entity *me);
