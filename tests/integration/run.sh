@@ -10,7 +10,7 @@ set -euo pipefail
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 build=${1:-${KP_BUILD_DIR:-$here/../../build}}
 status=0
-for suite in "$here"/dynamodb.sh "$here"/mongodb.sh "$here"/cassandra.sh "$here"/emit_tools.sh "$here"/report_browser.sh "$here"/secrets.sh "$here"/force.sh "$here"/tls.sh "$here"/faults_kill.sh "$here"/faults_restart.sh "$here"/faults_proxy.sh; do
+for suite in "$here"/dynamodb.sh "$here"/mongodb.sh "$here"/cassandra.sh "$here"/emit_tools.sh "$here"/report_browser.sh "$here"/gate.sh "$here"/secrets.sh "$here"/force.sh "$here"/tls.sh "$here"/faults_kill.sh "$here"/faults_restart.sh "$here"/faults_proxy.sh; do
     echo "== integration: $(basename "$suite")"
     bash "$suite" "$build" || status=1
 done

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 #
 # secrets.sh BUILD_DIR — credentials are never printed (issue #8). Every command
-# (check, advise, emit, generate, expect, seed, verify --writes with JUnit and JSON,
-# teardown) runs with known fake secrets in the environment and in the profile files
-# (AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, a password in MONGODB_URI,
+# (check, advise, compare in every format, emit, generate, expect, seed, verify --writes
+# with JUnit and JSON, run — the gate with its reports —, teardown) runs with known fake
+# secrets in the environment and in the profile files (AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, a password in MONGODB_URI,
 # CASSANDRA_PASSWORD, a profile in a private ~/.aws) against the real local servers,
 # with the request tracing switched on (KP_TRACE_REQUESTS, KP_MONGO_DEBUG), and in
 # failing cases: a closed port, a non-loopback host over plain text, user information
@@ -90,6 +90,15 @@ for db in dynamodb mongodb cassandra; do
     run "$db-verify-dry-run" 0 verify "$model" "${common[@]}" --dry-run
     run "$db-teardown" 0 teardown "$model" --db "$db" --scale "$scale" --prefix "$prefix" "${t[@]}"
 done
+
+# compare (every format) and the gate, which seeds, verifies --writes and writes reports
+run compare 0 compare "$model" --format json
+run compare-md 0 compare "$model" --format md
+run compare-html 0 compare "$model" --format html
+run gate 0 run "$model" --db all --data "$out/data" --scale "$scale" --prefix "${prefix}gate-" --out "$out/gate" \
+    --seed 3 --samples 2 --target "dynamodb=$ddb" --target cassandra=127.0.0.1:19042
+run gate-teardown 0 teardown "$model" --db all --scale "$scale" --prefix "${prefix}gate-" --target "dynamodb=$ddb" \
+    --target cassandra=127.0.0.1:19042
 
 # failing cases: every message about them must still keep the secrets out
 run ddb-closed-port nonzero seed "$model" --db dynamodb --data "$out/data" --scale "$scale" --prefix "$prefix" --target dynamodb=http://127.0.0.1:1
