@@ -241,7 +241,9 @@ static int fix_shards(double load, double limit, double share)
 static void check_hot_reads(const kp_design *d, const kp_mix *mix, const kp_risk_options *o, kp_sampler *sampler, kp_risks *out)
 {
     const kp_limits *L = d->backend->limits;
-    if (L->partition_read_per_s <= 0) return;
+    /* a database without a per-partition throughput limit (Cassandra, MongoDB) still has
+     * one partition (one token range's replicas, one shard's chunk) serving one key: only
+     * the low-cardinality check applies there */
     const char *unit = L->read_unit ? L->read_unit : "read units";
     for (size_t i = 0; i < d->plan_count; i++) {
         const kp_plan *plan = &d->plans[i];
@@ -260,10 +262,22 @@ static void check_hot_reads(const kp_design *d, const kp_mix *mix, const kp_risk
         int shards = plan->shards > 1 ? plan->shards : 1;
         double per_shard = share / shards;
         double load = rps * share * first_step_units(d, plan) / shards;
-        int over = load > L->partition_read_per_s;
+        int over = L->partition_read_per_s > 0 && load > L->partition_read_per_s;
         int low_cardinality = per_shard >= HOT_SHARE && p->root->count >= HOT_MIN_RECORDS && rps >= HOT_MIN_RPS;
         if (!over && !low_cardinality) continue;
         int fix = fix_shards(load * shards, L->partition_read_per_s, share) ;
+        if (L->partition_read_per_s <= 0) {
+            kp_risk *k = add(out, "hot-partition", KP_RISK_WARNING, p->name,
+                             "'%s': the hottest partition key takes %.0f%% of its reads (%s), %.0f req/s that one partition "
+                             "(one token range's replicas, one shard) serves however many nodes the cluster has; spread the key "
+                             "over %d shards (write sharding, reads scatter-gather)",
+                             p->name, per_shard * 100,
+                             key_params(p) == 0 ? "every request reads the same key" : simulated ? "simulated over the data"
+                                                                                                 : "Zipf estimate from the model",
+                             rps * share / shards, fix);
+            if (k) { k->share = per_shard; k->load = rps * share / shards; k->limit = 0; k->shards = fix; k->is_simulated = simulated; }
+            continue;
+        }
         kp_risk *k = add(out, "hot-partition", over ? KP_RISK_DEFECT : KP_RISK_WARNING, p->name,
                          "'%s': the hottest partition key takes %.0f%% of its reads (%s), %.1f %s/s against the per-partition "
                          "limit of %.0f%s; spread the key over %d shards (write sharding, reads scatter-gather)",
@@ -310,7 +324,7 @@ static void count_item(key_slot *slots, size_t *n, size_t max, const kp_containe
 static void check_hot_writes(const kp_design *d, const kp_mix *mix, const kp_risk_options *o, kp_sampler *sampler, kp_risks *out)
 {
     const kp_limits *L = d->backend->limits;
-    if (L->partition_write_per_s <= 0 || !sampler || !d->backend->transform) return;
+    if (!sampler || !d->backend->transform) return;
     const char *unit = L->write_unit ? L->write_unit : "write units";
     int samples = o->samples > 0 ? o->samples / 2 : 1000;
     for (size_t w = 0; w < d->model->write_count; w++) {
@@ -349,12 +363,23 @@ static void check_hot_writes(const kp_design *d, const kp_mix *mix, const kp_ris
                 if (c->total == 0) continue;
                 double share = (double)c->top / (double)c->total;
                 double load = rps * rows * share * units_per_item;
-                int over = load > L->partition_write_per_s;
+                int over = L->partition_write_per_s > 0 && load > L->partition_write_per_s;
                 int low = share >= HOT_SHARE && c->used < 4 && step->entity->count >= HOT_MIN_RECORDS && rps * rows >= HOT_MIN_RPS;
                 if (over || low) {
                     char subject[256];
                     snprintf(subject, sizeof subject, "%s", wr->name);
                     int fix = fix_shards(load, L->partition_write_per_s, share);
+                    if (L->partition_write_per_s <= 0) {
+                        kp_risk *r = add(out, "hot-partition", KP_RISK_WARNING, subject,
+                                         "'%s': %.0f%% of its %s writes land on one %s value of %s (simulated over the data: %zu "
+                                         "distinct keys), %.1f rows/s that one partition serves however many nodes the cluster "
+                                         "has; spread the key over %d shards",
+                                         wr->name, share * 100, step->entity->name, slots[k].field, slots[k].container, c->used,
+                                         rps * rows * share, fix);
+                        if (r) { r->share = share; r->load = rps * rows * share; r->limit = 0; r->shards = fix; r->is_simulated = 1; }
+                        counter_free(c);
+                        continue;
+                    }
                     kp_risk *r = add(out, "hot-partition", over ? KP_RISK_DEFECT : KP_RISK_WARNING, subject,
                                      "'%s': %.0f%% of its %s writes land on one %s value of %s (simulated over the data: %zu "
                                      "distinct keys), %.1f %s/s against the per-partition limit of %.0f; spread the key over %d shards",

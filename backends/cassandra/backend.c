@@ -8,7 +8,7 @@
 #include "backends/cassandra/cql.h"
 
 static const kp_limits cq_limits = {
-    .max_item_bytes = 16.0 * 1024 * 1024,           /* half the 32 MB commit log segment: the mutation limit */
+    .max_item_bytes = 16.0 * 1024 * 1024,           /* half the default 32 MB commit log segment; a node that announces a lower max_mutation_size lowers it (server_item_limit) */
     .max_collection_bytes = KP_CQ_PARTITION_BYTES,  /* a partition should stay under ~100 MB */
     .max_partition_rows = KP_CQ_PARTITION_ROWS,
     .partition_read_per_s = 0,
@@ -42,4 +42,5 @@ const kp_backend kp_cassandra_backend = {
     .item_checksum = kp_cq_item_checksum,
     .disconnect = kp_cq_disconnect,
     .delete_items = kp_cq_delete_items,
+    .server_item_limit = kp_cq_server_item_limit,
 };

@@ -152,6 +152,7 @@ int kp_cq_submit(kp_conn *conn, kp_item_list *batch, kp_ack_fn on_ack, void *ctx
 int kp_cq_poll(kp_conn *conn, int timeout_ms, kp_error *err);
 int kp_cq_read_back(kp_conn *conn, const kp_design *d, kp_readback *out, kp_error *err);
 int kp_cq_delete_items(kp_conn *conn, const kp_design *d, const kp_item_list *items, kp_error *err);
+int kp_cq_server_item_limit(kp_conn *conn, double *bytes, kp_error *err);
 kp_cql_client *kp_cq_conn_client(kp_conn *conn);
 const char *kp_cq_conn_keyspace(kp_conn *conn, const kp_design *d);
 const char *kp_cq_conn_prefix(kp_conn *conn);

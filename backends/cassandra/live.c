@@ -542,3 +542,37 @@ int kp_cq_delete_items(kp_conn *conn, const kp_design *d, const kp_item_list *it
     }
     return 0;
 }
+
+/* The largest mutation the node takes: max_mutation_size (Cassandra 4.1+ names it in
+ * system_views.settings; by default half of commitlog_segment_size), else half the
+ * segment size. A node without the settings view (before 4.0) cannot tell: *bytes = 0
+ * and the static limit stands. A failure to reach the node is an error. */
+int kp_cq_server_item_limit(kp_conn *conn, double *bytes, kp_error *err)
+{
+    kp_cq_conn *c = (kp_cq_conn *)conn;
+    *bytes = 0;
+    cJSON *rows = NULL;
+    kp_error query_err;
+    if (kp_cql_fetch_all(c->client, NULL,
+                         "SELECT name, value FROM system_views.settings WHERE name IN "
+                         "('max_mutation_size_in_kb', 'commitlog_segment_size_in_mb')",
+                         NULL, 100, &rows, NULL, &query_err)) {
+        cJSON_Delete(rows);
+        if (query_err.code == KP_ERR_TARGET && strstr(query_err.message, "system_views")) return 0; /* no such view */
+        *err = query_err;
+        return -1;
+    }
+    double mutation_kb = 0, segment_mb = 0;
+    for (const cJSON *r = rows ? rows->child : NULL; r; r = r->next) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(r, "name"), *value = cJSON_GetObjectItemCaseSensitive(r, "value");
+        if (!cJSON_IsString(name) || !cJSON_IsString(value)) continue;
+        char *end = NULL;
+        double v = strtod(value->valuestring, &end);
+        if (end == value->valuestring || v <= 0) continue;
+        if (!strcmp(name->valuestring, "max_mutation_size_in_kb")) mutation_kb = v;
+        else if (!strcmp(name->valuestring, "commitlog_segment_size_in_mb")) segment_mb = v;
+    }
+    cJSON_Delete(rows);
+    *bytes = mutation_kb > 0 ? mutation_kb * 1024 : segment_mb > 0 ? segment_mb * 1024 * 1024 / 2 : 0;
+    return 0;
+}

@@ -1071,6 +1071,9 @@ static void plan_ops(builder *B, const kp_pattern *p, cq_fetch *root, kp_plan *p
     plan->is_requests_exact = 1;
     add_ops(&O, root, 1, 1, 0);
     kp_plan_total(plan);
+    /* a hash-bucketed root table spreads one key's rows over its buckets (the advisors'
+     * hot-partition share divides by it) */
+    if (root->table && root->table->buckets > 1) plan->shards = root->table->buckets;
     if (root->has_statics) plan->why = "the parent's attributes are static columns of the children's partition: one SELECT";
 }
 
@@ -1178,6 +1181,13 @@ static void describe(builder *B)
         if (t->parent) c->entities[c->entity_count++] = t->parent;
         c->items = t->rows;
         c->bytes = t->bytes;
+        /* size facts for the advisors: one row (the mutation a write sends), and the
+         * largest partition (one bucket of it) at the maximum fan-out */
+        double per_partition = t->max_partition_rows / (t->buckets > 1 ? t->buckets : 1);
+        c->max_item_bytes = t->row_bytes;
+        c->max_partition_items = per_partition;
+        c->max_partition_bytes = per_partition * t->row_bytes;
+        c->is_partition_bounded = 1;
         const char *causes = "";
         for (size_t k = 0; k < t->cause_count; k++) causes = kp_arena_printf(B->A, "%s%s%s", causes, k ? ", " : "", t->causes[k]->name);
         c->why = t->why ? t->why : kp_arena_printf(B->A, "query table for %s", causes);

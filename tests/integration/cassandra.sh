@@ -124,5 +124,32 @@ for name in saas-control-plane order-response; do
     "$venv/bin/cqlsh" "$host" "$port" -e "DROP KEYSPACE IF EXISTS $ks;" >/dev/null 2>&1
 done
 
+# a record above the node's own mutation limit (max_mutation_size, read from
+# system_views.settings: 4 MiB on the local node, below the static 16 MiB) is refused
+# with its file:line before anything is created
+model=$root/tests/fixtures/models/oversized-notes.json prefix=kpcql_big$$_
+mkdir -p "$work/big"
+python3 - "$work/big/Note.ndjson" <<'PY'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    f.write(json.dumps({"id": "n1", "title": "a", "body": "x" * 10}) + "\n")
+    f.write(json.dumps({"id": "n2", "title": "b", "body": "y" * (5 * 1024 * 1024)}) + "\n")
+    f.write(json.dumps({"id": "n3", "title": "c", "body": "z" * 10}) + "\n")
+PY
+limit=$("$venv/bin/cqlsh" "$host" "$port" -e "SELECT value FROM system_views.settings WHERE name = 'max_mutation_size_in_kb';" 2>/dev/null |
+        grep -E '^ *[0-9]+ *$' | tr -d ' ')
+status=0
+"$keyplan" seed "$model" --db cassandra "${target[@]}" --data "$work/big" --prefix "$prefix" >"$work/big.out" 2>"$work/big.err" || status=$?
+ks=$(keyspace_of "$model" "$prefix")
+made=$("$venv/bin/cqlsh" "$host" "$port" -e "SELECT count(*) FROM system_schema.keyspaces WHERE keyspace_name = '$ks';" 2>/dev/null |
+       grep -E '^ *[0-9]+ *$' | tr -d ' ')
+if [[ $status -eq 2 && -n $limit && $made == 0 ]] && grep -q "Note.ndjson:2:1: .*largest item this cassandra server accepts ($((limit * 1024)) bytes)" "$work/big.err" &&
+    ! grep -q "Note.ndjson:[13]:" "$work/big.err"; then
+    ok "a 5 MiB record above the node's ${limit} KiB mutation limit: exit 2, named by file:line, nothing created"
+else
+    bad "oversized record: exit $status, limit '${limit}' KiB, keyspace made '${made}'"; cat "$work/big.err"
+fi
+"$keyplan" teardown "$model" --db cassandra "${target[@]}" --prefix "$prefix" >/dev/null 2>&1
+
 echo "cassandra: $passed passed, $failed failed"
 [[ $failed == 0 ]]
