@@ -187,6 +187,43 @@ static void test_saas_active_listing_is_hot_without_shards(void **state)
     kp_model_free(m);
 }
 
+/* Without a per-partition throughput limit (MongoDB, Cassandra) the one-key listing is
+ * still a warning: one partition serves it however large the cluster; Cassandra's hash
+ * buckets spread it (the plan's shards), so there it is gone. */
+static void test_active_listing_share_on_databases_without_a_partition_limit(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/saas-control-plane/model.json");
+    kp_design_list list;
+    kp_design *d = design_of(m, "mongodb", NULL, &list);
+    kp_risks risks = {0};
+    kp_error err;
+    assert_int_equal(kp_risk_check(d, NULL, NULL, &risks, &err), 0);
+    const kp_risk *r = kp_risks_find(&risks, "hot-partition", "list-active-projects");
+    assert_non_null(r);
+    assert_int_equal(r->severity, KP_RISK_WARNING);
+    NEAR(r->share, 1);
+    NEAR(r->limit, 0);
+    assert_int_equal(r->shards, 10);
+    kp_risks_free(&risks);
+    kp_design_list_free(&list);
+    d = design_of(m, "cassandra", NULL, &list);
+    size_t i = 0;
+    while (i < d->plan_count && strcmp(d->plans[i].pattern->name, "list-active-projects") != 0) i++;
+    assert_true(i < d->plan_count);
+    assert_true(d->plans[i].shards > 1);
+    assert_int_equal(kp_risk_check(d, NULL, NULL, &risks, &err), 0);
+    assert_null(kp_risks_find(&risks, "hot-partition", "list-active-projects"));
+    for (size_t c = 0; c < d->container_count; c++) {
+        assert_true(d->containers[c].is_partition_bounded);
+        assert_true(d->containers[c].max_item_bytes > 0);
+        assert_true(d->containers[c].max_partition_items <= 100000);
+    }
+    kp_risks_free(&risks);
+    kp_design_list_free(&list);
+    kp_model_free(m);
+}
+
 /* Leaderboard: a player's matches are unbounded; the 'embed' alternative forces them
  * into the player document. */
 static void test_forced_embedding_passes_16_mb(void **state)
@@ -330,6 +367,7 @@ int main(void)
         cmocka_unit_test(test_saas_mongodb_costs_by_hand),
         cmocka_unit_test(test_saas_cassandra_costs_by_hand),
         cmocka_unit_test(test_saas_active_listing_is_hot_without_shards),
+        cmocka_unit_test(test_active_listing_share_on_databases_without_a_partition_limit),
         cmocka_unit_test(test_forced_embedding_passes_16_mb),
         cmocka_unit_test(test_recommendation_per_example),
         cmocka_unit_test(test_auction_mixes_disagree),
