@@ -898,8 +898,12 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
             /* created by keyplan, stopped before its marker was written (a kill between
              * CreateTable and the marker: faults_kill.sh found it), or an empty container
              * of someone else's: either way nothing to lose — seeding an empty container
-             * overwrites nothing, and its marker is written before the first item */
+             * overwrites nothing, and its marker is written before the first item. The
+             * schema is applied again (every backend's apply_schema accepts what exists):
+             * a kill in the middle of it leaves only some of a design's tables, indexes
+             * or collections (faults_kill.sh found it on Cassandra) */
             r->action = KP_SEED_FRESH;
+            is_fresh = 1;
         } else {
             if (!state.marker)
                 snprintf(why, sizeof why, "the containers of this design already exist %s",

@@ -80,7 +80,7 @@ for db in "${dbs[@]}"; do
             ((rb_duplicated > 0)) && duplicated=$((duplicated + rb_duplicated))
             ((rb_extra > 0)) && extra=$((extra + rb_extra))
         else
-            bad "$db run $run: killed at ${points[*]}, the rerun failed"; tail -5 "$work/rerun.out"
+            bad "$db run $run: killed at ${points[*]}, the rerun failed"; tail -20 "$work/rerun.out"
             failed_runs=$((failed_runs + 1))
         fi
         "$keyplan" teardown "$model" --db "$db" "${target[@]}" --prefix "$prefix" >/dev/null 2>&1

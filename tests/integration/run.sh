@@ -10,8 +10,16 @@ set -euo pipefail
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 build=${1:-${KP_BUILD_DIR:-$here/../../build}}
 status=0
-for suite in "$here"/dynamodb.sh "$here"/mongodb.sh "$here"/cassandra.sh "$here"/emit_tools.sh "$here"/report_browser.sh "$here"/gate.sh "$here"/secrets.sh "$here"/force.sh "$here"/tls.sh "$here"/faults_kill.sh "$here"/faults_restart.sh "$here"/faults_proxy.sh; do
+summary=()
+for suite in "$here"/dynamodb.sh "$here"/mongodb.sh "$here"/cassandra.sh "$here"/emit_tools.sh "$here"/mongosh.sh \
+             "$here"/report_browser.sh "$here"/gate.sh "$here"/secrets.sh "$here"/force.sh "$here"/tls.sh \
+             "$here"/faults_kill.sh "$here"/faults_restart.sh "$here"/faults_proxy.sh; do
     echo "== integration: $(basename "$suite")"
-    bash "$suite" "$build" || status=1
+    started=$SECONDS suite_status=0
+    bash "$suite" "$build" || suite_status=1
+    [[ $suite_status -eq 0 ]] || status=1
+    summary+=("$(printf '%-20s %-6s %5ds' "$(basename "$suite")" "$([[ $suite_status -eq 0 ]] && echo ok || echo FAILED)" $((SECONDS - started)))")
 done
+echo "== integration summary"
+printf '  %s\n' "${summary[@]}"
 exit $status
