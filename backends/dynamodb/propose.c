@@ -309,6 +309,33 @@ static int place_entities(builder *B)
     votes = calloc(m->entity_count ? m->entity_count : 1, sizeof *votes);
     if (!votes) return kp_error_set(B->err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
     for (size_t i = 0; i < m->pattern_count; i++) each_shape(m->patterns[i]->returns, vote_homes, B, m->patterns[i]);
+    /* one pass each over relations and patterns, not one per entity: the N:M relation an
+     * entity is the join entity of, and per entity the patterns whose returned lists or
+     * counts start with a forward hop to it (the item collection's causes) */
+    const kp_relation **through_of = kp_arena_alloc(B->arena, sizeof *through_of * (m->entity_count + 1));
+    size_t **listing = kp_arena_alloc(B->arena, sizeof *listing * (m->entity_count + 1));
+    size_t *listing_count = kp_arena_alloc(B->arena, sizeof *listing_count * (m->entity_count + 1));
+    size_t *listing_cap = calloc(m->entity_count + 1, sizeof *listing_cap);
+    if (!through_of || !listing || !listing_count || !listing_cap) {
+        free(listing_cap);
+        free(votes);
+        votes = NULL;
+        return kp_error_set(B->err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    }
+    for (size_t r = 0; r < m->relation_count; r++)
+        if (m->relations[r]->link == KP_LINK_THROUGH && m->relations[r]->through)
+            through_of[m->relations[r]->through->index] = m->relations[r];
+    for (size_t p = 0; p < m->pattern_count; p++) {
+        const kp_shape *ret = m->patterns[p]->returns;
+        for (size_t k = 0; k < ret->member_count + 1; k++) {
+            const kp_shape *s = k < ret->member_count ? ret->members[k] : ret;
+            if ((s->kind != KP_SHAPE_EACH && s->kind != KP_SHAPE_COUNT) || !s->hop_count || s->hops[0]->is_inverse) continue;
+            size_t e = s->hops[0]->target->index;
+            size_t *slot = kp_arena_push(B->arena, (void **)&listing[e], &listing_count[e], &listing_cap[e], sizeof *slot);
+            if (slot) *slot = p;
+        }
+    }
+    free(listing_cap);
     /* a join entity lives with the "from" side of its N:M relation */
     for (size_t i = 0; i < m->entity_count; i++) {
         const kp_entity *e = m->entities[i];
@@ -318,9 +345,7 @@ static int place_entities(builder *B)
         ddb_placement *base = add_placement(B, de);
         base->index = &B->L->base;
         const kp_relation *home = B->is_normalised ? NULL : votes[i].relation;
-        const kp_relation *through = NULL;
-        for (size_t r = 0; r < m->relation_count && !B->is_normalised; r++)
-            if (m->relations[r]->link == KP_LINK_THROUGH && m->relations[r]->through == e) through = m->relations[r];
+        const kp_relation *through = B->is_normalised ? NULL : through_of[i];
         if (home) {
             const kp_entity *parent = home->from;
             base->pk = fmt_keyed(B, entity_of(B, parent)->prefix ? entity_of(B, parent)->prefix
@@ -346,10 +371,10 @@ static int place_entities(builder *B)
                                                                kp_ddb_format_describe(B->arena, &base->pk),
                                                                kp_ddb_format_describe(B->arena, &base->sk)),
                                               why);
-            for (size_t p = 0; p < m->pattern_count; p++) {
-                const kp_pattern *pat = m->patterns[p];
-                for (size_t k = 0; k < pat->returns->member_count + 1; k++) {
-                    const kp_shape *s = k < pat->returns->member_count ? pat->returns->members[k] : pat->returns;
+            for (size_t k = 0; k < listing_count[i]; k++) {
+                const kp_pattern *pat = m->patterns[listing[i][k]];
+                for (size_t j = 0; j < pat->returns->member_count + 1; j++) {
+                    const kp_shape *s = j < pat->returns->member_count ? pat->returns->members[j] : pat->returns;
                     if ((s->kind == KP_SHAPE_EACH || s->kind == KP_SHAPE_COUNT) && s->hop_count && s->hops[0]->relation == home &&
                         !s->hops[0]->is_inverse)
                         kp_decision_add_pattern(B->d, x, pat);
