@@ -1320,7 +1320,11 @@ void mg_describe_collections(builder *B)
             for (size_t k = 0; k < x->field_count; k++)
                 d->keys[k] = (kp_key_part){kp_design_printf(B->d, "%s", x->fields[k].path), KP_KEY_FIELD, x->fields[k].is_desc, ""};
             /* causes, with those of the indexes it absorbed */
-            const char **causes = kp_arena_alloc(&B->d->arena, sizeof *causes * (B->m->pattern_count + 1));
+            size_t most = 1;
+            for (size_t j = 0; j < col->index_count; j++)
+                if (col->indexes[j] == x || (col->indexes[j]->is_redundant && serving(col, col->indexes[j]) == x))
+                    most += col->indexes[j]->cause_count;
+            const char **causes = kp_arena_alloc(&B->d->arena, sizeof *causes * most);
             size_t cn = 0;
             for (size_t j = 0; j < col->index_count; j++) {
                 const mg_index *y = col->indexes[j];

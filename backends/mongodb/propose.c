@@ -455,9 +455,10 @@ static int decide_embedding(builder *B)
         candidate *c = &cands[n++];
         c->rel = rel;
         c->st.rel = rel;
-        memset(counted, 0, sizeof *counted * (m->pattern_count + 1));
         stats_ctx sc = {&c->st, counted};
         mg_walk_patterns_reaching(B, rel->to, count_use, &sc);
+        /* only the patterns walked can have been counted: clear those */
+        for (size_t i = 0; i < B->reaching_count[rel->to->index]; i++) counted[B->reaching[rel->to->index][i]] = 0;
         judge(B, c);
     }
     free(counted);
