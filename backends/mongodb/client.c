@@ -109,6 +109,9 @@ int kp_mg_uri_check(const mongoc_uri_t *uri, int is_insecure, const char *redact
     return 0;
 }
 
+static int is_transient(const bson_error_t *e);
+static void pause_ms(int ms);
+
 int kp_mg_client_open(const char *uri_text, int is_insecure, kp_mg_client **out, kp_error *err)
 {
     *out = NULL;
@@ -157,8 +160,15 @@ int kp_mg_client_open(const char *uri_text, int is_insecure, kp_mg_client **out,
     mongoc_client_set_apm_callbacks(c->client, cb, c);
     mongoc_apm_callbacks_destroy(cb);
     c->db = mongoc_client_get_database(c->client, c->database);
+    /* the first command: a connection dropped or cut short is retried like any other
+     * (faults_proxy.sh found verify stopping on one dropped ping) */
     bson_t *ping = BCON_NEW("ping", BCON_INT32(1));
-    bool ok = mongoc_client_command_simple(c->client, "admin", ping, NULL, NULL, &e);
+    bool ok = false;
+    for (int attempt = 0; attempt < RETRIES; attempt++) {
+        ok = mongoc_client_command_simple(c->client, "admin", ping, NULL, NULL, &e);
+        if (ok || !is_transient(&e)) break;
+        pause_ms(100 << attempt);
+    }
     bson_destroy(ping);
     if (!ok) {
         kp_mg_client_close(c);
