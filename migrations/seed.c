@@ -925,6 +925,13 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
     /* step 3: schema and marker */
     if (rc == 0 && is_fresh && b->apply_schema(p.conn, o->design, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; rc = -1; }
     if (rc == 0 && r->action != KP_SEED_ALREADY_DONE && write_marker(&p, "seeding", err)) rc = -1;
+    if (rc != 0 && err->code == KP_ERR_TARGET && !strstr(err->message, "rerun")) {
+        /* server trouble while setting the target up: this run wrote no record yet, and a
+         * rerun takes over what was created (an empty target without a marker is fresh) */
+        size_t n = strlen(err->message);
+        snprintf(err->message + n, sizeof err->message - n,
+                 "; this run wrote no record yet: rerun the same command to resume once the server answers");
+    }
     p.started = now_seconds();
     p.last_marker = p.started;
     r->setup_seconds = p.started - started - r->prepare_seconds;
