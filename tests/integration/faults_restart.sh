@@ -105,7 +105,13 @@ for db in "${dbs[@]}"; do
     for ((run = 1; run <= runs; run++)); do
         prefix=kprel-r$$-$run-
         export_items "$db" "$model" "$data" "$scale" "$prefix" "$work/expected.nd" || { bad "$db run $run: export-items"; continue; }
-        at=$(rand_between 300 "$whole") pause=$(rand_between 500 3000)
+        # Cassandra: after the schema is applied (about the first second and a half): a
+        # node SIGKILLed in the middle of CREATE TABLE can come back with its schema
+        # tables naming a table it does not serve, a state of the node no client can
+        # repair (seen once; docs/reliability.md)
+        first=300
+        [[ $db == cassandra ]] && first=$((whole / 2 > 2500 ? 2500 : whole / 2))
+        at=$(rand_between "$first" "$whole") pause=$(rand_between 500 3000)
         "$keyplan" seed "$model" --db "$db" --data "$data" --scale "$scale" --target "$db=$url" --prefix "$prefix" --quiet >"$work/seed.out" 2>&1 &
         pid=$!
         sleep_ms "$at"
