@@ -7,6 +7,7 @@
 #include "core/arena.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,48 @@ void *kp_arena_push(kp_arena *arena, void **items, size_t *count, size_t *cap, s
     void *slot = (char *)*items + (*count)++ * size;
     memset(slot, 0, size);
     return slot;
+}
+
+/* ---- string maps ------------------------------------------------------------------------- */
+
+static size_t strmap_slot(const char *const *keys, size_t cap, const char *key)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (const unsigned char *c = (const unsigned char *)key; *c; c++) { h ^= *c; h *= 1099511628211ULL; }
+    size_t at = (size_t)h & (cap - 1);
+    while (keys[at] && strcmp(keys[at], key) != 0) at = (at + 1) & (cap - 1);
+    return at;
+}
+
+void *kp_strmap_get(const kp_strmap *map, const char *key)
+{
+    if (!map->cap) return NULL;
+    size_t at = strmap_slot(map->keys, map->cap, key);
+    return map->keys[at] ? map->values[at] : NULL;
+}
+
+int kp_strmap_put(kp_arena *arena, kp_strmap *map, const char *key, void *value)
+{
+    if ((map->count + 1) * 2 > map->cap) {
+        size_t cap = map->cap ? map->cap * 2 : 64;
+        const char **keys = kp_arena_alloc(arena, sizeof *keys * cap);
+        void **values = kp_arena_alloc(arena, sizeof *values * cap);
+        if (!keys || !values) return -1;
+        for (size_t i = 0; i < map->cap; i++) {
+            if (!map->keys[i]) continue;
+            size_t at = strmap_slot(keys, cap, map->keys[i]);
+            keys[at] = map->keys[i];
+            values[at] = map->values[i];
+        }
+        map->keys = keys;
+        map->values = values;
+        map->cap = cap;
+    }
+    size_t at = strmap_slot(map->keys, map->cap, key);
+    if (!map->keys[at]) map->count++;
+    map->keys[at] = key;
+    map->values[at] = value;
+    return 0;
 }
 
 void kp_arena_free(kp_arena *arena)

@@ -29,4 +29,19 @@ char *kp_arena_printf(kp_arena *arena, const char *fmt, ...) __attribute__((form
 void *kp_arena_push(kp_arena *arena, void **items, size_t *count, size_t *cap, size_t size);
 void kp_arena_free(kp_arena *arena);
 
+/* A map from strings to pointers in an arena (open addressing, FNV-1a): for look-ups by
+ * name that must stay constant-time on models of thousands of patterns or tables. Keys
+ * are not copied (they must live as long as the map); values must not be NULL. A
+ * zeroed kp_strmap is an empty map. */
+typedef struct kp_strmap {
+    const char **keys;
+    void **values;
+    size_t count, cap;
+} kp_strmap;
+
+/* The value stored under key, or NULL. */
+void *kp_strmap_get(const kp_strmap *map, const char *key);
+/* Stores value under key (replacing one stored before); -1 when out of memory. */
+int kp_strmap_put(kp_arena *arena, kp_strmap *map, const char *key, void *value);
+
 #endif

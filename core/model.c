@@ -1165,7 +1165,7 @@ int kp_model_parse(const char *file, const char *text, size_t len, const kp_mode
     m->file = kp_arena_strdup(&m->arena, kp_json_file(doc));
     m->scale = 1;
     hash_text(m, text, len);
-    kp_parser P = {m, doc, err, NULL, 0, 0};
+    kp_parser P = {m, doc, err, {0}};
     if (parse_model(&P, options)) {
         kp_model_free(m);
         return -1;

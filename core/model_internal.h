@@ -16,10 +16,9 @@ typedef struct kp_parser {
     kp_model *m;
     kp_json_doc *doc;
     kp_error *err;
-    /* the names of patterns and writes so far (one namespace), an open-addressing hash
-     * set in the model's arena: a model of thousands of patterns parses in linear time */
-    const char **names;
-    size_t name_count, name_cap;
+    /* the names of patterns and writes so far (one namespace): a model of thousands of
+     * patterns parses in linear time */
+    kp_strmap names;
 } kp_parser;
 
 /* A parameter table being filled for one pattern or write. */

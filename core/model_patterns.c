@@ -680,35 +680,12 @@ static int parse_shape(kp_parser *P, shape_ctx *S, const cJSON *node, kp_entity 
 static const char *const pattern_keys[] = {"name", "description", "root", "where", "params", "returns", "rps", "skew",
                                            NULL};
 
-static size_t name_hash(const char *name)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (const unsigned char *c = (const unsigned char *)name; *c; c++) { h ^= *c; h *= 1099511628211ULL; }
-    return (size_t)h;
-}
-
 /* 1 when a pattern or write already has this name; else the name is taken now. An
  * allocation failure falls back to the model's own (linear) look-ups. */
 static int name_taken(kp_parser *P, const char *name)
 {
-    if (P->name_count * 2 >= P->name_cap) {
-        size_t cap = P->name_cap ? P->name_cap * 2 : 64;
-        const char **grown = kp_arena_alloc(&P->m->arena, sizeof *grown * cap);
-        if (!grown) return kp_model_pattern(P->m, name) || kp_model_write(P->m, name);
-        for (size_t i = 0; i < P->name_cap; i++) {
-            if (!P->names[i]) continue;
-            size_t at = name_hash(P->names[i]) & (cap - 1);
-            while (grown[at]) at = (at + 1) & (cap - 1);
-            grown[at] = P->names[i];
-        }
-        P->names = grown;
-        P->name_cap = cap;
-    }
-    size_t at = name_hash(name) & (P->name_cap - 1);
-    for (; P->names[at]; at = (at + 1) & (P->name_cap - 1))
-        if (strcmp(P->names[at], name) == 0) return 1;
-    P->names[at] = name;
-    P->name_count++;
+    if (kp_strmap_get(&P->names, name)) return 1;
+    if (kp_strmap_put(&P->m->arena, &P->names, name, (void *)name)) return kp_model_pattern(P->m, name) || kp_model_write(P->m, name);
     return 0;
 }
 

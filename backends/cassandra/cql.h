@@ -113,10 +113,9 @@ struct cq_fetch {
 typedef struct cq_layout {
     cq_table **tables;
     size_t table_count, table_cap;
-    /* the tables again, hashed by signature and by name (open addressing, hash_cap
-     * slots each): finding a table to share or a free name stays constant-time */
-    cq_table **by_signature, **by_name;
-    size_t hash_cap;
+    /* the tables again, by signature and by name: finding a table to share or a free
+     * name stays constant-time */
+    kp_strmap by_signature, by_name;
     cq_table **base;            /* per entity index: its table by key */
     cq_fetch **roots;           /* per pattern */
     const char *keyspace;       /* the model's name in snake_case (without prefix) */

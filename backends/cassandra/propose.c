@@ -166,44 +166,6 @@ static void cause(builder *B, cq_table *t, const kp_pattern *p)
     *slot = p;
 }
 
-static size_t text_hash(const char *text)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (const unsigned char *c = (const unsigned char *)text; *c; c++) { h ^= *c; h *= 1099511628211ULL; }
-    return (size_t)h;
-}
-
-static const char *table_key(const cq_table *t, int by_name) { return by_name ? t->name : t->signature; }
-
-/* The slot of `key` in one of the layout's hashes: the table holding it, or the empty
- * slot where it goes. */
-static cq_table **table_slot(cq_table **slots, size_t cap, const char *key, int by_name)
-{
-    size_t at = text_hash(key) & (cap - 1);
-    while (slots[at] && strcmp(table_key(slots[at], by_name), key) != 0) at = (at + 1) & (cap - 1);
-    return &slots[at];
-}
-
-static int index_table(builder *B, cq_table *t)
-{
-    cq_layout *L = B->L;
-    if ((L->table_count + 1) * 2 > L->hash_cap) {
-        size_t cap = L->hash_cap ? L->hash_cap * 2 : 64;
-        cq_table **sig = kp_arena_alloc(B->A, sizeof *sig * cap), **names = kp_arena_alloc(B->A, sizeof *names * cap);
-        if (!sig || !names) return -1;
-        for (size_t i = 0; i < L->table_count; i++) {
-            *table_slot(sig, cap, L->tables[i]->signature, 0) = L->tables[i];
-            *table_slot(names, cap, L->tables[i]->name, 1) = L->tables[i];
-        }
-        L->by_signature = sig;
-        L->by_name = names;
-        L->hash_cap = cap;
-    }
-    *table_slot(L->by_signature, L->hash_cap, t->signature, 0) = t;
-    *table_slot(L->by_name, L->hash_cap, t->name, 1) = t;
-    return 0;
-}
-
 /* Completes a table (regular columns, sizes, name) and returns it or the identical one
  * that exists. */
 static cq_table *finish_table(builder *B, cq_table *t, const kp_pattern *p, double partition_rows)
@@ -240,7 +202,7 @@ static cq_table *finish_table(builder *B, cq_table *t, const kp_pattern *p, doub
         if (!have) add_col(B, t, e->attrs[i], e, CQ_REGULAR, 0);
     }
     table_signature(B, t);
-    cq_table *same = B->L->hash_cap ? *table_slot(B->L->by_signature, B->L->hash_cap, t->signature, 0) : NULL;
+    cq_table *same = kp_strmap_get(&B->L->by_signature, t->signature);
     if (same) {
         cause(B, same, p);
         return same;
@@ -257,14 +219,14 @@ static cq_table *finish_table(builder *B, cq_table *t, const kp_pattern *p, doub
     }
     const char *base = name;
     for (int k = 2;; k++) {
-        if (!B->L->hash_cap || !*table_slot(B->L->by_name, B->L->hash_cap, name, 1)) break;
+        if (!kp_strmap_get(&B->L->by_name, name)) break;
         name = kp_arena_printf(B->A, "%s_%d", base, k);
     }
     t->name = name;
     t->rows = e->count;
     t->bytes = e->count * t->row_bytes;
     cause(B, t, p);
-    if (index_table(B, t)) return NULL;
+    if (kp_strmap_put(B->A, &B->L->by_signature, t->signature, t) || kp_strmap_put(B->A, &B->L->by_name, t->name, t)) return NULL;
     cq_table **slot = kp_arena_push(B->A, (void **)&B->L->tables, &B->L->table_count, &B->L->table_cap, sizeof *slot);
     if (!slot) return NULL;
     *slot = t;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "core/arena.h"
 #include "core/json.h"
 #include "core/model.h"
 
@@ -265,6 +266,32 @@ static void test_values_are_described_for_messages(void **state)
     kp_json_free(doc);
 }
 
+/* kp_strmap (core/arena.h): every key found after many growths, a replaced value, and
+ * a key never stored absent. */
+static void test_string_map_finds_every_key_through_growth(void **state)
+{
+    (void)state;
+    kp_arena arena = {0};
+    kp_strmap map = {0};
+    char *keys[2000];
+    assert_null(kp_strmap_get(&map, "anything"));
+    for (int i = 0; i < 2000; i++) {
+        keys[i] = kp_arena_printf(&arena, "key-%d", i);
+        assert_int_equal(kp_strmap_put(&arena, &map, keys[i], keys[i]), 0);
+    }
+    assert_int_equal(map.count, 2000);
+    for (int i = 0; i < 2000; i++) {
+        char probe[32];
+        snprintf(probe, sizeof probe, "key-%d", i);
+        assert_ptr_equal(kp_strmap_get(&map, probe), keys[i]);
+    }
+    assert_null(kp_strmap_get(&map, "key-2000"));
+    assert_int_equal(kp_strmap_put(&arena, &map, keys[7], keys[8]), 0);
+    assert_int_equal(map.count, 2000);
+    assert_ptr_equal(kp_strmap_get(&map, "key-7"), keys[8]);
+    kp_arena_free(&arena);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -279,6 +306,7 @@ int main(void)
         cmocka_unit_test(test_dense_input_is_refused_before_it_could_take_ten_times_its_size),
         cmocka_unit_test(test_parsing_holds_at_most_ten_times_the_file),
         cmocka_unit_test(test_values_are_described_for_messages),
+        cmocka_unit_test(test_string_map_finds_every_key_through_growth),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
