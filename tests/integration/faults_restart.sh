@@ -72,10 +72,10 @@ own_start() {
 }
 own_kill() {
     if [[ $db == cassandra ]]; then
-        local pid i
+        local pid i=0
         pid=$(cat "$root/.deps/run/cassandra.pid" 2>/dev/null) || return 0
         kill -9 "$pid" 2>/dev/null
-        for ((i = 0; i < 100 && $(kill -0 "$pid" 2>/dev/null && echo 1 || echo 0) == 1; i++)); do sleep 0.1; done
+        while kill -0 "$pid" 2>/dev/null && ((i++ < 100)); do sleep 0.1; done   # gone within 10 s
         return 0
     fi
     kill -9 "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null; server_pid=
