@@ -113,6 +113,11 @@ typedef struct kp_operation {
     double items;               /* estimated items / documents / rows read */
     double bytes;               /* estimated bytes read */
     double read_units;          /* DynamoDB RCU (eventually consistent); 0 elsewhere */
+    /* upper bounds for one page (the model's maxima: $expect max, fan-out max, every shard
+     * read); 0 means "the same as the expected figure above" (the figure is exact) */
+    double requests_max;
+    double items_max;
+    double bytes_max;
     const char *why;
 } kp_operation;
 
@@ -126,6 +131,12 @@ typedef struct kp_plan {
     double items;               /* items / documents / rows read */
     double bytes;
     double read_units;
+    /* what one page may cost at most (sums of the operations' bounds, never below the
+     * expected figures above): verify fails a pattern whose measured requests, items read
+     * or bytes read exceed these */
+    double requests_max;
+    double items_max;
+    double bytes_max;
     int is_scan;
     const char *why;
     int shards;                 /* added for advisors/risk.c: the partition key its first step reads is
@@ -258,6 +269,9 @@ typedef struct kp_result {
     int sequential_steps;       /* round trips */
     long items_returned;
     long items_scanned;         /* where the server reports it (DynamoDB ScannedCount); -1 if not */
+    long bytes_read;            /* bytes of the items / documents / rows the server sent, as the
+                                   database sizes them (DynamoDB item size, BSON size, CQL row
+                                   values); -1 when the backend does not measure it yet */
 } kp_result;
 
 void kp_result_free(kp_result *result);

@@ -159,6 +159,7 @@ void kp_plan_total(kp_plan *plan)
     int has_steps = 0;
     for (size_t i = 0; i < plan->op_count; i++) has_steps |= plan->ops[i].step > 0;
     plan->items = plan->bytes = plan->read_units = 0;
+    plan->requests_max = plan->items_max = plan->bytes_max = 0;
     plan->is_scan = 0;
     for (size_t i = 0; i < plan->op_count; i++) {
         const kp_operation *o = &plan->ops[i];
@@ -171,6 +172,9 @@ void kp_plan_total(kp_plan *plan)
         plan->items += o->items;
         plan->bytes += o->bytes;
         plan->read_units += o->read_units;
+        plan->requests_max += o->requests_max > o->requests ? o->requests_max : o->requests;
+        plan->items_max += o->items_max > o->items ? o->items_max : o->items;
+        plan->bytes_max += o->bytes_max > o->bytes ? o->bytes_max : o->bytes;
         plan->is_scan |= o->is_scan;
     }
 }

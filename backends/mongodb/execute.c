@@ -878,6 +878,7 @@ int kp_mg_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const 
 {
     memset(out, 0, sizeof *out);
     out->items_scanned = -1;
+    out->bytes_read = -1;
     kp_error_clear(err);
     run R;
     memset(&R, 0, sizeof R);
