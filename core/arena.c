@@ -68,7 +68,23 @@ char *kp_arena_strdup(kp_arena *arena, const char *s)
 
 char *kp_arena_printf(kp_arena *arena, const char *fmt, ...)
 {
+    /* formatted once in the common case: straight into the current chunk's free space
+     * (the bump is made only when it fits), else measured and formatted again */
+    kp_arena_chunk *c = arena->head;
     va_list ap;
+    if (c && c->size - c->used > 1) {
+        char *at = (char *)c->data + c->used;
+        size_t room = c->size - c->used;
+        va_start(ap, fmt);
+        int n = vsnprintf(at, room, fmt, ap);
+        va_end(ap);
+        if (n < 0) return NULL;
+        if ((size_t)n < room) {
+            size_t used = ((size_t)n + 1 + 7) / 8 * 8;
+            c->used += used <= room ? used : room;
+            return at;
+        }
+    }
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);

@@ -505,6 +505,7 @@ int kp_parse_entities(kp_parser *P, const cJSON *entities)
         e->index = m->entity_count;
         e->pos = kp_json_key_pos(P->doc, en);
         m->entities[m->entity_count++] = e;
+        if (kp_strmap_put(&m->arena, &m->entity_by_name, e->name, e)) return kp_perr(P, en, 0, "out of memory");
         const cJSON *attrs = cJSON_GetObjectItemCaseSensitive(en, "attributes");
         if (!attrs) return kp_perr(P, en, 1, "entity '%s' needs \"attributes\"", e->name);
         if (kp_expect_object(P, attrs, "\"attributes\"")) return -1;
@@ -1198,6 +1199,7 @@ void kp_model_free(kp_model *model)
 
 kp_entity *kp_model_entity(const kp_model *m, const char *name)
 {
+    if (m->entity_by_name.count == m->entity_count) return kp_strmap_get(&m->entity_by_name, name);
     for (size_t i = 0; i < m->entity_count; i++)
         if (strcmp(m->entities[i]->name, name) == 0) return m->entities[i];
     return NULL;

@@ -412,6 +412,8 @@ struct kp_model {
     kp_hint *hints;
     size_t hint_count;
     double scale;               /* the --scale applied (1 by default) */
+    kp_strmap entity_by_name;   /* name -> kp_entity *, filled by the parser (look-ups fall back to a
+                                   scan when it does not hold every entity, e.g. a model built by hand) */
 };
 
 typedef struct kp_model_options {

@@ -982,9 +982,12 @@ const char *kp_cq_table_text(kp_arena *A, const cq_table *t)
         if (n > w) w = n;
     }
     if (w > 70) w = 70;
-    const char *line = "";
-    for (size_t i = 0; i < w + 2; i++) line = kp_arena_printf(A, "%s-", line);
-    const char *s = kp_arena_printf(A, "+%s+\n| %-*s |\n+%s+\n", line, (int)w, t->name, line);
+    /* built in one growing text (re-printing the whole table per column was quadratic) */
+    char line[80];
+    memset(line, '-', w + 2);
+    line[w + 2] = '\0';
+    kp_text text = {0};
+    kp_text_printf(&text, "+%s+\n| %-*s |\n+%s+\n", line, (int)w, t->name, line);
     for (size_t i = 0; i < t->col_count; i++) {
         const cq_column *c = &t->cols[i];
         const char *mark = c->role == CQ_PARTITION ? "K " : c->role == CQ_CLUSTERING ? (c->is_desc ? "C\xe2\x86\x93" : "C\xe2\x86\x91")
@@ -994,9 +997,12 @@ const char *kp_cq_table_text(kp_arena *A, const cq_table *t)
         /* the arrows are 3 bytes for 1 column: pad by display width */
         int pad = (int)w - 3 - (int)strlen(cell);
         if (pad < 0) pad = 0;
-        s = kp_arena_printf(A, "%s| %s %s%*s |\n", s, mark, cell, pad, "");
+        kp_text_printf(&text, "| %s %s%*s |\n", mark, cell, pad, "");
     }
-    return kp_arena_printf(A, "%s+%s+\n", s, line);
+    kp_text_printf(&text, "+%s+\n", line);
+    const char *out = text.is_failed ? NULL : kp_arena_strdup(A, text.data);
+    kp_text_free(&text);
+    return out ? out : "";
 }
 
 /* ---- plans --------------------------------------------------------------------------------------------- */
