@@ -47,8 +47,9 @@ struct kp_json_doc {
     number_span *numbers;/* sorted by value index */
     size_t number_count;
     char *number_text;   /* the numbers' source texts, back to back */
-    const cJSON **by_address; /* every node, sorted by address ... */
-    uint32_t *index_of;  /* ... and its value index */
+    const cJSON **by_address; /* an open-addressing table of every node (NULL: free slot) ... */
+    uint32_t *index_of;  /* ... and, in the same slot, its value index */
+    size_t slot_mask;    /* table size - 1 (a power of two, at least twice the node count) */
 };
 
 size_t kp_utf8_check(const char *text, size_t len)
@@ -498,23 +499,19 @@ static int check_syntax(const char *text, size_t len, int max_depth, syntax_erro
 
 /* ---- the node -> position map ------------------------------------------------- */
 
-static int compare_addresses(const void *a, const void *b)
+static size_t address_slot(const kp_json_doc *doc, const cJSON *node)
 {
-    uintptr_t x = (uintptr_t)*(const cJSON *const *)a, y = (uintptr_t)*(const cJSON *const *)b;
-    return x < y ? -1 : x > y;
+    uint64_t h = (uint64_t)(uintptr_t)node * 0x9E3779B97F4A7C15ULL;
+    size_t at = (size_t)(h >> 20) & doc->slot_mask;
+    while (doc->by_address[at] && doc->by_address[at] != node) at = (at + 1) & doc->slot_mask;
+    return at;
 }
 
 static const value_pos *map_get(const kp_json_doc *doc, const cJSON *node)
 {
     if (!doc || !node || !doc->by_address) return NULL;
-    size_t lo = 0, hi = doc->value_count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if ((uintptr_t)doc->by_address[mid] < (uintptr_t)node) lo = mid + 1;
-        else hi = mid;
-    }
-    if (lo < doc->value_count && doc->by_address[lo] == node) return &doc->values[doc->index_of[lo]];
-    return NULL;
+    size_t at = address_slot(doc, node);
+    return doc->by_address[at] ? &doc->values[doc->index_of[at]] : NULL;
 }
 
 static int compare_names(const void *a, const void *b)
@@ -530,6 +527,13 @@ static int check_duplicates(kp_json_doc *doc, const cJSON *object, kp_error *err
     size_t n = 0;
     for (const cJSON *c = object->child; c; c = c->next) n++;
     if (n < 2) return 0;
+    if (n <= 16) {
+        /* the common small object: no duplicate in a pairwise look, no sort needed */
+        int has_duplicate = 0;
+        for (const cJSON *a = object->child; a && !has_duplicate; a = a->next)
+            for (const cJSON *b = a->next; b && !has_duplicate; b = b->next) has_duplicate = strcmp(a->string, b->string) == 0;
+        if (!has_duplicate) return 0;
+    }
     const cJSON **members = malloc(n * sizeof *members);
     if (!members) return kp_error_set(err, KP_ERR_NOMEM, doc->file, 0, 0, "out of memory while checking keys");
     size_t i = 0;
@@ -679,12 +683,15 @@ int kp_json_parse(const char *file, const char *text, size_t len, const kp_json_
         return -1;
     }
 
-    /* tie nodes to positions: a pre-order walk lists the nodes in value order; the
-     * list sorted by address is the look-up table */
+    /* tie nodes to positions: a pre-order walk lists the nodes in value order; a
+     * table keyed by node address is the look-up table */
     int status = 0;
     const cJSON **order = malloc((doc->value_count ? doc->value_count : 1) * sizeof *order);
-    doc->by_address = malloc((doc->value_count ? doc->value_count : 1) * sizeof *doc->by_address);
-    doc->index_of = malloc((doc->value_count ? doc->value_count : 1) * sizeof *doc->index_of);
+    size_t slots = 16;
+    while (slots < 2 * doc->value_count) slots *= 2;
+    doc->slot_mask = slots - 1;
+    doc->by_address = calloc(slots, sizeof *doc->by_address);
+    doc->index_of = malloc(slots * sizeof *doc->index_of);
     size_t stack_size = 64, top = 0, index = 0;
     const cJSON **stack = malloc(stack_size * sizeof *stack);
     if (!order || !doc->by_address || !doc->index_of || !stack) {
@@ -721,18 +728,10 @@ int kp_json_parse(const char *file, const char *text, size_t len, const kp_json_
                               index, doc->value_count);
     }
     if (status == 0) {
-        memcpy(doc->by_address, order, doc->value_count * sizeof *order);
-        qsort(doc->by_address, doc->value_count, sizeof *doc->by_address, compare_addresses);
-        /* index_of[k]: the value index of by_address[k], found through order */
-        for (size_t k = 0; k < doc->value_count; k++) doc->index_of[k] = UINT32_MAX;
         for (size_t i = 0; i < doc->value_count; i++) {
-            size_t lo = 0, hi = doc->value_count;
-            while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if ((uintptr_t)doc->by_address[mid] < (uintptr_t)order[i]) lo = mid + 1;
-                else hi = mid;
-            }
-            doc->index_of[lo] = (uint32_t)i;
+            size_t at = address_slot(doc, order[i]);
+            doc->by_address[at] = order[i];
+            doc->index_of[at] = (uint32_t)i;
         }
     }
     /* duplicate keys, object by object */
