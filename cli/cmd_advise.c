@@ -11,6 +11,7 @@
 #include "advisors/report.h"
 #include "backends/backend.h"
 #include "cli/commands.h"
+#include "core/json.h"
 #include "core/model.h"
 
 const char cmd_advise_help[] =
@@ -100,7 +101,7 @@ int cmd_advise(int argc, char **argv)
     if (status == KP_EXIT_OK) {
         cJSON *doc = kp_advise_json(model, mix, designs, n);
         if (format == 2) {
-            char *text = cJSON_Print(doc);
+            char *text = kp_json_print(doc);
             puts(text ? text : "{}");
             cJSON_free(text);
         } else if (format == 1) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "cli/commands.h"
+#include "core/json.h"
 #include "core/model.h"
 
 const char cmd_check_help[] =
@@ -61,7 +62,7 @@ int cmd_check(int argc, char **argv)
     }
     if (format == 1) {
         cJSON *json = kp_model_to_json(model);
-        char *text = cJSON_Print(json);
+        char *text = kp_json_print(json);
         puts(text ? text : "{}");
         cJSON_free(text);
         cJSON_Delete(json);

@@ -12,6 +12,7 @@
 
 #include "advisors/compare.h"
 #include "cli/commands.h"
+#include "core/json.h"
 #include "core/data.h"
 #include "core/model.h"
 
@@ -159,7 +160,7 @@ int cmd_compare(int argc, char **argv)
             status = KP_EXIT_INPUT;
         } else {
             if (format == 2) {
-                char *text = cJSON_Print(doc);
+                char *text = kp_json_print(doc);
                 fputs(text ? text : "{}", out);
                 fputc('\n', out);
                 cJSON_free(text);

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "cli/commands.h"
+#include "core/json.h"
 #include "core/data.h"
 #include "core/model.h"
 #include "core/mutate.h"
@@ -233,7 +234,7 @@ int cmd_expect(int argc, char **argv)
     }
     kp_oracle_result_free(&result);
     if (kp_oracle_run(data, pattern, params, page, &result, &err)) { status = fail(&err); goto done; }
-    char *text = cJSON_Print(result.response);
+    char *text = kp_json_print(result.response);
     puts(text ? text : "null");
     free(text);
     if (result.is_paged && !result.is_token_in_response && result.next_token)

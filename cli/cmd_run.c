@@ -295,7 +295,7 @@ int cmd_run(int argc, char **argv)
     FILE *f = open_report(out_dir, "report.json", path, sizeof path);
     int io_failed = !f;
     if (f) {
-        char *text = cJSON_Print(json);
+        char *text = kp_json_print(json);
         fputs(text ? text : "{}", f);
         fputc('\n', f);
         cJSON_free(text);

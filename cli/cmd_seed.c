@@ -210,7 +210,7 @@ int cmd_seed(int argc, char **argv)
         if (status != KP_EXIT_OK) remove(export_path);
     }
     if (json) {
-        char *text = cJSON_Print(json);
+        char *text = kp_json_print(json);
         if (text) { puts(text); free(text); }
         cJSON_Delete(json);
     }

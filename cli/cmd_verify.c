@@ -250,7 +250,7 @@ int cmd_verify(int argc, char **argv)
         cJSON_AddBoolToObject(json, "passed", status == KP_EXIT_OK);
         cJSON *databases = cJSON_AddArrayToObject(json, "databases");
         for (size_t i = 0; i < done_count; i++) cJSON_AddItemToArray(databases, kp_verify_report_to_json(done[i]));
-        char *text = cJSON_Print(json);
+        char *text = kp_json_print(json);
         if (text) { puts(text); free(text); }
         cJSON_Delete(json);
     }

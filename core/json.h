@@ -71,4 +71,11 @@ kp_pos kp_pos_of_offset(const char *text, size_t len, size_t offset);
 /* A short printable rendering of a JSON value for messages ("\"abc\"", "42", "{...}"). */
 void kp_json_describe(const cJSON *node, char *buf, size_t size);
 
+/* The same text as cJSON_Print (tabs, "key":<tab>value, arrays on one line, numbers as
+ * cJSON writes them), built in one growing buffer without cJSON's per-value reprinting.
+ * Returns a malloc'd string the caller frees with free() or cJSON_free(), or NULL when
+ * out of memory or when the tree holds a value cJSON cannot print (a raw value or
+ * string that is NULL, an invalid type). */
+char *kp_json_print(const cJSON *item);
+
 #endif

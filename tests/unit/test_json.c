@@ -3,6 +3,7 @@
  * hostile input (empty, junk, deep nesting, huge strings, oversized and dense files).
  */
 #include <malloc.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -292,6 +293,57 @@ static void test_string_map_finds_every_key_through_growth(void **state)
     kp_arena_free(&arena);
 }
 
+/* kp_json_print writes exactly the bytes cJSON_Print writes, for every kind of value. */
+static void assert_prints_like_cjson(const cJSON *tree)
+{
+    char *expected = cJSON_Print(tree);
+    char *actual = kp_json_print(tree);
+    assert_non_null(expected);
+    assert_non_null(actual);
+    assert_string_equal(actual, expected);
+    cJSON_free(expected);
+    free(actual);
+}
+
+static void test_printing_gives_the_bytes_cjson_gives(void **state)
+{
+    (void)state;
+    const char *texts[] = {
+        "{}", "[]", "null", "true", "\"\"", "0", "{\"a\":{}}", "[[],[{}],{\"x\":[]}]",
+        "{\"a\":[{\"b\":[1,{\"c\":\"d\"}]},2,[3,[4]]],\"e\":{\"f\":{\"g\":null}}}",
+        "[1, -1, 2147483647, 2147483648, -2147483648, -2147483649, 9007199254740993, 0.1, 1e300, -1e-300,"
+        " 0.30000000000000004, 123456789.123456789, 1.5, 3.14159265358979, 2.5e-7, 1e21]",
+        "{\"esc\":\"q\\\" b\\\\ \\b\\f\\n\\r\\t \\u0001\\u001f caf\\u00e9 \\ud83d\\ude00 /\"}",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+        cJSON *tree = cJSON_Parse(texts[i]);
+        assert_non_null(tree);
+        assert_prints_like_cjson(tree);
+        cJSON_Delete(tree);
+    }
+    cJSON *odd = cJSON_CreateArray();
+    cJSON_AddItemToArray(odd, cJSON_CreateNumber(1.0 / 3.0));
+    cJSON_AddItemToArray(odd, cJSON_CreateNumber(NAN));
+    cJSON_AddItemToArray(odd, cJSON_CreateNumber(INFINITY));
+    cJSON_AddItemToArray(odd, cJSON_CreateRaw("12345678901234567890"));
+    cJSON_AddItemToArray(odd, cJSON_CreateBool(0));
+    assert_prints_like_cjson(odd);
+    cJSON_Delete(odd);
+    const char *files[] = {"examples/saas-control-plane/model.json", "examples/auction-mixes/model.json",
+                           "tests/fixtures/models/every-feature.json"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char *text;
+        size_t len;
+        kp_error err;
+        assert_int_equal(kp_file_read(files[i], 64u << 20, &text, &len, &err), 0);
+        cJSON *tree = cJSON_Parse(text);
+        assert_non_null(tree);
+        assert_prints_like_cjson(tree);
+        cJSON_Delete(tree);
+        free(text);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -307,6 +359,7 @@ int main(void)
         cmocka_unit_test(test_parsing_holds_at_most_ten_times_the_file),
         cmocka_unit_test(test_values_are_described_for_messages),
         cmocka_unit_test(test_string_map_finds_every_key_through_growth),
+        cmocka_unit_test(test_printing_gives_the_bytes_cjson_gives),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
