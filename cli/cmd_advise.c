@@ -99,17 +99,21 @@ int cmd_advise(int argc, char **argv)
         n++;
     }
     if (status == KP_EXIT_OK) {
+        /* the report's tree is built, printed and dropped at once: from one arena */
+        kp_arena tree = {0};
+        kp_json_arena_begin(&tree);
         cJSON *doc = kp_advise_json(model, mix, designs, n);
         if (format == 2) {
             char *text = kp_json_print(doc);
             puts(text ? text : "{}");
-            cJSON_free(text);
+            free(text);
         } else if (format == 1) {
             kp_advise_print_markdown(stdout, doc);
         } else {
             kp_advise_print_text(stdout, doc, isatty(STDOUT_FILENO) && !getenv("NO_COLOR"));
         }
-        cJSON_Delete(doc);
+        kp_json_arena_end();
+        kp_arena_free(&tree);
         for (size_t i = 0; i < n && strict; i++)
             if (designs[i]->defect_count) status = KP_EXIT_CHECK;
     }

@@ -127,6 +127,15 @@ static void install_hooks(void)
     installed = 1;
 }
 
+void kp_json_arena_begin(kp_arena *arena)
+{
+    install_hooks();
+    parse_arena = arena;
+    parse_over_budget = 0;
+}
+
+void kp_json_arena_end(void) { parse_arena = NULL; }
+
 /* ---- pass 2: the pre-scan ------------------------------------------------------ */
 
 typedef struct scanner {
@@ -967,6 +976,16 @@ static void out_number(out_buf *b, const cJSON *item)
     int n;
     if (isnan(d) || isinf(d)) {
         n = snprintf(text, sizeof text, "null");
+    } else if (d == floor(d) && fabs(d) < 1e15) {
+        /* a whole number prints as its digits under %1.15g: no formatting engine needed */
+        long long whole = (long long)d;
+        char digits[24];
+        size_t k = sizeof digits;
+        unsigned long long u = whole < 0 ? 0ULL - (unsigned long long)whole : (unsigned long long)whole;
+        do { digits[--k] = (char)('0' + u % 10); u /= 10; } while (u);
+        if (signbit(d)) digits[--k] = '-';
+        n = (int)(sizeof digits - k);
+        memcpy(text, digits + k, (size_t)n);
     } else {
         /* shortest of 15 significant digits when it reads back as the same double
          * (within cJSON's epsilon), else 17 */

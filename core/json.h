@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <cjson/cJSON.h>
 
+#include "core/arena.h"
+
 #include "core/error.h"
 
 typedef struct kp_pos { int line, column; } kp_pos;
@@ -77,5 +79,12 @@ void kp_json_describe(const cJSON *node, char *buf, size_t size);
  * out of memory or when the tree holds a value cJSON cannot print (a raw value or
  * string that is NULL, an invalid type). */
 char *kp_json_print(const cJSON *item);
+
+/* Until kp_json_arena_end, every cJSON allocation of this thread comes from `arena`
+ * (and cJSON_Delete frees nothing): for a large tree that is built, printed and dropped
+ * at once with the arena. A tree made inside the window is never passed to cJSON_Delete
+ * after it, and nothing made inside it may outlive the arena. Windows do not nest. */
+void kp_json_arena_begin(kp_arena *arena);
+void kp_json_arena_end(void);
 
 #endif
