@@ -99,14 +99,7 @@ void kp_decision_add_pattern(kp_design *d, kp_decision *x, const kp_pattern *p)
 
 static const char *vformat(kp_design *d, const char *fmt, va_list ap)
 {
-    va_list copy;
-    va_copy(copy, ap);
-    int n = vsnprintf(NULL, 0, fmt, copy);
-    va_end(copy);
-    if (n < 0) return NULL;
-    char *s = kp_arena_alloc(&d->arena, (size_t)n + 1);
-    if (s) vsnprintf(s, (size_t)n + 1, fmt, ap);
-    return s;
+    return kp_arena_vprintf(&d->arena, fmt, ap);
 }
 
 const char *kp_design_printf(kp_design *d, const char *fmt, ...)

@@ -66,18 +66,18 @@ char *kp_arena_strdup(kp_arena *arena, const char *s)
     return s ? kp_arena_strndup(arena, s, strlen(s)) : NULL;
 }
 
-char *kp_arena_printf(kp_arena *arena, const char *fmt, ...)
+char *kp_arena_vprintf(kp_arena *arena, const char *fmt, va_list ap)
 {
     /* formatted once in the common case: straight into the current chunk's free space
      * (the bump is made only when it fits), else measured and formatted again */
     kp_arena_chunk *c = arena->head;
-    va_list ap;
+    va_list copy;
     if (c && c->size - c->used > 1) {
         char *at = (char *)c->data + c->used;
         size_t room = c->size - c->used;
-        va_start(ap, fmt);
-        int n = vsnprintf(at, room, fmt, ap);
-        va_end(ap);
+        va_copy(copy, ap);
+        int n = vsnprintf(at, room, fmt, copy);
+        va_end(copy);
         if (n < 0) return NULL;
         if ((size_t)n < room) {
             size_t used = ((size_t)n + 1 + 7) / 8 * 8;
@@ -85,14 +85,21 @@ char *kp_arena_printf(kp_arena *arena, const char *fmt, ...)
             return at;
         }
     }
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
+    va_copy(copy, ap);
+    int n = vsnprintf(NULL, 0, fmt, copy);
+    va_end(copy);
     if (n < 0) return NULL;
     char *p = kp_arena_alloc(arena, (size_t)n + 1);
     if (!p) return NULL;
-    va_start(ap, fmt);
     vsnprintf(p, (size_t)n + 1, fmt, ap);
+    return p;
+}
+
+char *kp_arena_printf(kp_arena *arena, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *p = kp_arena_vprintf(arena, fmt, ap);
     va_end(ap);
     return p;
 }

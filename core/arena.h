@@ -7,6 +7,7 @@
 #ifndef KP_ARENA_H
 #define KP_ARENA_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 typedef struct kp_arena_chunk kp_arena_chunk;
@@ -24,6 +25,8 @@ char *kp_arena_strdup(kp_arena *arena, const char *s);
 char *kp_arena_strndup(kp_arena *arena, const char *s, size_t n);
 /* printf into the arena. */
 char *kp_arena_printf(kp_arena *arena, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same with a va_list (left unused: the caller ends it). */
+char *kp_arena_vprintf(kp_arena *arena, const char *fmt, va_list ap);
 /* Grows an array of element size `size` held in *items with *count used and *cap
  * allocated, so one more fits; returns a pointer to the new (zeroed) last element. */
 void *kp_arena_push(kp_arena *arena, void **items, size_t *count, size_t *cap, size_t size);
