@@ -52,7 +52,7 @@ struct kp_json_doc {
     char *number_text;   /* the numbers' source texts, back to back */
     const cJSON **by_address; /* an open-addressing table of every node (NULL: free slot) ... */
     uint32_t *index_of;  /* ... and, in the same slot, its value index */
-    size_t slot_mask;    /* table size - 1 (a power of two, at least twice the node count) */
+    size_t slot_count;   /* table size: 1.5 x the node count, so probes stay short */
 };
 
 size_t kp_utf8_check(const char *text, size_t len)
@@ -151,6 +151,36 @@ static void advance(scanner *s)
     else if ((c & 0xC0) != 0x80) s->column++;
 }
 
+/* The body of a string up to its closing quote (or the end): what advance() would do
+ * byte by byte, in one tight loop; an escape's two bytes count as one string byte. */
+static void skip_string_body(scanner *s, size_t *bytes)
+{
+    const unsigned char *t = (const unsigned char *)s->text;
+    size_t at = s->at, len = s->len, b = *bytes;
+    int32_t line = s->line, column = s->column;
+    while (at < len) {
+        unsigned char c = t[at];
+        if (c == '"') break;
+        if (c == '\\' && at + 1 < len) {
+            column++;
+            c = t[++at];
+        }
+        if (c == '\n') { line++; column = 1; }
+        else if ((c & 0xC0) != 0x80) column++;
+        at++;
+        b++;
+    }
+    s->at = at;
+    s->line = line;
+    s->column = column;
+    *bytes = b;
+}
+
+static int is_number_byte(char c)
+{
+    return (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.' || c == 'e' || c == 'E';
+}
+
 static void skip_space(scanner *s)
 {
     while (s->at < s->len) {
@@ -201,11 +231,7 @@ static int prescan(const char *text, size_t len, int max_depth, value_pos *out, 
         if (c == '"' && expect_key) {
             key_line = s.line; key_column = s.column;
             advance(&s);
-            while (s.at < s.len && text[s.at] != '"') {
-                if (text[s.at] == '\\' && s.at + 1 < s.len) advance(&s);
-                advance(&s);
-                bytes++;
-            }
+            skip_string_body(&s, &bytes);
             if (s.at < s.len) advance(&s);
             bytes += 1;
             expect_key = 0;
@@ -226,16 +252,12 @@ static int prescan(const char *text, size_t len, int max_depth, value_pos *out, 
             advance(&s);
         } else if (c == '"') {
             advance(&s);
-            while (s.at < s.len && text[s.at] != '"') {
-                if (text[s.at] == '\\' && s.at + 1 < s.len) advance(&s);
-                advance(&s);
-                bytes++;
-            }
+            skip_string_body(&s, &bytes);
             if (s.at < s.len) advance(&s);
             bytes += 1;
         } else if (c == '-' || (c >= '0' && c <= '9')) {
             size_t start = s.at;
-            while (s.at < s.len && strchr("0123456789+-.eE", text[s.at]) && text[s.at]) advance(&s);
+            while (s.at < s.len && is_number_byte(text[s.at])) { s.at++; s.column++; }
             if (numbers) {
                 numbers[nums].value = (uint32_t)(n - 1);
                 numbers[nums].offset = (uint32_t)num_bytes;
@@ -511,11 +533,13 @@ static int check_syntax(const char *text, size_t len, int max_depth, syntax_erro
 
 /* ---- the node -> position map ------------------------------------------------- */
 
+static size_t address_slots(size_t values) { return values + values / 2 + 16; }
+
 static size_t address_slot(const kp_json_doc *doc, const cJSON *node)
 {
     uint64_t h = (uint64_t)(uintptr_t)node * 0x9E3779B97F4A7C15ULL;
-    size_t at = (size_t)(h >> 20) & doc->slot_mask;
-    while (doc->by_address[at] && doc->by_address[at] != node) at = (at + 1) & doc->slot_mask;
+    size_t at = (size_t)(((h >> 32) * (uint64_t)doc->slot_count) >> 32);
+    while (doc->by_address[at] && doc->by_address[at] != node) at = at + 1 == doc->slot_count ? 0 : at + 1;
     return at;
 }
 
@@ -633,7 +657,8 @@ int kp_json_parse(const char *file, const char *text, size_t len, const kp_json_
     }
     /* what the parse will hold: the position index, the numbers' text, and cJSON's
      * nodes and strings in the arena (its limit enforces the rest exactly) */
-    size_t index_bytes = count * (sizeof(value_pos) + sizeof(cJSON *) + sizeof(uint32_t)) +
+    size_t slots = address_slots(count);
+    size_t index_bytes = count * sizeof(value_pos) + slots * (sizeof(cJSON *) + sizeof(uint32_t)) +
                          numbers * sizeof(number_span) + number_bytes + 1;
     size_t need = index_bytes + count * sizeof(cJSON) + string_bytes;
     size_t budget = limits->memory_factor * len;
@@ -699,9 +724,8 @@ int kp_json_parse(const char *file, const char *text, size_t len, const kp_json_
      * table keyed by node address is the look-up table */
     int status = 0;
     const cJSON **order = malloc((doc->value_count ? doc->value_count : 1) * sizeof *order);
-    size_t slots = 16;
-    while (slots < 2 * doc->value_count) slots *= 2;
-    doc->slot_mask = slots - 1;
+    slots = address_slots(doc->value_count);
+    doc->slot_count = slots;
     doc->by_address = calloc(slots, sizeof *doc->by_address);
     doc->index_of = malloc(slots * sizeof *doc->index_of);
     size_t stack_size = 64, top = 0, index = 0;
