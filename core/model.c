@@ -1023,6 +1023,42 @@ static const kp_relation *deriving_relation(const kp_model *m, const kp_entity *
     return NULL;
 }
 
+/* Fills each entity's copied_by and aggregated_by (model order), counting first. */
+static int link_reverse(kp_parser *P)
+{
+    kp_model *m = P->m;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < m->entity_count; i++) {
+            kp_entity *e = m->entities[i];
+            if (pass == 1) {
+                e->copied_by = e->copied_by_count ? ALLOC_N(P, kp_attr *, e->copied_by_count) : NULL;
+                e->aggregated_by = e->aggregated_by_count ? ALLOC_N(P, kp_attr *, e->aggregated_by_count) : NULL;
+                if ((e->copied_by_count && !e->copied_by) || (e->aggregated_by_count && !e->aggregated_by))
+                    return kp_perr(P, NULL, 0, "out of memory");
+                e->copied_by_count = e->aggregated_by_count = 0;
+            }
+        }
+        for (size_t i = 0; i < m->entity_count; i++) {
+            const kp_entity *other = m->entities[i];
+            for (size_t a = 0; a < other->attr_count; a++) {
+                kp_attr *attr = other->attrs[a];
+                if (attr->copy_of && attr->copy_of->source && attr->copy_of->source->entity) {
+                    kp_entity *to = attr->copy_of->source->entity;
+                    if (pass == 1) to->copied_by[to->copied_by_count] = attr;
+                    to->copied_by_count++;
+                }
+                const kp_derived *d = attr->derived;
+                if (d && d->path_len > 0 && d->path[d->path_len - 1]->target) {
+                    kp_entity *to = d->path[d->path_len - 1]->target;
+                    if (pass == 1) to->aggregated_by[to->aggregated_by_count] = attr;
+                    to->aggregated_by_count++;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
 int kp_derive_counts(kp_parser *P, double scale)
 {
     kp_model *m = P->m;
@@ -1143,7 +1179,7 @@ static int parse_model(kp_parser *P, const kp_model_options *options)
     if (!entities) return kp_perr(P, root, 0, "the model needs \"entities\"");
     const cJSON *patterns = cJSON_GetObjectItemCaseSensitive(root, "access_patterns");
     if (kp_parse_entities(P, entities) || kp_parse_relations(P, cJSON_GetObjectItemCaseSensitive(root, "relations")) ||
-        kp_resolve_attribute_links(P, entities) || kp_derive_counts(P, options ? options->scale : 1))
+        kp_resolve_attribute_links(P, entities) || link_reverse(P) || kp_derive_counts(P, options ? options->scale : 1))
         return -1;
     if (!patterns) return kp_perr(P, root, 0, "the model needs \"access_patterns\": what each screen or API reads");
     if (kp_parse_patterns(P, patterns) || kp_parse_writes(P, cJSON_GetObjectItemCaseSensitive(root, "writes")) ||

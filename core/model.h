@@ -129,6 +129,12 @@ struct kp_entity {
     size_t rel_count;
     const char *description;
     kp_pos pos;
+    /* reverse links, filled by the parser so planners need not scan the whole model per
+     * write step (both in model order: entities, then attributes): */
+    kp_attr **copied_by;        /* attributes that are copies of one of this entity's attributes */
+    size_t copied_by_count;
+    kp_attr **aggregated_by;    /* derived attributes whose relation path ends at this entity */
+    size_t aggregated_by_count;
 };
 
 /* ---- relations ------------------------------------------------------------------ */

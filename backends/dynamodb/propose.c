@@ -45,7 +45,36 @@ typedef struct builder {
     kp_error *err;
     int is_normalised; /* the "normalised" alternative (compare): no item collections, every entity in
                           its own partitions, related items reached through indexes */
+    struct step_ref { const kp_write *write; const kp_write_step *step; } **steps_of; /* per entity, in model order */
+    size_t *step_count_of;
 } builder;
+
+/* Indexes every write step by the entity it writes (model order), so per-pattern
+ * checks read only the steps of their entity. */
+static int index_write_steps(builder *B)
+{
+    const kp_model *m = B->m;
+    size_t n = m->entity_count ? m->entity_count : 1;
+    B->steps_of = kp_arena_alloc(B->arena, sizeof *B->steps_of * n);
+    B->step_count_of = kp_arena_alloc(B->arena, sizeof *B->step_count_of * n);
+    if (!B->steps_of || !B->step_count_of) return -1;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t w = 0; w < m->write_count; w++)
+            for (size_t s = 0; s < m->writes[w]->step_count; s++) {
+                const kp_write_step *st = &m->writes[w]->steps[s];
+                size_t e = st->entity->index;
+                if (pass == 1) B->steps_of[e][B->step_count_of[e]] = (struct step_ref){m->writes[w], st};
+                B->step_count_of[e]++;
+            }
+        if (pass == 1) break;
+        for (size_t e = 0; e < m->entity_count; e++) {
+            B->steps_of[e] = kp_arena_alloc(B->arena, sizeof **B->steps_of * (B->step_count_of[e] ? B->step_count_of[e] : 1));
+            if (!B->steps_of[e]) return -1;
+            B->step_count_of[e] = 0;
+        }
+    }
+    return 0;
+}
 
 static const char *bprintf(builder *B, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static const char *bprintf(builder *B, const char *fmt, ...)
@@ -894,11 +923,11 @@ static int shards_for(builder *B, const kp_pattern *p, const ddb_entity *e, doub
     }
     double reads = pattern_rate(B, p) * read_share * read_units(bytes_per_read);
     double writes = 0;
-    for (size_t w = 0; w < B->m->write_count; w++) {
-        const kp_write *wr = B->m->writes[w];
-        for (size_t s = 0; s < wr->step_count; s++)
-            if (wr->steps[s].entity == e->entity && wr->steps[s].op != KP_WRITE_DELETE)
-                writes += kp_write_rps(wr, B->mix) * wr->steps[s].rows * share_items * write_units(item_bytes(e->entity));
+    size_t ei = e->entity->index;
+    for (size_t k = 0; k < B->step_count_of[ei]; k++) {
+        const struct step_ref *r = &B->steps_of[ei][k];
+        if (r->step->op != KP_WRITE_DELETE)
+            writes += kp_write_rps(r->write, B->mix) * r->step->rows * share_items * write_units(item_bytes(e->entity));
     }
     int n = 1;
     if (reads > 3000) n = (int)ceil(reads / 3000 * 2);
@@ -1367,49 +1396,43 @@ static void plan_writes(builder *B)
             }
             if (st->op == KP_WRITE_UPDATE || st->op == KP_WRITE_UPSERT || st->op == KP_WRITE_DELETE) {
                 /* denormalised copies of the changed attributes, elsewhere */
-                for (size_t i = 0; i < m->entity_count && tn < 60; i++) {
-                    const kp_entity *other = m->entities[i];
-                    for (size_t a = 0; a < other->attr_count && tn < 60; a++) {
-                        const kp_copy *c = other->attrs[a]->copy_of;
-                        if (!c || c->source->entity != st->entity) continue;
-                        int changed = st->op == KP_WRITE_DELETE;
-                        for (size_t x = 0; x < st->assign_count; x++) changed |= st->assigns[x].attr == c->source;
-                        if (!changed || st->op == KP_WRITE_DELETE) continue;
-                        double fan = 1;
-                        for (size_t h = 0; h < c->path_len; h++) {
-                            const kp_relation *rel = c->path[h]->relation;
-                            fan *= c->path[h]->is_inverse ? rel->fanout.avg : 1;
-                        }
-                        kp_write_touch *cp = &touches[tn++];
-                        cp->container = B->L->table;
-                        cp->what = kp_design_printf(B->d, "copy of %s.%s in %s items (Query, then UpdateItem each)",
-                                                    st->entity->name, c->source->name, other->name);
-                        cp->count = rows * fan;
-                        cp->bytes = cp->count * item_bytes(other);
-                        cp->write_units = cp->count * write_units(item_bytes(other));
-                        items += cp->count;
-                        units += cp->write_units;
-                        requests += 1 + cp->count;
+                for (size_t i = 0; i < st->entity->copied_by_count && tn < 60; i++) {
+                    const kp_entity *other = st->entity->copied_by[i]->entity;
+                    const kp_copy *c = st->entity->copied_by[i]->copy_of;
+                    int changed = st->op == KP_WRITE_DELETE;
+                    for (size_t x = 0; x < st->assign_count; x++) changed |= st->assigns[x].attr == c->source;
+                    if (!changed || st->op == KP_WRITE_DELETE) continue;
+                    double fan = 1;
+                    for (size_t h = 0; h < c->path_len; h++) {
+                        const kp_relation *rel = c->path[h]->relation;
+                        fan *= c->path[h]->is_inverse ? rel->fanout.avg : 1;
                     }
+                    kp_write_touch *cp = &touches[tn++];
+                    cp->container = B->L->table;
+                    cp->what = kp_design_printf(B->d, "copy of %s.%s in %s items (Query, then UpdateItem each)",
+                                                st->entity->name, c->source->name, other->name);
+                    cp->count = rows * fan;
+                    cp->bytes = cp->count * item_bytes(other);
+                    cp->write_units = cp->count * write_units(item_bytes(other));
+                    items += cp->count;
+                    units += cp->write_units;
+                    requests += 1 + cp->count;
                 }
             }
             /* derived aggregates on related items change with inserts and deletes */
-            for (size_t i = 0; i < m->entity_count && tn < 60; i++) {
-                const kp_entity *other = m->entities[i];
-                for (size_t a = 0; a < other->attr_count && tn < 60; a++) {
-                    const kp_derived *d = other->attrs[a]->derived;
-                    if (!d || d->path_len == 0 || d->path[d->path_len - 1]->target != st->entity) continue;
-                    kp_write_touch *dt = &touches[tn++];
-                    dt->container = B->L->table;
-                    dt->what = kp_design_printf(B->d, "%s.%s on the %s item (UpdateItem)", other->name, other->attrs[a]->name,
-                                                other->name);
-                    dt->count = rows;
-                    dt->bytes = rows * item_bytes(other);
-                    dt->write_units = rows * write_units(item_bytes(other));
-                    items += dt->count;
-                    units += dt->write_units;
-                    requests += 1;
-                }
+            for (size_t i = 0; i < st->entity->aggregated_by_count && tn < 60; i++) {
+                const kp_entity *other = st->entity->aggregated_by[i]->entity;
+                const kp_attr *aggregate = st->entity->aggregated_by[i];
+                kp_write_touch *dt = &touches[tn++];
+                dt->container = B->L->table;
+                dt->what = kp_design_printf(B->d, "%s.%s on the %s item (UpdateItem)", other->name, aggregate->name,
+                                            other->name);
+                dt->count = rows;
+                dt->bytes = rows * item_bytes(other);
+                dt->write_units = rows * write_units(item_bytes(other));
+                items += dt->count;
+                units += dt->write_units;
+                requests += 1;
             }
             for (size_t a = 0; a < st->entity->attr_count && tn < 60; a++)
                 if (st->entity->attrs[a]->is_unique && st->op == KP_WRITE_INSERT) {
@@ -1497,16 +1520,16 @@ static void describe_table(builder *B)
         const char **causes = kp_arena_alloc(&B->d->arena, sizeof *causes * (m->pattern_count + 1));
         size_t cn = 0;
         int sparse = 0;
+        kp_strmap seen = {0};
         for (size_t e = 0; e < m->entity_count; e++) {
             const ddb_entity *de = &B->L->entities[e];
             for (size_t k = 1; k < de->placement_count; k++) {
                 const ddb_placement *pl = &de->placements[k];
                 if (pl->index != ix) continue;
                 sparse |= pl->only_when_count > 0;
-                if (pl->cause) {
-                    int seen = 0;
-                    for (size_t x = 0; x < cn; x++) seen |= strcmp(causes[x], pl->cause->name) == 0;
-                    if (!seen) causes[cn++] = pl->cause->name;
+                if (pl->cause && !kp_strmap_get(&seen, pl->cause->name)) {
+                    causes[cn++] = pl->cause->name;
+                    kp_strmap_put(B->arena, &seen, pl->cause->name, (void *)pl->cause);
                 }
             }
         }
@@ -1620,7 +1643,7 @@ static int propose_one(const kp_model *m, const kp_mix *mix, int is_normalised, 
     }
     d->layout = L;
     d->free_layout = free_layout;
-    builder B = {m, mix, d, L, &L->arena, err, is_normalised};
+    builder B = {m, mix, d, L, &L->arena, err, is_normalised, NULL, NULL};
     L->table = kp_arena_strdup(&L->arena, m->name);
     L->base.kind = DDB_BASE;
     L->base.pk_attr = "PK";
@@ -1628,6 +1651,10 @@ static int propose_one(const kp_model *m, const kp_mix *mix, int is_normalised, 
     L->entity_count = m->entity_count;
     L->entities = kp_arena_alloc(&L->arena, sizeof *L->entities * (m->entity_count ? m->entity_count : 1));
     L->roots = kp_arena_alloc(&L->arena, sizeof *L->roots * (m->pattern_count ? m->pattern_count : 1));
+    if (index_write_steps(&B)) {
+        kp_design_free(d);
+        return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    }
     int rc = place_entities(&B);
     for (size_t i = 0; rc == 0 && i < m->pattern_count; i++) {
         rc = plan_root(&B, m->patterns[i], &L->roots[i]);
