@@ -1085,9 +1085,34 @@ static void plan_ops(builder *B, const kp_pattern *p, cq_fetch *root, kp_plan *p
 
 /* ---- write plans ---------------------------------------------------------------------------------------- */
 
+/* Per entity (by index): the tables (in table order) whose rows are its records or whose
+ * partitions belong to it as a parent, so a write step reads only those. */
+typedef struct table_list { size_t *at; size_t count, cap; } table_list;
+
+static void table_list_push(table_list *l, size_t v)
+{
+    if (l->count && l->at[l->count - 1] == v) return; /* ascending: a table listed once */
+    if (l->count == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 4;
+        size_t *bigger = realloc(l->at, cap * sizeof *bigger);
+        if (!bigger) return; /* out of memory: the plan misses a touch, never crashes */
+        l->at = bigger;
+        l->cap = cap;
+    }
+    l->at[l->count++] = v;
+}
+
 static void plan_writes(builder *B)
 {
     const kp_model *m = B->m;
+    size_t lists = m->entity_count ? m->entity_count : 1;
+    table_list *tables_of = calloc(lists, sizeof *tables_of);
+    if (!tables_of) return;
+    for (size_t i = 0; i < B->L->table_count; i++) {
+        const cq_table *t = B->L->tables[i];
+        if (t->entity) table_list_push(&tables_of[t->entity->index], i);
+        if (t->parent) table_list_push(&tables_of[t->parent->index], i);
+    }
     for (size_t w = 0; w < m->write_count; w++) {
         const kp_write *wr = m->writes[w];
         kp_write_plan *wp = &B->d->write_plans[w];
@@ -1098,8 +1123,9 @@ static void plan_writes(builder *B)
         for (size_t s = 0; s < wr->step_count; s++) {
             const kp_write_step *st = &wr->steps[s];
             double per = st->rows > 0 ? st->rows : 1;
-            for (size_t i = 0; i < B->L->table_count && n < 63; i++) {
-                const cq_table *t = B->L->tables[i];
+            const table_list *mine = &tables_of[st->entity->index];
+            for (size_t j = 0; j < mine->count && n < 63; j++) {
+                const cq_table *t = B->L->tables[mine->at[j]];
                 if (t->entity == st->entity) {
                     kp_write_touch *x = &touches[n++];
                     x->container = t->name;
@@ -1130,21 +1156,21 @@ static void plan_writes(builder *B)
                 }
             }
             /* denormalised copies of the entity's attributes elsewhere */
-            for (size_t e = 0; e < m->entity_count && n < 63; e++)
-                for (size_t a = 0; a < m->entities[e]->attr_count; a++) {
-                    const kp_attr *at = m->entities[e]->attrs[a];
-                    if (at->copy_of && at->copy_of->source->entity == st->entity && st->op == KP_WRITE_UPDATE) {
-                        for (size_t k = 0; k < st->assign_count; k++)
-                            if (st->assigns[k].attr == at->copy_of->source && n < 63) {
-                                kp_write_touch *x = &touches[n++];
-                                x->container = B->L->base[e]->name;
-                                x->what = kp_arena_printf(B->A, "copy of %s.%s in %s rows (every table of %s)", st->entity->name, at->copy_of->source->name, m->entities[e]->name, m->entities[e]->name);
-                                x->count = 1;
-                                rows += 1;
-                                tables_touched++;
-                            }
-                    }
+            for (size_t c = 0; c < st->entity->copied_by_count && n < 63; c++) {
+                const kp_attr *at = st->entity->copied_by[c];
+                size_t e = at->entity->index;
+                if (at->copy_of && at->copy_of->source->entity == st->entity && st->op == KP_WRITE_UPDATE) {
+                    for (size_t k = 0; k < st->assign_count; k++)
+                        if (st->assigns[k].attr == at->copy_of->source && n < 63) {
+                            kp_write_touch *x = &touches[n++];
+                            x->container = B->L->base[e]->name;
+                            x->what = kp_arena_printf(B->A, "copy of %s.%s in %s rows (every table of %s)", st->entity->name, at->copy_of->source->name, m->entities[e]->name, m->entities[e]->name);
+                            x->count = 1;
+                            rows += 1;
+                            tables_touched++;
+                        }
                 }
+            }
         }
         wp->touches = touches;
         wp->touch_count = n;
@@ -1159,6 +1185,8 @@ static void plan_writes(builder *B)
             wp->why = "one row in one table";
         }
     }
+    for (size_t i = 0; i < lists; i++) free(tables_of[i].at);
+    free(tables_of);
 }
 
 /* ---- containers, decisions ------------------------------------------------------------------------------- */
