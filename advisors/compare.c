@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "advisors/report.h"
+#include "core/json.h"
 
 #define NEAR_TIE 0.05
 
@@ -172,6 +173,11 @@ static cJSON *model_diagram(const kp_model *m)
     return o;
 }
 
+/* The document's own nodes go to options->tree_arena when one is given (the proposals'
+ * trees, made between these windows, stay ordinary allocations). */
+static void tree_begin(const kp_compare_options *o) { if (o->tree_arena) kp_json_arena_begin(o->tree_arena); }
+static void tree_end(const kp_compare_options *o) { if (o->tree_arena) kp_json_arena_end(); }
+
 static void free_entries(entry *e, size_t n, kp_design_list *lists, size_t list_count)
 {
     for (size_t i = 0; i < n; i++) { kp_cost_free(&e[i].cost); kp_risks_free(&e[i].risks); }
@@ -217,6 +223,7 @@ static int compare_mix(const kp_model *m, const kp_compare_options *o, const kp_
         }
     }
     if (rc == 0) {
+        tree_begin(o);
         cJSON *mo = cJSON_CreateObject();
         if (mix) {
             cJSON_AddStringToObject(mo, "name", mix->name);
@@ -244,6 +251,7 @@ static int compare_mix(const kp_model *m, const kp_compare_options *o, const kp_
         }
         cJSON_AddItemToObject(mo, "recommendation", recommend(e, n, mix));
         cJSON_AddItemToArray(mixes, mo);
+        tree_end(o);
     }
     free_entries(e, n, lists, list_count);
     free(e);
@@ -253,6 +261,7 @@ static int compare_mix(const kp_model *m, const kp_compare_options *o, const kp_
 
 cJSON *kp_compare(const kp_model *m, const kp_compare_options *o, kp_error *err)
 {
+    tree_begin(o);
     cJSON *doc = cJSON_CreateObject();
     cJSON_AddNumberToObject(doc, "schema_version", KP_SCHEMA_VERSION);
     cJSON_AddStringToObject(doc, "command", "compare");
@@ -273,13 +282,17 @@ cJSON *kp_compare(const kp_model *m, const kp_compare_options *o, kp_error *err)
         for (size_t i = 0; i < m->mix_count && count < 64; i++)
             if (m->mixes[i] != m->default_mix) list[count++] = m->mixes[i];
     } else list[count++] = NULL;
+    tree_end(o);
     for (size_t i = 0; i < count; i++) {
         if (compare_mix(m, o, list[i], mixes, i == 0 ? designs : NULL, err)) {
+            tree_begin(o);
             cJSON_Delete(designs);
             cJSON_Delete(doc);
+            tree_end(o);
             return NULL;
         }
     }
+    tree_begin(o);
     const cJSON *first = cJSON_GetObjectItem(mixes->child, "recommendation");
     cJSON_AddItemToObject(doc, "recommendation", cJSON_Duplicate(first, 1));
     int changes = 0;
@@ -319,6 +332,7 @@ cJSON *kp_compare(const kp_model *m, const kp_compare_options *o, kp_error *err)
     cJSON_AddBoolToObject(doc, "mix_changes_recommendation", changes);
     cJSON_AddItemToObject(doc, "model_diagram", model_diagram(m));
     cJSON_AddItemToObject(doc, "designs", designs);
+    tree_end(o);
     return doc;
 }
 

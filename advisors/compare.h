@@ -29,9 +29,13 @@ typedef struct kp_compare_options {
     int samples;                        /* draws per pattern (0: 2,000) */
     uint64_t seed;
     int is_single_candidate;            /* only each database's recommended candidate (no alternatives) */
+    kp_arena *tree_arena;               /* non-NULL: the document is built in this arena, which the caller
+                                           frees instead of calling cJSON_Delete (a large document is
+                                           dropped at once); NULL: an ordinary cJSON tree */
 } kp_compare_options;
 
-/* The comparison document (a new tree, cJSON_Delete); NULL with err on failure. */
+/* The comparison document (a new tree, cJSON_Delete unless options->tree_arena holds it);
+ * NULL with err on failure. */
 cJSON *kp_compare(const kp_model *model, const kp_compare_options *options, kp_error *err);
 
 /* The recommendation of the document's first mix: "database/candidate" in buf. */

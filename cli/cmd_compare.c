@@ -149,6 +149,8 @@ int cmd_compare(int argc, char **argv)
     co.samples = (int)samples;
     co.seed = (uint64_t)seed;
     int status = KP_EXIT_OK;
+    kp_arena tree = {0}; /* the document, dropped at once */
+    co.tree_arena = &tree;
     cJSON *doc = kp_compare(model, &co, &err);
     if (!doc) {
         kp_error_print(stderr, &err);
@@ -187,8 +189,8 @@ int cmd_compare(int argc, char **argv)
                 cJSON_GetObjectItem(d, "defects")->valuedouble > 0)
                 status = KP_EXIT_CHECK;
         }
-        cJSON_Delete(doc);
     }
+    kp_arena_free(&tree);
     kp_dataset_free(data);
     kp_model_free(model);
     return status;
