@@ -119,6 +119,28 @@ void *kp_arena_push(kp_arena *arena, void **items, size_t *count, size_t *cap, s
     return slot;
 }
 
+/* ---- index lists ------------------------------------------------------------------------- */
+
+int kp_index_list_push(kp_index_list *list, size_t v)
+{
+    if (list->count && list->at[list->count - 1] == v) return 0;
+    if (list->count == list->cap) {
+        size_t cap = list->cap ? list->cap * 2 : 4;
+        size_t *bigger = realloc(list->at, cap * sizeof *bigger);
+        if (!bigger) return -1;
+        list->at = bigger;
+        list->cap = cap;
+    }
+    list->at[list->count++] = v;
+    return 0;
+}
+
+void kp_index_list_free(kp_index_list *list)
+{
+    free(list->at);
+    *list = (kp_index_list){0};
+}
+
 /* ---- string maps ------------------------------------------------------------------------- */
 
 static size_t strmap_slot(const char *const *keys, size_t cap, const char *key)

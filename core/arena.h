@@ -32,6 +32,18 @@ char *kp_arena_vprintf(kp_arena *arena, const char *fmt, va_list ap);
 void *kp_arena_push(kp_arena *arena, void **items, size_t *count, size_t *cap, size_t size);
 void kp_arena_free(kp_arena *arena);
 
+/* A growing list of indexes (malloc'd; kp_index_list_free), for reverse look-ups built
+ * in one pass. A zeroed list is empty. */
+typedef struct kp_index_list {
+    size_t *at;
+    size_t count, cap;
+} kp_index_list;
+
+/* Appends v unless it is already the last value (lists built in ascending order then hold
+ * each value once); -1 when out of memory. */
+int kp_index_list_push(kp_index_list *list, size_t v);
+void kp_index_list_free(kp_index_list *list);
+
 /* A map from strings to pointers in an arena (open addressing, FNV-1a): for look-ups by
  * name that must stay constant-time on models of thousands of patterns or tables. Keys
  * are not copied (they must live as long as the map); values must not be NULL. A

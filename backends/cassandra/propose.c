@@ -1087,31 +1087,16 @@ static void plan_ops(builder *B, const kp_pattern *p, cq_fetch *root, kp_plan *p
 
 /* Per entity (by index): the tables (in table order) whose rows are its records or whose
  * partitions belong to it as a parent, so a write step reads only those. */
-typedef struct table_list { size_t *at; size_t count, cap; } table_list;
-
-static void table_list_push(table_list *l, size_t v)
-{
-    if (l->count && l->at[l->count - 1] == v) return; /* ascending: a table listed once */
-    if (l->count == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 4;
-        size_t *bigger = realloc(l->at, cap * sizeof *bigger);
-        if (!bigger) return; /* out of memory: the plan misses a touch, never crashes */
-        l->at = bigger;
-        l->cap = cap;
-    }
-    l->at[l->count++] = v;
-}
-
 static void plan_writes(builder *B)
 {
     const kp_model *m = B->m;
     size_t lists = m->entity_count ? m->entity_count : 1;
-    table_list *tables_of = calloc(lists, sizeof *tables_of);
+    kp_index_list *tables_of = calloc(lists, sizeof *tables_of);
     if (!tables_of) return;
     for (size_t i = 0; i < B->L->table_count; i++) {
         const cq_table *t = B->L->tables[i];
-        if (t->entity) table_list_push(&tables_of[t->entity->index], i);
-        if (t->parent) table_list_push(&tables_of[t->parent->index], i);
+        if (t->entity) kp_index_list_push(&tables_of[t->entity->index], i);
+        if (t->parent) kp_index_list_push(&tables_of[t->parent->index], i);
     }
     for (size_t w = 0; w < m->write_count; w++) {
         const kp_write *wr = m->writes[w];
@@ -1123,7 +1108,7 @@ static void plan_writes(builder *B)
         for (size_t s = 0; s < wr->step_count; s++) {
             const kp_write_step *st = &wr->steps[s];
             double per = st->rows > 0 ? st->rows : 1;
-            const table_list *mine = &tables_of[st->entity->index];
+            const kp_index_list *mine = &tables_of[st->entity->index];
             for (size_t j = 0; j < mine->count && n < 63; j++) {
                 const cq_table *t = B->L->tables[mine->at[j]];
                 if (t->entity == st->entity) {
@@ -1185,7 +1170,7 @@ static void plan_writes(builder *B)
             wp->why = "one row in one table";
         }
     }
-    for (size_t i = 0; i < lists; i++) free(tables_of[i].at);
+    for (size_t i = 0; i < lists; i++) kp_index_list_free(&tables_of[i]);
     free(tables_of);
 }
 

@@ -1104,40 +1104,21 @@ static kp_write_touch *touch(builder *B, kp_write_touch *t, size_t *n, const cha
     return x;
 }
 
-/* A growing list of indexes (entity or nested-slot numbers), for the write planner's
- * reverse look-ups. */
-typedef struct index_list { size_t *at; size_t count, cap; } index_list;
-
-static void index_list_push(index_list *l, size_t v)
-{
-    if (l->count && l->at[l->count - 1] == v) return; /* built in ascending order: no repeats */
-    if (l->count == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 4;
-        size_t *bigger = realloc(l->at, cap * sizeof *bigger);
-        if (!bigger) return; /* out of memory: the plan misses a touch, never crashes */
-        l->at = bigger;
-        l->cap = cap;
-    }
-    l->at[l->count++] = v;
-}
-
 /* Per entity (by index): the holders of a subset of it (entity index * 65536 + nested slot),
  * and the entities that hold extended references to it or copies of its attributes —
  * each in model order, so the touches come out in the order a full scan gives. */
-static void index_write_dependents(const builder *B, index_list *subsets, index_list *dependents)
+static void index_write_dependents(const builder *B, kp_index_list *subsets, kp_index_list *dependents)
 {
-    const kp_model *m = B->m;
     for (size_t e = 0; e < B->L->entity_count; e++) {
         const mg_entity *pe = &B->L->entities[e];
         for (size_t i = 0; i < pe->nested_count; i++)
-            if (pe->nested[i].subset && i < 65536) index_list_push(&subsets[pe->nested[i].child->entity->index], e * 65536 + i);
-        for (size_t i = 0; i < pe->extref_count; i++) index_list_push(&dependents[pe->extrefs[i].rel->target->index], e);
+            if (pe->nested[i].subset && i < 65536) kp_index_list_push(&subsets[pe->nested[i].child->entity->index], e * 65536 + i);
+        for (size_t i = 0; i < pe->extref_count; i++) kp_index_list_push(&dependents[pe->extrefs[i].rel->target->index], e);
         for (size_t a = 0; a < pe->entity->attr_count; a++) {
             const kp_copy *c = pe->entity->attrs[a]->copy_of;
-            if (c) index_list_push(&dependents[c->source->entity->index], e);
+            if (c) kp_index_list_push(&dependents[c->source->entity->index], e);
         }
     }
-    (void)m;
 }
 
 void mg_plan_writes(builder *B)
@@ -1145,7 +1126,7 @@ void mg_plan_writes(builder *B)
     const kp_model *m = B->m;
     static const char *const ops[] = {"insertOne", "updateOne", "updateOne (upsert)", "deleteOne"};
     size_t lists = m->entity_count ? m->entity_count : 1;
-    index_list *subsets = calloc(lists, sizeof *subsets), *dependents = calloc(lists, sizeof *dependents);
+    kp_index_list *subsets = calloc(lists, sizeof *subsets), *dependents = calloc(lists, sizeof *dependents);
     if (!subsets || !dependents) { free(subsets); free(dependents); return; }
     index_write_dependents(B, subsets, dependents);
     for (size_t w = 0; w < m->write_count; w++) {
@@ -1201,7 +1182,7 @@ void mg_plan_writes(builder *B)
                                                                        live == 1 ? "y" : "ies", home_name), rows * (double)live, 0);
             }
             /* subsets that hold this entity */
-            const index_list *holders = &subsets[st->entity->index];
+            const kp_index_list *holders = &subsets[st->entity->index];
             for (size_t h = 0; h < holders->count; h++) {
                 const mg_entity *pe = &B->L->entities[holders->at[h] / 65536];
                 {
@@ -1218,7 +1199,7 @@ void mg_plan_writes(builder *B)
             }
             if (st->op == KP_WRITE_UPDATE || st->op == KP_WRITE_UPSERT) {
                 /* extended references and copy_of attributes that copy a changed field */
-                const index_list *deps = &dependents[st->entity->index];
+                const kp_index_list *deps = &dependents[st->entity->index];
                 for (size_t d = 0; d < deps->count; d++) {
                     const mg_entity *ce = &B->L->entities[deps->at[d]];
                     for (size_t i = 0; i < ce->extref_count; i++) {
@@ -1298,7 +1279,7 @@ void mg_plan_writes(builder *B)
             wp->mechanism = requests > 1.5 ? "one request per document group, in order" : "one request";
         }
     }
-    for (size_t i = 0; i < lists; i++) { free(subsets[i].at); free(dependents[i].at); }
+    for (size_t i = 0; i < lists; i++) { kp_index_list_free(&subsets[i]); kp_index_list_free(&dependents[i]); }
     free(subsets);
     free(dependents);
 }

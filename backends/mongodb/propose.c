@@ -296,18 +296,23 @@ static int root_through_parent(const kp_pattern *p, const kp_relation *rel)
 
 static double child_write_rate(builder *B, const kp_entity *e)
 {
-    double r = 0;
-    for (size_t w = 0; w < B->m->write_count; w++) {
-        const kp_write *wr = B->m->writes[w];
-        for (size_t s = 0; s < wr->step_count; s++)
-            if (wr->steps[s].entity == e) {
+    if (!B->write_rate_of) {
+        /* one pass over every write step, summed per entity in the order a scan per entity
+         * would add them */
+        size_t n = B->m->entity_count ? B->m->entity_count : 1;
+        B->write_rate_of = kp_arena_alloc(B->arena, sizeof *B->write_rate_of * n);
+        if (!B->write_rate_of) return 0;
+        for (size_t w = 0; w < B->m->write_count; w++) {
+            const kp_write *wr = B->m->writes[w];
+            for (size_t s = 0; s < wr->step_count; s++) {
                 double rows = wr->steps[s].rows;
                 for (size_t h = 0; h < wr->steps[s].for_each_len; h++)
                     rows *= wr->steps[s].for_each[h]->fanout ? wr->steps[s].for_each[h]->fanout->avg : 1;
-                r += kp_write_rps(wr, B->mix) * rows;
+                B->write_rate_of[wr->steps[s].entity->index] += kp_write_rps(wr, B->mix) * rows;
             }
+        }
     }
-    return r;
+    return B->write_rate_of[e->index];
 }
 
 static const kp_hint *find_hint(builder *B, const char *kind, const kp_rel *rel)
@@ -770,6 +775,24 @@ static void decide_computed(builder *B)
 {
     const kp_model *m = B->m;
     static const char *const fns[] = {"count", "sum", "min", "max"};
+    /* the patterns (in model order) that return each derived attribute, found in one walk
+     * of every pattern's shape; slot = the attribute's place among all entities' attributes */
+    size_t *first_slot = calloc(m->entity_count + 1, sizeof *first_slot);
+    if (!first_slot) return;
+    for (size_t e = 0; e < m->entity_count; e++) first_slot[e + 1] = first_slot[e] + m->entities[e]->attr_count;
+    kp_index_list *users = calloc(first_slot[m->entity_count] + 1, sizeof *users);
+    if (!users) { free(first_slot); return; }
+    for (size_t p = 0; p < m->pattern_count; p++) {
+        const kp_shape *stack[256];
+        size_t top = 0;
+        stack[top++] = m->patterns[p]->returns;
+        while (top) {
+            const kp_shape *s = stack[--top];
+            if (s->kind == KP_SHAPE_ATTR && s->attr && s->attr->derived && s->attr->entity)
+                kp_index_list_push(&users[first_slot[s->attr->entity->index] + s->attr->index], p);
+            for (size_t i = 0; i < s->member_count && top < 255; i++) stack[top++] = s->members[i];
+        }
+    }
     for (size_t e = 0; e < m->entity_count; e++)
         for (size_t a = 0; a < m->entities[e]->attr_count; a++) {
             const kp_attr *attr = m->entities[e]->attrs[a];
@@ -784,20 +807,12 @@ static void decide_computed(builder *B)
                 mg_bprintf(B, "every %s write that changes it also updates the %s document, so reads never aggregate "
                               "(FerretDB's $group has only $sum and $count, and no pattern pays for a pipeline)",
                            source->name, m->entities[e]->name));
-            for (size_t p = 0; x && p < m->pattern_count; p++) {
-                int uses = 0;
-                /* a pattern that returns it */
-                const kp_shape *stack[256];
-                size_t top = 0;
-                stack[top++] = m->patterns[p]->returns;
-                while (top) {
-                    const kp_shape *s = stack[--top];
-                    if (s->kind == KP_SHAPE_ATTR && s->attr == attr) uses = 1;
-                    for (size_t i = 0; i < s->member_count && top < 255; i++) stack[top++] = s->members[i];
-                }
-                if (uses) kp_decision_add_pattern(B->d, x, m->patterns[p]);
-            }
+            const kp_index_list *used = &users[first_slot[e] + a];
+            for (size_t k = 0; x && k < used->count; k++) kp_decision_add_pattern(B->d, x, m->patterns[used->at[k]]);
         }
+    for (size_t i = 0; i < first_slot[m->entity_count]; i++) kp_index_list_free(&users[i]);
+    free(users);
+    free(first_slot);
 }
 
 /* ---- the layout's arena, the design ------------------------------------------------------------------ */
@@ -854,7 +869,7 @@ static int propose_one(const kp_model *m, const kp_mix *mix, int alternative, kp
     }
     d->layout = L;
     d->free_layout = free_layout;
-    builder B = {m, mix, d, L, &L->arena, err, alternative, NULL, NULL};
+    builder B = {m, mix, d, L, &L->arena, err, alternative, NULL, NULL, NULL};
     L->entity_count = m->entity_count;
     L->entities = kp_arena_alloc(&L->arena, sizeof *L->entities * (m->entity_count ? m->entity_count : 1));
     L->roots = kp_arena_alloc(&L->arena, sizeof *L->roots * (m->pattern_count ? m->pattern_count : 1));

@@ -19,6 +19,9 @@ typedef struct builder {
      * arriving at it — the only ones a rule about a relation to it needs to walk */
     size_t **reaching;
     size_t *reaching_count;
+    /* per entity (by index): the rate of records its write steps write (rows x fan-out x
+     * rps), summed once over the writes in model order; NULL until computed */
+    double *write_rate_of;
 } builder;
 
 enum { MG_RULES, MG_EMBED_ALL, MG_REFERENCE_ALL };
