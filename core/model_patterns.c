@@ -453,7 +453,7 @@ static int parse_members(kp_parser *P, shape_ctx *S, const cJSON *node, kp_entit
     s->members = ALLOC_N(P, kp_shape *, n);
     for (const cJSON *m = node->child; m; m = m->next) {
         if (m->string[0] == '$') continue;
-        kp_shape *child;
+        kp_shape *child = NULL;
         if (parse_shape(P, S, m, ctx, m->string, depth + 1, &child)) return -1;
         s->members[s->member_count++] = child;
     }

@@ -31,7 +31,8 @@ build_path=$(kp_build_path "$build_dir")
 
 kp_have cmake || kp_die "cmake is not installed; run scripts/deps.sh"
 
-configure=(cmake -S "$KP_ROOT" -B "$build_path" -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+# developer and CI builds: warnings are errors (KP_WERROR; a packager's build leaves it off)
+configure=(cmake -S "$KP_ROOT" -B "$build_path" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKP_WERROR=ON)
 if [[ ! -f $build_path/CMakeCache.txt ]] && kp_have ninja; then
     configure+=(-G Ninja)
 fi

@@ -2034,7 +2034,7 @@ void kp_cql_request_free_values(kp_cql_request *rq)
 
 int kp_cql_request_decode(const uint8_t *frame, size_t len, kp_arena *a, kp_cql_request *out, kp_error *err)
 {
-    kp_cql_header h;
+    kp_cql_header h = {0};
     memset(out, 0, sizeof *out);
     if (kp_cql_header_decode(frame, len, 0, 0, &h, err)) return -1;
     if (len - KP_CQL_HEADER_SIZE != h.length)

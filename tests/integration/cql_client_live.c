@@ -170,8 +170,8 @@ static const char *const every_type_rows[] = {
     "\"a_varint\":null,\"a_timeuuid\":null,\"a_inet\":null,\"a_date\":null,\"a_time\":null,\"a_smallint\":null,"
     "\"a_tinyint\":null,\"a_list\":null,\"a_set\":null,\"a_map\":null,\"a_udt\":null,\"a_tuple\":null,"
     "\"a_nested\":null,\"a_vset\":null}",
-    "{\"id\":4,\"a_timestamp\":253402300800000,\"a_date\":2932897,\"a_decimal\":0.00,\"a_double\":1e+300,"
-    "\"a_float\":3.4028235e+38,\"a_varint\":4294967296,\"a_text\":\"\\ud83d\\ude00\"}",
+    ("{\"id\":4,\"a_timestamp\":253402300800000,\"a_date\":2932897,\"a_decimal\":0.00,\"a_double\":1e+300,"
+     "\"a_float\":3.4028235e+38,\"a_varint\":4294967296,\"a_text\":\"\\ud83d\\ude00\"}"),
 };
 
 static cJSON *row_from_text(const char *text);

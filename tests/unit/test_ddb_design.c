@@ -74,7 +74,7 @@ static void test_key_values_are_padded_escaped_and_keep_their_order(void **state
     assert_string_equal(key_text(&text, 0, "\"a#b\""), "a%23b");
     assert_string_equal(key_text(&text, 0, "\"50% off\""), "50%25%20off");
     /* a shorter value sorts before a longer one that extends it, even with a space */
-    char ann[64], annlee[64];
+    char ann[300], annlee[300];
     snprintf(ann, sizeof ann, "P#%s#1", key_text(&text, 0, "\"Ann\""));
     snprintf(annlee, sizeof annlee, "P#%s#1", key_text(&text, 0, "\"Ann Lee\""));
     assert_true(strcmp(ann, annlee) < 0);
