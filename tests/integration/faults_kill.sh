@@ -7,7 +7,7 @@
 # tests/fault_mongo_dump, libmongoc alone, for MongoDB) — zero missing, zero extra,
 # zero duplicated.
 #
-# KP_FAULT_RUNS runs per database (default 10); each run kills keyplan once or twice
+# KP_FAULT_RUNS runs per database (default 10; tests/integration/run.sh runs 3 in CI); each run kills keyplan once or twice
 # (at a random moment between 50 ms and the length of a whole seed measured first),
 # then lets the same command finish. KP_TEST_SEED replays the random choices; the seed
 # is printed. Each run seeds under its own prefix (kprel-k<pid>-<run>-) and tears it
