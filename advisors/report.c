@@ -266,26 +266,55 @@ void kp_advise_print_text(FILE *out, const cJSON *doc, int use_color)
     }
 }
 
+/* Text for GitHub Markdown outside code: '<' and '>' as entities (key templates such as
+ * PK=AUTHOR#<authorId> would otherwise be eaten as HTML tags) and '|' escaped (tables). */
+static void md_text(FILE *out, const char *s)
+{
+    for (; s && *s; s++) {
+        if (*s == '<') fputs("&lt;", out);
+        else if (*s == '>') fputs("&gt;", out);
+        else if (*s == '|') fputs("\\|", out);
+        else fputc(*s, out);
+    }
+}
+
 void kp_advise_print_markdown(FILE *out, const cJSON *doc)
 {
     const cJSON *designs = cJSON_GetObjectItemCaseSensitive(doc, "designs");
-    fprintf(out, "## keyplan advise: %s\n\n", str(doc, "model"));
+    fprintf(out, "## keyplan advise: ");
+    md_text(out, str(doc, "model"));
+    fprintf(out, "\n\n");
     for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
-        fprintf(out, "### %s (%s)\n\n%s\n\n", str(d, "title"), str(d, "candidate"), str(d, "summary"));
+        fprintf(out, "### %s (%s)\n\n", str(d, "title"), str(d, "candidate"));
+        md_text(out, str(d, "summary"));
+        fprintf(out, "\n\n");
         if (str(d, "diagram")[0]) fprintf(out, "```\n%s```\n\n", str(d, "diagram"));
         fprintf(out, "| pattern | rps | requests | round trips | items | KB | scan |\n|---|---:|---:|---:|---:|---:|---|\n");
         const cJSON *patterns = cJSON_GetObjectItem(d, "patterns");
-        for (const cJSON *p = patterns ? patterns->child : NULL; p; p = p->next)
-            fprintf(out, "| %s | %g | %g | %g | %.0f | %.1f | %s |\n", str(p, "name"), num(p, "rps"), num(p, "requests"),
-                    num(p, "round_trips"), num(p, "items_read"), num(p, "bytes_read") / 1024,
-                    cJSON_IsTrue(cJSON_GetObjectItem(p, "scan")) ? "**yes**" : "no");
+        for (const cJSON *p = patterns ? patterns->child : NULL; p; p = p->next) {
+            fprintf(out, "| ");
+            md_text(out, str(p, "name"));
+            fprintf(out, " | %g | %g | %g | %.0f | %.1f | %s |\n", num(p, "rps"), num(p, "requests"), num(p, "round_trips"),
+                    num(p, "items_read"), num(p, "bytes_read") / 1024, cJSON_IsTrue(cJSON_GetObjectItem(p, "scan")) ? "**yes**" : "no");
+        }
         fprintf(out, "\n**Decisions**\n\n");
         const cJSON *decisions = cJSON_GetObjectItem(d, "decisions");
-        for (const cJSON *x = decisions ? decisions->child : NULL; x; x = x->next)
-            fprintf(out, "- **%s**: %s — %s\n", str(x, "subject"), str(x, "choice"), str(x, "why"));
+        for (const cJSON *x = decisions ? decisions->child : NULL; x; x = x->next) {
+            fprintf(out, "- **");
+            md_text(out, str(x, "subject"));
+            fprintf(out, "**: ");
+            md_text(out, str(x, "choice"));
+            fprintf(out, " — ");
+            md_text(out, str(x, "why"));
+            fprintf(out, "\n");
+        }
         const cJSON *defects = cJSON_GetObjectItem(d, "defects");
         fprintf(out, "\n**Defects**: %s\n", defects && defects->child ? "" : "none");
-        for (const cJSON *x = defects ? defects->child : NULL; x; x = x->next) fprintf(out, "- %s\n", x->valuestring);
+        for (const cJSON *x = defects ? defects->child : NULL; x; x = x->next) {
+            fprintf(out, "- ");
+            md_text(out, x->valuestring);
+            fprintf(out, "\n");
+        }
         fprintf(out, "\n");
     }
 }

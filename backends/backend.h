@@ -380,6 +380,9 @@ struct kp_backend {
 /* NULL-terminated list of the backends built in. */
 extern const kp_backend *const kp_backends[];
 const kp_backend *kp_backend_find(const char *name);
+/* The registered names, comma-separated ("dynamodb, mongodb, cassandra"), for messages and
+ * help texts (static storage). */
+const char *kp_backend_names(void);
 /* Parses --db ("dynamodb", "mongodb,cassandra", "all") into a NULL-terminated list
  * (at most 8). */
 int kp_backend_parse_list(const char *text, const kp_backend **out, size_t max, kp_error *err);

@@ -5,6 +5,7 @@
  */
 #include "backends/backend.h"
 
+#include <stdio.h>
 #include <string.h>
 
 extern const kp_backend kp_dynamodb_backend;
@@ -23,6 +24,18 @@ const kp_backend *kp_backend_find(const char *name)
     for (size_t i = 0; kp_backends[i]; i++)
         if (strcmp(kp_backends[i]->name, name) == 0) return kp_backends[i];
     return NULL;
+}
+
+const char *kp_backend_names(void)
+{
+    /* "dynamodb, mongodb, cassandra": built once from the list above, never written by hand */
+    static char names[256];
+    if (!names[0]) {
+        size_t at = 0;
+        for (size_t i = 0; kp_backends[i] && at < sizeof names; i++)
+            at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", i ? ", " : "", kp_backends[i]->name);
+    }
+    return names;
 }
 
 int kp_backend_parse_list(const char *text, const kp_backend **out, size_t max, kp_error *err)
@@ -44,20 +57,18 @@ int kp_backend_parse_list(const char *text, const kp_backend **out, size_t max, 
             for (size_t i = 0; kp_backends[i] && k < 15; i++) names[k++] = kp_backends[i]->name;
             names[k] = NULL;
             const char *guess = kp_suggest(name, names);
-            static const char *const planned[] = {NULL};
-            for (size_t i = 0; planned[i]; i++)
-                if (strcmp(planned[i], name) == 0)
-                    return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0,
-                                        "--db %s: this build of keyplan has no %s backend yet; use --db dynamodb or mongodb", name, name);
             if (guess) return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "--db: unknown database '%s' (did you mean '%s'?)", name, guess);
-            return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "--db: unknown database '%s'; use dynamodb, a comma list, or all", name);
+            return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "--db: unknown database '%s'; use one of %s, a comma list of them, or all",
+                                name, kp_backend_names());
         }
         for (size_t i = 0; i < n; i++)
             if (out[i] == b) return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "--db names '%s' twice", name);
         if (n + 1 >= max) return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "--db names too many databases");
         out[n++] = b;
     }
-    if (n == 0) return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "--db needs a database: dynamodb, a comma list, or all");
+    if (n == 0)
+        return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "--db needs a database: one of %s, a comma list of them, or all",
+                            kp_backend_names());
     out[n] = NULL;
     return 0;
 }

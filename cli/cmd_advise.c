@@ -19,17 +19,21 @@ const char cmd_advise_help[] =
     "Proposes a physical design for each database: containers (tables, collections),\n"
     "keys and indexes with the access patterns that caused them, and per access\n"
     "pattern the operations in order, their round trips, items and bytes read (and\n"
-    "read units for DynamoDB); per write the items written (write amplification).\n"
+    "read units for DynamoDB); per write the items, documents or rows written (write\n"
+    "amplification). DynamoDB designs are single-table (item collections, GSIs, LSIs);\n"
+    "MongoDB designs embed or reference per relation, with indexes; Cassandra designs\n"
+    "are one query table per access pattern (Chebotko), with the copies writes keep.\n"
     "A pattern that only a scan could serve is reported as a defect of the design.\n\n"
     "options:\n"
-    "  --db LIST           dynamodb, a comma list, or all (default: all)\n"
+    "  --db LIST           dynamodb, mongodb, cassandra, a comma list, or all (default: all)\n"
     "  --mix NAME          the workload mix to design for (default: the model's default)\n"
     "  --format FORMAT     text (default), md (GitHub Markdown) or json (docs/output.md)\n"
     "  --scale F           multiply every entity count by F\n"
     "  --strict            exit 1 when a design has a defect (a scan, a quota or size-limit breach)\n\n"
     "example:\n"
     "  keyplan advise examples/saas-control-plane/model.json --db dynamodb\n"
-    "  keyplan advise examples/leaderboard/model.json --format json > design.json\n";
+    "  keyplan advise examples/leaderboard/model.json --format json > design.json\n"
+    "  keyplan advise examples/auction-mixes/model.json --db mongodb,cassandra --mix bidding\n";
 
 int cmd_advise(int argc, char **argv)
 {

@@ -44,8 +44,8 @@ int kp_live_open(const kp_live_args *args, kp_live *live, kp_error *err)
         return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "give exactly one model file; see `keyplan %s --help`",
                             args->verb);
     if (!args->db)
-        return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "say which database with --db (dynamodb, a comma list, or "
-                            "all); see `keyplan %s --help`", args->verb);
+        return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "say which database with --db (%s, a comma list, or all); "
+                            "see `keyplan %s --help`", kp_backend_names(), args->verb);
     if (args->needs_data && !args->data_dir)
         return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "say where the sample data is with --data DIR (`keyplan "
                             "generate` writes it); see `keyplan %s --help`", args->verb);
