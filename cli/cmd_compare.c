@@ -30,7 +30,7 @@ const char cmd_compare_help[] =
     "Load is compared in neutral I/O units: a read unit per 4 KB read (at least one per\n"
     "request), a write unit per 1 KB written (at least one per item, index entry or copy),\n"
     "a write unit weighing 5 read units. Prices apply where the database has unit prices\n"
-    "(DynamoDB on-demand, defaults: $0.25 per million read units, $1.25 per million write\n"
+    "(DynamoDB on-demand, us-east-1, defaults: $0.125 per million read units, $0.625 per million write\n"
     "units, $0.25 per GB-month; a month is 30 days).\n\n"
     "options:\n"
     "  --db LIST            dynamodb, mongodb, cassandra, a comma list, or all (default: all)\n"

@@ -27,9 +27,13 @@ static const kp_limits ddb_limits = {
     .max_local_indexes = KP_DDB_MAX_LSI,
     .read_unit = "RCU",
     .write_unit = "WCU",
-    /* on-demand list prices (us-east-1, standard table class) */
-    .price_per_million_writes = 1.25,
-    .price_per_million_reads = 0.25,
+    /* on-demand list prices, us-east-1, standard table class, as published since AWS halved
+     * on-demand throughput prices on 2024-11-01 (checked 2026-12-04): $0.625 per million
+     * write request units, $0.125 per million read request units, $0.25 per GB-month
+     * stored. Other regions and provisioned capacity: compare --price-read/--price-write/
+     * --price-storage. */
+    .price_per_million_writes = 0.625,
+    .price_per_million_reads = 0.125,
     .price_per_gb_month = 0.25,
 };
 

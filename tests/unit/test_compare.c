@@ -80,8 +80,9 @@ static void test_saas_dynamodb_costs_by_hand(void **state)
     /* create-project 20/s x 2.5 WCU, archive 2/s x 2.5, rename 0.5/s x 201, delete 0.01/s x 1 */
     NEAR(c.write_units, 20 * 2.5 + 2 * 2.5 + 0.5 * 201 + 0.01 * 1);
     assert_true(c.is_priced);
-    NEAR(c.month_reads, 625 * 2592000.0 / 1e6 * 0.25);
-    NEAR(c.month_writes, c.write_units * 2592000.0 / 1e6 * 1.25);
+    /* AWS's on-demand prices since November 2024: $0.125 / $0.625 per million units */
+    NEAR(c.month_reads, 625 * 2592000.0 / 1e6 * 0.125);
+    NEAR(c.month_writes, c.write_units * 2592000.0 / 1e6 * 0.625);
     NEAR(c.month_storage, c.storage_bytes / 1073741824.0 * 0.25);
     kp_cost_free(&c);
     kp_prices prices = {0.5, -1, 0};
