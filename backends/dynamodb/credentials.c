@@ -371,7 +371,7 @@ int kp_ddb_settings_resolve(const kp_ddb_config *cfg, kp_ddb_settings *out, kp_e
     const char *env_secret = env_value("AWS_SECRET_ACCESS_KEY");
     if (!profile_from_caller && (env_id || env_secret)) {
         if (!env_id || !env_secret) {
-            kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0,
+            kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0,
                          "%s is set but %s is not; set both (and AWS_SESSION_TOKEN for temporary credentials), "
                          "or unset %s to use a profile",
                          env_id ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY",
@@ -395,7 +395,7 @@ int kp_ddb_settings_resolve(const kp_ddb_config *cfg, kp_ddb_settings *out, kp_e
         aws_profile *p = sources[i];
         if (!p->access_key_id && !p->secret_access_key) continue;
         if (!p->access_key_id || !p->secret_access_key) {
-            kp_error_set(err, KP_ERR_TARGET, paths[i], 0, 0,
+            kp_error_set(err, KP_ERR_USAGE, paths[i], 0, 0,
                          "profile '%s' sets %s but not %s; add the missing key to the profile",
                          profile_name, p->access_key_id ? "aws_access_key_id" : "aws_secret_access_key",
                          p->access_key_id ? "aws_secret_access_key" : "aws_access_key_id");
@@ -420,14 +420,14 @@ int kp_ddb_settings_resolve(const kp_ddb_config *cfg, kp_ddb_settings *out, kp_e
         goto done;
     }
     if (from_credentials.has_other_source || from_config.has_other_source) {
-        kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0,
+        kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0,
                      "profile '%s' gets its credentials through SSO, a role or credential_process, which keyplan "
                      "does not run; export temporary credentials first: "
                      "eval \"$(aws configure export-credentials --profile %s --format env)\"",
                      profile_name, profile_name);
         goto fail;
     }
-    kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0,
+    kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0,
                  "no AWS credentials for %s: AWS_ACCESS_KEY_ID is not set and %sprofile '%s' has no keys in %s "
                  "or %s; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (plus AWS_SESSION_TOKEN for temporary "
                  "credentials), or AWS_PROFILE to a profile with aws_access_key_id and aws_secret_access_key",

@@ -208,8 +208,9 @@ static void test_credentials_come_from_env_with_session_token(void **state)
 
     unsetenv("AWS_SECRET_ACCESS_KEY");
     assert_int_equal(resolve(NULL, &s, &err), -1);
-    assert_int_equal(err.code, KP_ERR_TARGET);
+    assert_int_equal(err.code, KP_ERR_USAGE);
     assert_contains(err.message, "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not");
+    assert_int_equal(kp_error_exit_code(&err), 2); /* bad input, not server trouble */
 }
 
 static void test_credentials_come_from_the_profile_in_the_shared_files(void **state)
@@ -285,8 +286,8 @@ static void test_a_remote_endpoint_without_credentials_says_what_to_set(void **s
     kp_ddb_settings s;
     kp_error err;
     assert_int_equal(resolve(NULL, &s, &err), -1);
-    assert_int_equal(err.code, KP_ERR_TARGET);
-    assert_int_equal(kp_error_exit_code(&err), 3);
+    assert_int_equal(err.code, KP_ERR_USAGE);
+    assert_int_equal(kp_error_exit_code(&err), 2); /* bad input: nothing was sent */
     assert_contains(err.message, "https://dynamodb.us-east-1.amazonaws.com");
     assert_contains(err.message, "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
     assert_contains(err.message, "AWS_PROFILE");
@@ -294,7 +295,7 @@ static void test_a_remote_endpoint_without_credentials_says_what_to_set(void **s
 
     kp_ddb_config cfg = { .endpoint = "https://dynamodb.internal.example.com" };
     assert_int_equal(resolve(&cfg, &s, &err), -1);
-    assert_int_equal(err.code, KP_ERR_TARGET);
+    assert_int_equal(err.code, KP_ERR_USAGE);
 
     /* an SSO profile: say how to export its credentials */
     setenv("AWS_CONFIG_FILE", write_temp("sso.ini", "[profile corp]\nsso_session = corp\nsso_account_id = 1\n"), 1);
