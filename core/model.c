@@ -1104,19 +1104,27 @@ int kp_derive_counts(kp_parser *P, double scale)
                             "entity '%s' has no \"count\" and is not the many side of a 1:N relation whose parent has "
                             "one; give it a count", e->name);
     }
-    /* given counts must agree with parent count x fan-out within 10 % */
+    /* a declared fan-out must agree with the counts within 10 %: the counts given, and those
+     * derived through another relation (the generator would otherwise make a number of
+     * children per parent the model never declared) */
     for (size_t i = 0; i < m->relation_count; i++) {
         kp_relation *r = m->relations[i];
         kp_entity *child = r->cardinality == KP_CARD_ONE_MANY ? r->to : r->link == KP_LINK_THROUGH ? r->through : NULL;
-        if (!child || child == r->from || !child->is_count_given || !r->from->is_count_given || !r->fanout.is_given)
-            continue;
+        if (!child || child == r->from || !r->fanout.is_given || r->from->count <= 0) continue;
         double implied = r->from->count * r->fanout.avg;
         double big = implied > child->count ? implied : child->count;
         if (fabs(implied - child->count) > 0.10 * big) {
+            if (child->is_count_given && r->from->is_count_given)
+                return kp_error_set(P->err, KP_ERR_MODEL, kp_json_file(P->doc), r->pos.line, r->pos.column,
+                                    "relation '%s': %s count %g x fan-out avg %g = %g, but %s count is %g (more than 10%% apart); "
+                                    "fix one of them or omit the child's count", r->name, r->from->name, r->from->count,
+                                    r->fanout.avg, implied, child->name, child->count);
             return kp_error_set(P->err, KP_ERR_MODEL, kp_json_file(P->doc), r->pos.line, r->pos.column,
-                                "relation '%s': %s count %g x fan-out avg %g = %g, but %s count is %g (more than 10%% apart); "
-                                "fix one of them or omit the child's count", r->name, r->from->name, r->from->count,
-                                r->fanout.avg, implied, child->name, child->count);
+                                "relation '%s' declares a fan-out avg of %g %s per %s, but the counts give %.3g (%s %.0f%s, %s %.0f%s); "
+                                "fix the fan-out to about %.3g, or the counts", r->name, r->fanout.avg, child->name, r->from->name,
+                                child->count / r->from->count, r->from->name, r->from->count,
+                                r->from->is_count_given ? "" : " derived", child->name, child->count,
+                                child->is_count_given ? "" : " derived", child->count / r->from->count);
         }
     }
     /* inverse fan-out of N:M and unbounded horizons */

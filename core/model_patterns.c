@@ -771,6 +771,12 @@ static int parse_pattern(kp_parser *P, const cJSON *node)
         if (param->role == KP_PARAM_LIMIT && !param->default_value && param->is_optional)
             return kp_perr(P, scope.declared, 0, "the page-size parameter :%s is optional, so it needs a \"default\"",
                            param->name);
+        /* an unbounded page size makes every claim a guess: a caller could ask for the whole set */
+        if (param->role == KP_PARAM_LIMIT && !param->max)
+            return kp_error_set(P->err, KP_ERR_MODEL, kp_json_file(P->doc), param->pos.line, param->pos.column,
+                                "the page-size parameter :%s has no \"max\"; declare it under the pattern's \"params\", "
+                                "e.g. \"%s\": {\"type\": \"int\", \"default\": 20, \"min\": 1, \"max\": 100}, so costs are "
+                                "planned for the largest page a caller may ask for", param->name, param->name);
     }
     p->index = m->pattern_count;
     m->patterns[m->pattern_count++] = p;
