@@ -9,6 +9,7 @@
 #include "backends/assemble.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -477,4 +478,12 @@ cJSON *kp_assemble(const kp_fetched *f, const kp_pattern *pattern, const kp_para
     if (pattern->is_root_set) return shape_value(&b, pattern->returns, NULL);
     if (f->root_count == 0) return cJSON_CreateNull();
     return shape_value(&b, pattern->returns, f->roots[0]);
+}
+
+cJSON *kp_wrong_type_value(const kp_attr *attr, const char *found)
+{
+    char text[600];
+    snprintf(text, sizeof text, "<wrong type: %s.%s, declared %s, is %s>", attr->entity ? attr->entity->name : "?",
+             attr->name, kp_type_name(attr->type.kind), found ? found : "?");
+    return cJSON_CreateString(text);
 }

@@ -56,6 +56,14 @@ void kp_fetched_client_filter(kp_fetched *f);
 kp_frec *const *kp_fetched_children(const kp_fetched *f, const void *edge, const kp_frec *parent, size_t *count);
 size_t kp_fetched_record_count(const kp_fetched *f);
 
+/* A value the server holds in a type the model does not allow for `attr` (an int stored as
+ * a string): a string that can never equal the oracle's value, so verify reports a
+ * mismatch at that value's JSON path, naming what was found and where (`found`: the
+ * database's own rendering and the item's key) — a wrong value is a failed check of the
+ * pattern, never server trouble that stops the run. A new cJSON string, or NULL when out
+ * of memory. */
+cJSON *kp_wrong_type_value(const kp_attr *attr, const char *found);
+
 /* Builds the response. `params` are the resolved parameter values; `token` is the
  * value of "$token" leaves (NULL: null). A single root with no record gives JSON null.
  * Returns a new tree (cJSON_Delete), or NULL with err filled. */

@@ -92,7 +92,19 @@ static kp_frec *record_of(run *R, const cJSON *item)
     for (size_t i = 0; object && i < e->attr_count; i++) {
         const cJSON *av = cJSON_GetObjectItemCaseSensitive(item, e->attrs[i]->name);
         if (!av) continue;
-        cJSON *v = kp_ddb_from_attribute_value(&e->attrs[i]->type, av, R->err);
+        kp_error value_err = {0};
+        cJSON *v = kp_ddb_from_attribute_value(&e->attrs[i]->type, av, &value_err);
+        if (!v && value_err.code == KP_ERR_DATA) {
+            /* a value of the wrong type is a mismatch of this value, reported with its path */
+            const cJSON *pk = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(item, "PK"), "S");
+            const cJSON *sk = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(item, "SK"), "S");
+            char found[700];
+            snprintf(found, sizeof found, "DynamoDB %.250s in the item PK=%.200s, SK=%.200s", value_err.message,
+                     cJSON_IsString(pk) ? pk->valuestring : "?", cJSON_IsString(sk) ? sk->valuestring : "?");
+            v = kp_wrong_type_value(e->attrs[i], found);
+        } else if (!v) {
+            *R->err = value_err;
+        }
         if (!v) { cJSON_Delete(object); return NULL; }
         if (cJSON_IsNull(v)) { cJSON_Delete(v); continue; }
         cJSON_AddItemToObject(object, e->attrs[i]->name, v);

@@ -236,7 +236,7 @@ cJSON *kp_ddb_from_attribute_value(const kp_type *type, const cJSON *av, kp_erro
     case KP_T_INT: case KP_T_DECIMAL: case KP_T_DOUBLE: case KP_T_COUNTER:
         if (strcmp(tag, "N") || !cJSON_IsString(v)) break;
         if (!is_json_number(v->valuestring)) {
-            kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "DynamoDB returned a number attribute whose text is not a number");
+            kp_error_set(err, KP_ERR_DATA, NULL, 0, 0, "N \"%.200s\" (not a number)", v->valuestring);
             return NULL;
         }
         return cJSON_CreateRaw(v->valuestring);
@@ -282,8 +282,12 @@ cJSON *kp_ddb_from_attribute_value(const kp_type *type, const cJSON *av, kp_erro
         if (strcmp(tag, "S") || !cJSON_IsString(v)) break;
         return cJSON_CreateString(v->valuestring);
     }
-    kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "DynamoDB returned a %s value where a %s was expected", tag,
+    /* the server holds a value of another type than the model's: a data error the caller
+     * can report as a mismatch of the value (KP_ERR_DATA), not a failing server */
+    char *text = cJSON_PrintUnformatted(v);
+    kp_error_set(err, KP_ERR_DATA, NULL, 0, 0, "%s %.200s (the model declares %s)", tag, text ? text : "?",
                  kp_type_name(type->kind));
+    cJSON_free(text);
     return NULL;
 }
 

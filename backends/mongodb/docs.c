@@ -25,6 +25,7 @@
  * Invariant: kp_mg_bson_to_ejson(kp_mg_ejson_to_bson(doc)) is the canonical form of
  * doc, which is what read-back sees — checksums on both sides are computed on it.
  */
+#include "backends/assemble.h"
 #include "backends/mongodb/mongo.h"
 
 #include <inttypes.h>
@@ -287,6 +288,17 @@ static const char *wrapped_text(const cJSON *o, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/* "string", "number", "object", ... of an extended-JSON value, for messages. */
+static const char *type_of_ejson(const cJSON *e)
+{
+    if (cJSON_IsString(e)) return "string";
+    if (cJSON_IsNumber(e) || cJSON_IsRaw(e)) return "number";
+    if (cJSON_IsBool(e)) return "boolean";
+    if (cJSON_IsArray(e)) return "array";
+    if (cJSON_IsObject(e)) return e->child && e->child->string && e->child->string[0] == '$' ? e->child->string : "object";
+    return "value";
+}
+
 cJSON *kp_mg_from_ejson(const kp_type *type, const cJSON *e, kp_error *err)
 {
     if (!e || cJSON_IsNull(e)) return cJSON_CreateNull();
@@ -366,10 +378,9 @@ cJSON *kp_mg_from_ejson(const kp_type *type, const cJSON *e, kp_error *err)
     }
     default: break;
     }
-    char *text = cJSON_PrintUnformatted(e);
-    fail(err, KP_ERR_TARGET, "a document field holds %s where keyplan expects a %s; the collection holds documents keyplan's "
-         "seed did not write", text ? text : "?", kp_type_name(type->kind));
-    cJSON_free(text);
+    /* a value of another type than the model's: a data error the caller reports as a
+     * mismatch of this value (KP_ERR_DATA), not a failing server */
+    (void)fail(err, KP_ERR_DATA, "a %s where the model declares %s", type_of_ejson(e), kp_type_name(type->kind));
     return NULL;
 }
 
@@ -433,7 +444,20 @@ cJSON *kp_mg_record_of(const kp_entity *entity, const cJSON *doc, kp_error *err)
         const kp_attr *a = entity->attrs[i];
         const cJSON *f = cJSON_GetObjectItemCaseSensitive(doc, a->name);
         if (!f || cJSON_IsNull(f)) continue;
-        cJSON *v = kp_mg_from_ejson(&a->type, f, err);
+        kp_error value_err = {0};
+        cJSON *v = kp_mg_from_ejson(&a->type, f, &value_err);
+        if (!v && value_err.code == KP_ERR_DATA) {
+            /* a value of the wrong type is a mismatch of this value, reported with its path */
+            char *text = cJSON_PrintUnformatted(f), *id = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(doc, "_id"));
+            char found[700];
+            snprintf(found, sizeof found, "MongoDB %.200s (%.200s) in the document _id %.200s", text ? text : "?",
+                     value_err.message, id ? id : "?");
+            cJSON_free(text);
+            cJSON_free(id);
+            v = kp_wrong_type_value(a, found);
+        } else if (!v && err) {
+            *err = value_err;
+        }
         if (!v) { cJSON_Delete(o); return NULL; }
         if (cJSON_IsNull(v)) { cJSON_Delete(v); continue; }
         cJSON_AddItemToObject(o, a->name, v);

@@ -486,7 +486,16 @@ static int level_nested(run *R, const mg_fetch *f, const pairs *in, pairs *out)
                 const kp_attr *a = f->extref->attrs[k];
                 const cJSON *e = cJSON_GetObjectItemCaseSensitive(sub, a->name);
                 if (!e || cJSON_IsNull(e)) continue;
-                cJSON *v = kp_mg_from_ejson(&a->type, e, R->err);
+                kp_error value_err = {0};
+                cJSON *v = kp_mg_from_ejson(&a->type, e, &value_err);
+                if (!v && value_err.code == KP_ERR_DATA) {
+                    /* a copy of the wrong type: a mismatch of this value, named */
+                    char found[700];
+                    snprintf(found, sizeof found, "MongoDB %.300s (a copy in '%.200s')", value_err.message, f->extref->field);
+                    v = kp_wrong_type_value(a, found);
+                } else if (!v) {
+                    *R->err = value_err;
+                }
                 if (!v) { cJSON_Delete(object); return -1; }
                 cJSON_AddItemToObject(object, a->name, v);
             }

@@ -75,6 +75,44 @@ for entry in "${examples[@]}"; do
     "$keyplan" teardown "$model" --db dynamodb "${target[@]}" --prefix "$prefix" >/dev/null 2>&1 || bad "$name: teardown"
 done
 
+# a value of the wrong type on the server (an int stored as a string) is a mismatch of the
+# pattern that returns it, with its JSON path — exit 1, and the run goes on; never exit 3
+model=$root/examples/saas-control-plane/model.json data=$work/wrongtype prefix=wt-$$-
+"$keyplan" generate "$model" --out "$data" --scale 0.001 --seed 7 >/dev/null 2>&1
+if "$keyplan" seed "$model" --db dynamodb --data "$data" --scale 0.001 "${target[@]}" --prefix "$prefix" --quiet >/dev/null 2>&1; then
+    python3 - "$url" "${prefix}saas-control-plane" <<'PY'
+import json, sys, urllib.request
+url, table = sys.argv[1], sys.argv[2]
+def call(target, body):
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={
+        "X-Amz-Target": "DynamoDB_20120810." + target, "Content-Type": "application/x-amz-json-1.0",
+        "X-Amz-Date": "20260101T000000Z",
+        "Authorization": "AWS4-HMAC-SHA256 Credential=x/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0"})
+    return json.load(urllib.request.urlopen(req))
+items = call("Scan", {"TableName": table, "FilterExpression": "attribute_exists(activeProjects)"})["Items"]
+for item in items:  # every workspace item: whichever anchor verify draws meets one
+    call("UpdateItem", {"TableName": table, "Key": {"PK": item["PK"], "SK": item["SK"]},
+                        "UpdateExpression": "SET activeProjects = :s", "ExpressionAttributeValues": {":s": {"S": "30"}}})
+back = call("Scan", {"TableName": table, "FilterExpression": "attribute_type(activeProjects, :t)",
+                     "ExpressionAttributeValues": {":t": {"S": "S"}}})["Items"]
+assert items and len(back) == len(items), (len(items), len(back))
+PY
+    [[ $? == 0 ]] && ok "wrong-type: every workspace's activeProjects rewritten as a string, read back independently" ||
+        bad "wrong-type: could not rewrite activeProjects"
+    "$keyplan" verify "$model" --db dynamodb --data "$data" --scale 0.001 "${target[@]}" --prefix "$prefix" \
+        --samples 5 --seed 1 >"$work/wrongtype.out" 2>&1
+    vrc=$?
+    if [[ $vrc == 1 ]] && grep -q 'activeProjects' "$work/wrongtype.out" && grep -q 'wrong type' "$work/wrongtype.out" &&
+       grep -q 'list-projects-newest' "$work/wrongtype.out"; then
+        ok "wrong-type: verify exits 1 naming the value's path and the type found, and checks the other patterns too"
+    else
+        bad "wrong-type: verify exit $vrc (want 1, the path and the other patterns)"; cat "$work/wrongtype.out"
+    fi
+else
+    bad "wrong-type: seed"
+fi
+"$keyplan" teardown "$model" --db dynamodb "${target[@]}" --prefix "$prefix" >/dev/null 2>&1
+
 # a seed killed with SIGKILL, then the same command again: exact counts, no duplicates
 model=$root/examples/saas-control-plane/model.json data=$work/kill prefix=kill-$$-
 "$keyplan" generate "$model" --out "$data" --scale 0.01 --seed 11 >/dev/null

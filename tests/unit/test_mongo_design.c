@@ -412,6 +412,29 @@ static void test_the_connection_string_is_required_and_its_password_never_shown(
     if (saved) { setenv("MONGODB_URI", saved, 1); free(saved); }
 }
 
+/* A field stored with another type than the model's (an int as a string) is decoded into a
+ * value that cannot equal the oracle's and names what was found: verify then reports a
+ * mismatch at that path instead of stopping as if the server failed. */
+static void test_a_wrong_typed_field_becomes_a_named_mismatch_not_an_error(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/saas-control-plane/model.json");
+    const kp_entity *ws = kp_model_entity(m, "Workspace");
+    cJSON *doc = cJSON_Parse("{\"_id\":\"circle-1\",\"id\":\"circle-1\",\"name\":\"Circle\",\"activeProjects\":\"30\"}");
+    kp_error err = {0};
+    cJSON *record = kp_mg_record_of(ws, doc, &err);
+    assert_non_null(record);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(record, "activeProjects");
+    assert_true(cJSON_IsString(v));
+    assert_non_null(strstr(v->valuestring, "<wrong type: Workspace.activeProjects, declared int"));
+    assert_non_null(strstr(v->valuestring, "\"30\""));
+    assert_non_null(strstr(v->valuestring, "circle-1"));
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(record, "name")->valuestring, "Circle");
+    cJSON_Delete(record);
+    cJSON_Delete(doc);
+    kp_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -424,6 +447,7 @@ int main(void)
         cmocka_unit_test(test_transform_embeds_children_and_derives_the_id),
         cmocka_unit_test(test_extended_json_and_bson_round_trip_exactly),
         cmocka_unit_test(test_the_connection_string_is_required_and_its_password_never_shown),
+        cmocka_unit_test(test_a_wrong_typed_field_becomes_a_named_mismatch_not_an_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
