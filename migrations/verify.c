@@ -466,14 +466,36 @@ int kp_verify_run(const kp_verify_options *o, kp_verify_report *r, kp_error *err
         rc = kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "--writes needs a backend that can apply writes and delete "
                           "items (to undo them); the %s backend cannot, so verify without --writes", v.b->name);
 
-    for (size_t i = 0; rc == 0 && i < r->pattern_count; i++) rc = check_pattern(&v, i, err);
+    size_t reached = 0; /* patterns started; the last one may have stopped part-way */
+    for (size_t i = 0; rc == 0 && i < r->pattern_count; i++) {
+        reached = i + 1;
+        rc = check_pattern(&v, i, err);
+    }
     if (rc == 0 && o->writes) rc = kp_verify_writes(&v, err);
 
+    /* a run that stopped (server trouble, an interrupt) checked nothing after that point:
+     * the pattern it stopped in is "not checked" unless a sample already failed, and those
+     * it never reached are "not checked" too, so the summary adds up to the table */
+    if (rc && err->code != KP_ERR_CHECK) {
+        for (size_t i = reached ? reached - 1 : 0; i < r->pattern_count; i++) {
+            kp_verify_pattern *vp = &r->patterns[i];
+            vp->pattern = o->model->patterns[i];
+            if (vp->samples_failed > 0 || vp->is_skipped) continue;
+            vp->is_pass = 0;
+            vp->is_skipped = 1;
+            vp->is_claim_mismatch = 0;
+            if (i + 1 == reached && vp->samples > 0)
+                snprintf(vp->note, sizeof vp->note, "not checked: the run stopped after %d sample%s (all matched): %.380s",
+                         vp->samples, vp->samples == 1 ? "" : "s", err->message);
+            else
+                snprintf(vp->note, sizeof vp->note, "not checked: the run stopped before this pattern: %.400s", err->message);
+        }
+    }
     for (size_t i = 0; i < r->pattern_count; i++) {
         const kp_verify_pattern *vp = &r->patterns[i];
         if (vp->is_skipped) r->patterns_skipped++;
         else if (vp->is_pass) r->patterns_passed++;
-        else if (vp->samples > 0 || vp->is_claim_mismatch) r->patterns_failed++;
+        else r->patterns_failed++;
     }
     for (size_t i = 0; i < r->write_count; i++) {
         if (r->write_results[i].is_pass) r->writes_passed++;

@@ -12,7 +12,7 @@
 
 static const char *pattern_result(const kp_verify_pattern *p)
 {
-    return p->is_skipped ? "skipped" : p->is_pass ? "pass" : "FAIL";
+    return p->is_skipped ? "unchecked" : p->is_pass ? "pass" : "FAIL";
 }
 
 static void range(int lo, int hi, char *buf, size_t size)
@@ -30,7 +30,7 @@ void kp_verify_report_print(FILE *out, const kp_verify_report *r)
         if ((int)strlen(r->patterns[i].pattern->name) > w) w = (int)strlen(r->patterns[i].pattern->name);
     for (size_t i = 0; i < r->write_count; i++)
         if ((int)strlen(r->write_results[i].write->name) > w) w = (int)strlen(r->write_results[i].write->name);
-    fprintf(out, "  %-*s %-7s %9s %6s %9s %8s %6s %8s %8s %8s %8s\n", w, "pattern", "result", "samples", "pages",
+    fprintf(out, "  %-*s %-9s %9s %6s %9s %8s %6s %8s %8s %8s %8s\n", w, "pattern", "result", "samples", "pages",
             "requests", "claimed", "steps", "claimed", "p50 ms", "p95 ms", "p99 ms");
     for (size_t i = 0; i < r->pattern_count; i++) {
         const kp_verify_pattern *p = &r->patterns[i];
@@ -42,7 +42,7 @@ void kp_verify_report_print(FILE *out, const kp_verify_report *r)
             snprintf(claimed_req, sizeof claimed_req, "%g", p->claimed_requests);
             snprintf(claimed_steps, sizeof claimed_steps, "%d", p->claimed_steps);
         }
-        fprintf(out, "  %-*s %-7s %9s %6ld %9s %8s %6s %8s %8.2f %8.2f %8.2f\n", w, p->pattern->name, pattern_result(p),
+        fprintf(out, "  %-*s %-9s %9s %6ld %9s %8s %6s %8s %8.2f %8.2f %8.2f\n", w, p->pattern->name, pattern_result(p),
                 samples, p->pages, req, claimed_req, steps, claimed_steps, p->p50_ms, p->p95_ms, p->p99_ms);
         if (p->has_difference && p->difference.message) fprintf(out, "      %s\n", p->difference.message);
         if (p->note[0]) fprintf(out, "      %s\n", p->note);

@@ -33,7 +33,7 @@
 
 /* ==== the fake backend (unit-test double) ================================================ */
 
-enum fake_mode { FAKE_OK, FAKE_CORRUPT, FAKE_SWAP, FAKE_EXTRA_PAGE, FAKE_EMPTY_EXTRA_PAGE, FAKE_COSTLY, FAKE_DROP_WRITES };
+enum fake_mode { FAKE_OK, FAKE_CORRUPT, FAKE_SWAP, FAKE_EXTRA_PAGE, FAKE_EMPTY_EXTRA_PAGE, FAKE_COSTLY, FAKE_DROP_WRITES, FAKE_SERVER_GONE };
 
 typedef struct fake_item {
     char *id;
@@ -60,6 +60,7 @@ static struct fake_store {
     int fail_after_batches;     /* -1: never; else batches after this many are given up on */
     size_t max_item_bytes;      /* 0: no limit */
     int connects, drops, marker_writes, schemas;
+    int gone_after_requests;    /* FAKE_SERVER_GONE: the pattern's requests so far */
     enum fake_mode mode;
     const char *mode_pattern;
     struct kp_conn conn;
@@ -258,6 +259,9 @@ static int fake_execute(kp_conn *c, const kp_design *d, const kp_pattern *p, con
     kp_dataset *ds = fake_data(err);
     if (!ds) return -1;
     int is_mode = S.mode != FAKE_OK && S.mode_pattern && strcmp(S.mode_pattern, p->name) == 0;
+    /* the server goes away on the third request of the pattern: verify must stop */
+    if (is_mode && S.mode == FAKE_SERVER_GONE && ++S.gone_after_requests > 2)
+        return kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "connection refused (the fake server is gone)");
     out->requests = 1;
     out->sequential_steps = 1;
     out->items_scanned = -1;
@@ -773,6 +777,34 @@ static void expect_difference(fixture *f, enum fake_mode mode, const char *path,
     kp_verify_report_free(&r);
 }
 
+/* A run stopped by a failing server checks nothing after that point: the pattern it
+ * stopped in and those it never reached are "not checked" (never FAIL 0/0, never FAIL with
+ * every sample passed), and passed + failed + not checked adds up to the patterns. */
+static void test_a_run_stopped_by_the_server_counts_what_it_did_not_check(void **state)
+{
+    fixture *f = *state;
+    seed_ok(f);
+    S.mode = FAKE_SERVER_GONE;
+    S.mode_pattern = f->model->patterns[1]->name;
+    kp_verify_options o = verify_options(f);
+    kp_verify_report r;
+    kp_error err;
+    run_verify(f, &o, &r, -1, &err);
+    assert_int_equal(kp_error_exit_code(&err), 3);
+    assert_int_equal(r.patterns_passed + r.patterns_failed + r.patterns_skipped, (int)f->model->pattern_count);
+    assert_int_equal(r.patterns_failed, 0);
+    const kp_verify_pattern *stopped = &r.patterns[1];
+    assert_false(stopped->is_pass);
+    assert_true(stopped->is_skipped);
+    assert_non_null(strstr(stopped->note, "not checked: the run stopped after 2 samples"));
+    for (size_t i = 2; i < r.pattern_count; i++) {
+        assert_true(r.patterns[i].is_skipped);
+        assert_non_null(strstr(r.patterns[i].note, "stopped before this pattern"));
+    }
+    assert_true(r.patterns[0].is_pass);
+    kp_verify_report_free(&r);
+}
+
 static void test_verify_names_the_path_of_a_corrupted_value(void **state)
 {
     /* c1's first page: o4 (7.00), o2 (20.00) — the second total is corrupted */
@@ -1147,6 +1179,7 @@ int main(void)
         T(test_seed_names_the_record_too_large_before_writing_anything),
         T(test_verify_passes_when_the_target_answers_like_the_oracle),
         T(test_verify_names_the_path_of_a_corrupted_value),
+        T(test_a_run_stopped_by_the_server_counts_what_it_did_not_check),
         T(test_verify_notices_two_swapped_elements),
         T(test_verify_fails_on_an_extra_page),
         T(test_verify_accepts_an_empty_last_page_with_a_continuation),
