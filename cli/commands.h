@@ -37,6 +37,8 @@ int cmd_compare(int argc, char **argv);
 extern const char cmd_compare_help[];
 int cmd_run(int argc, char **argv);
 extern const char cmd_run_help[];
+int cmd_init(int argc, char **argv);
+extern const char cmd_init_help[];
 int cmd_help(int argc, char **argv);
 extern const char cmd_help_help[];
 
@@ -46,6 +48,10 @@ const kp_command *kp_command_find(const char *name);
 
 /* Prints a command's help text. */
 void kp_command_print_help(FILE *stream, const kp_command *command);
+
+/* man.c: the manual page (roff) and the shell completions, from the commands' own texts. */
+void kp_print_man(FILE *out);
+int kp_print_completion(FILE *out, const char *shell);   /* "bash" or "zsh"; -1 for another */
 
 /* Shared option helpers. */
 int kp_cli_parse_format(const char *arg, const char *const *allowed, int *out); /* index in allowed, -1 bad */

@@ -11,6 +11,7 @@
 #include "core/error.h"
 
 const kp_command kp_commands[] = {
+    {"init", cmd_init, "write a model to start from (a skeleton or a bundled example)", cmd_init_help},
     {"check", cmd_check, "validate a model and summarise it", cmd_check_help},
     {"advise", cmd_advise, "propose a design per database, explained and costed", cmd_advise_help},
     {"compare", cmd_compare, "compare the designs of each database: cost, risks, recommendation", cmd_compare_help},
@@ -51,14 +52,25 @@ static void print_overview(FILE *stream)
 }
 
 const char cmd_help_help[] =
-    "usage: keyplan help [COMMAND]\n\n"
+    "usage: keyplan help [COMMAND | --man | --completion bash|zsh]\n\n"
     "Shows the list of commands, or the help of one command (the same text as\n"
-    "`keyplan COMMAND --help`).\n\n"
-    "example:\n  keyplan help check\n";
+    "`keyplan COMMAND --help`). --man prints the manual page keyplan(1) and\n"
+    "--completion the bash or zsh completion script, both made from these same texts\n"
+    "(cmake --install puts them where man, bash and zsh look).\n\n"
+    "example:\n  keyplan help check\n  keyplan help --man | man -l -\n"
+    "  source <(keyplan help --completion bash)\n";
 
 int cmd_help(int argc, char **argv)
 {
     if (argc < 2) { print_overview(stdout); return KP_EXIT_OK; }
+    if (strcmp(argv[1], "--man") == 0) { kp_print_man(stdout); return KP_EXIT_OK; }
+    if (strcmp(argv[1], "--completion") == 0) {
+        if (argc < 3 || kp_print_completion(stdout, argv[2])) {
+            fprintf(stderr, "keyplan: error: --completion takes bash or zsh\n");
+            return KP_EXIT_INPUT;
+        }
+        return KP_EXIT_OK;
+    }
     const kp_command *c = kp_command_find(argv[1]);
     if (!c) {
         fprintf(stderr, "keyplan: error: there is no command '%s'; `keyplan help` lists them\n", argv[1]);

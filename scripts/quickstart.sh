@@ -35,4 +35,4 @@ kp_section "5/5 keyplan generate + expect (sample data in $data)"
 ./build/keyplan generate "$example" --out "$data" --scale 0.001 --seed 1
 workspace=$(head -n 1 "$data/Workspace.ndjson" | sed -E 's/.*"id":"([^"]*)".*/\1/')
 ./build/keyplan expect "$example" --data "$data" --scale 0.001 --pattern list-projects-newest --param "id=$workspace"
-kp_log "done: keyplan is built at build/keyplan; README.md shows every command and how to run against live servers"
+kp_log "done: keyplan is built at build/keyplan; 'cmake --install build' puts it, its man page and shell completions on your PATH; 'keyplan init DIR' starts a model of your own; README.md shows every command and how to run against live servers"
