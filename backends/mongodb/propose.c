@@ -333,12 +333,28 @@ typedef struct candidate {
     double score;
 } candidate;
 
-static int is_join_entity(const kp_model *m, const kp_entity *e)
+/* Fills B->is_join_of and B->rooted_at in one pass over relations and patterns; the
+ * lists are freed with the layout's arena (their arrays by free_entity_index). */
+static int index_entities(builder *B)
 {
-    for (size_t r = 0; r < m->relation_count; r++)
-        if (m->relations[r]->link == KP_LINK_THROUGH && m->relations[r]->through == e) return 1;
+    size_t n = B->m->entity_count ? B->m->entity_count : 1;
+    B->is_join_of = kp_arena_alloc(B->arena, n);
+    B->rooted_at = kp_arena_alloc(B->arena, sizeof *B->rooted_at * n);
+    if (!B->is_join_of || !B->rooted_at) return -1;
+    for (size_t r = 0; r < B->m->relation_count; r++)
+        if (B->m->relations[r]->link == KP_LINK_THROUGH && B->m->relations[r]->through)
+            B->is_join_of[B->m->relations[r]->through->index] = 1;
+    for (size_t p = 0; p < B->m->pattern_count; p++)
+        if (kp_index_list_push(&B->rooted_at[B->m->patterns[p]->root->index], p)) return -1;
     return 0;
 }
+
+static void free_entity_index(builder *B)
+{
+    for (size_t e = 0; B->rooted_at && e < B->m->entity_count; e++) kp_index_list_free(&B->rooted_at[e]);
+}
+
+static int is_join_entity(const builder *B, const kp_entity *e) { return B->is_join_of[e->index]; }
 
 static void judge_rules(builder *B, candidate *c, double max, double at_max, double child, double parent, double writes);
 
@@ -373,14 +389,15 @@ static void judge(builder *B, candidate *c)
     if (blocked) {
     } else if (c->st.blocker)
         blocked = c->st.blocker_why;
-    else if (is_join_entity(B->m, rel->to))
+    else if (is_join_entity(B, rel->to))
         blocked = mg_bprintf(B, "%s is the join entity of a many-to-many relation", rel->to->name);
     for (size_t k = 0; !blocked && k < rel->fk_count; k++)
         if (rel->fk_attrs[k]->is_optional) blocked = mg_bprintf(B, "a %s may exist without a %s (%s is optional)", rel->to->name,
                                                                   rel->from->name, rel->fk_attrs[k]->name);
-    for (size_t i = 0; !blocked && i < B->m->pattern_count; i++) {
-        const kp_pattern *p = B->m->patterns[i];
-        if (p->root == rel->to && !root_through_parent(p, rel))
+    const kp_index_list *rooted = &B->rooted_at[rel->to->index];
+    for (size_t i = 0; !blocked && i < rooted->count; i++) {
+        const kp_pattern *p = B->m->patterns[rooted->at[i]];
+        if (!root_through_parent(p, rel))
             blocked = mg_bprintf(B, "'%s' lists %s on their own, across %s documents", p->name, rel->to->name, rel->from->name);
     }
     if (blocked) {
@@ -869,12 +886,15 @@ static int propose_one(const kp_model *m, const kp_mix *mix, int alternative, kp
     }
     d->layout = L;
     d->free_layout = free_layout;
-    builder B = {m, mix, d, L, &L->arena, err, alternative, NULL, NULL, NULL};
+    builder B = {m, mix, d, L, &L->arena, err, alternative, NULL, NULL, NULL, NULL, NULL};
     L->entity_count = m->entity_count;
     L->entities = kp_arena_alloc(&L->arena, sizeof *L->entities * (m->entity_count ? m->entity_count : 1));
     L->roots = kp_arena_alloc(&L->arena, sizeof *L->roots * (m->pattern_count ? m->pattern_count : 1));
     for (size_t e = 0; e < m->entity_count; e++) L->entities[e].entity = m->entities[e];
-    if (index_reaching(&B) || decide_embedding(&B)) { kp_design_free(d); return -1; }
+    if (index_entities(&B)) { free_entity_index(&B); kp_design_free(d); return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
+    if (index_reaching(&B) || decide_embedding(&B)) { free_entity_index(&B); kp_design_free(d); return -1; }
+    free_entity_index(&B); /* only the embedding rules read it */
+    B.rooted_at = NULL;
     make_collections(&B);
     decide_subsets(&B);
     decide_extrefs(&B);

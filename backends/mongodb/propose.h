@@ -22,6 +22,10 @@ typedef struct builder {
     /* per entity (by index): the rate of records its write steps write (rows x fan-out x
      * rps), summed once over the writes in model order; NULL until computed */
     double *write_rate_of;
+    /* per entity (by index), built once by index_entities(): whether it is the join entity
+     * of an N:M relation, and the patterns (model order) rooted at it */
+    unsigned char *is_join_of;
+    kp_index_list *rooted_at;
 } builder;
 
 enum { MG_RULES, MG_EMBED_ALL, MG_REFERENCE_ALL };
