@@ -74,6 +74,11 @@ cJSON *kp_design_to_json(const kp_design *d)
         cJSON_AddNumberToObject(po, "requests", p->requests);
         cJSON_AddNumberToObject(po, "items_read", p->items);
         cJSON_AddNumberToObject(po, "bytes_read", p->bytes);
+        /* what one page may cost at most: verify fails a pattern that measures more */
+        cJSON *bound = cJSON_AddObjectToObject(po, "max");
+        cJSON_AddNumberToObject(bound, "requests", p->requests_max);
+        cJSON_AddNumberToObject(bound, "items_read", p->items_max);
+        cJSON_AddNumberToObject(bound, "bytes_read", p->bytes_max);
         if (d->backend->limits->read_unit) cJSON_AddNumberToObject(po, "read_units", p->read_units);
         cJSON_AddBoolToObject(po, "scan", p->is_scan);
         if (p->why) cJSON_AddStringToObject(po, "why", p->why);

@@ -104,6 +104,8 @@ struct ddb_fetch {
     int is_scan;                    /* no index serves it: a Scan, a defect the report shows */
     int is_client_filtered;         /* root set filtered in the client by conditions through relations */
     double expected;                /* items a root-set Query is expected to return (estimates) */
+    double whole;                   /* items a root-set Query's key range holds: what a read without
+                                       Limit takes (the client sorts, or the server filters) */
     ddb_fetch **children;           /* run for each record this fetch returns */
     size_t child_count, child_cap;
     ddb_fetch *next_hop;            /* multi-hop: run on each record of this fetch, elements come from the last */

@@ -1072,6 +1072,7 @@ static int plan_root(builder *B, const kp_pattern *p, ddb_fetch **out)
     f->shape = each;
     f->shards = gp->shards;
     f->expected = items;
+    f->whole = rows;
     bind_params(B, f, &gp->pk, p);
     f->sk_prefix = e->prefix;
     f->range = range;
@@ -1304,6 +1305,17 @@ static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fe
     else per = expected_items(s, NULL);
     if (!f->rel && !s) per = 1;
     if (f->kind == DDB_QUERY && !f->rel && s && s->is_root_set) per = f->is_client_filtered ? (s->expect.is_given ? s->expect.avg : f->expected) : f->expected;
+    /* no Limit is sent when the client sorts or the server filters (request.c): the Query
+     * reads every item of its key range, whatever the page size — that is the claim */
+    int reads_whole = f->kind == DDB_QUERY && s && s->kind == KP_SHAPE_EACH && (!f->is_server_ordered || f->filter_count);
+    double whole_max = 0;
+    if (reads_whole) {
+        double whole = f->rel ? (f->rel->fanout ? f->rel->fanout->avg : 1) : (f->whole > 0 ? f->whole : per);
+        whole_max = f->rel ? (f->rel->fanout ? f->rel->fanout->max : whole) : whole;
+        if (whole > per) per = whole;
+        if (whole_max < per) whole_max = per;
+        plan->is_requests_exact = 0;
+    }
     if (f->header) per += 1;
     double count = parents * per;
     double bytes = count * item_bytes(f->entity->entity);
@@ -1316,6 +1328,14 @@ static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fe
     o->requests = requests;
     o->read_units = f->kind == DDB_GET || f->kind == DDB_BATCH_GET ? count * read_units(item_bytes(f->entity->entity))
                                                                     : requests * read_units(bytes / requests);
+    if (reads_whole) {
+        /* one page can take the whole key range at its largest: the fan-out max */
+        double max_count = parents * (whole_max + (f->header ? 1 : 0));
+        o->items_max = max_count;
+        o->bytes_max = max_count * item_bytes(f->entity->entity);
+        double per_parent = o->bytes_max / (parents > 0 ? parents : 1);
+        o->requests_max = parents * f->shards * (per_parent > 1048576 ? ceil(per_parent / 1048576) : 1);
+    }
     o->is_scan = f->is_scan;
     if (f->is_scan) {
         o->op = "Scan";
@@ -1330,6 +1350,11 @@ static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fe
     if ((!f->is_server_ordered || f->shards > 1) && f->shape && f->shape->kind == KP_SHAPE_EACH && f->shape->declared_order_count)
         o->why = kp_design_printf(B->d, "results are merged and sorted in the client (%s)",
                                   f->shards > 1 ? "scatter-gather over shards" : "the index cannot hold this order");
+    if (reads_whole)
+        o->why = kp_design_printf(B->d, "reads every item of the key range (about %.0f, up to %.0f): %s, so no Limit is sent",
+                                  o->items, o->items_max,
+                                  !f->is_server_ordered ? "the index cannot hold the declared order and the client sorts"
+                                                        : "the server filters after reading (FilterExpression)");
     /* children: one more round trip below this one */
     double produced = f->kind == DDB_COUNT ? 0 : count - (f->header ? parents : 0);
     if (f->header) {

@@ -220,6 +220,37 @@ static void test_a_walk_back_through_an_array_is_a_scan_defect(void **state)
     kp_model_free(m);
 }
 
+/* A listing the client must sort (or the server filters) is read without Limit, so the
+ * plan claims the whole key range — the category's items — not the page of 25, and its
+ * per-page bound is the fan-out maximum; the count is an estimate, not exact. */
+static void test_a_client_sorted_listing_claims_the_whole_partition_it_reads(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/auction-mixes/model.json");
+    kp_design *d = propose(m);
+    const kp_plan *p = plan_of(d, "list-category-items");
+    const kp_relation *items = NULL;
+    for (size_t i = 0; i < m->relation_count; i++)
+        if (m->relations[i]->from == kp_model_entity(m, "Category") && m->relations[i]->to == kp_model_entity(m, "Item"))
+            items = m->relations[i];
+    assert_non_null(items);
+    const kp_operation *query = NULL;
+    for (size_t i = 0; i < p->op_count; i++)
+        if (strcmp(p->ops[i].op, "Query") == 0) query = &p->ops[i];
+    assert_non_null(query);
+    assert_true(query->items >= items->fanout.avg);         /* not the 25 of one page */
+    assert_true(query->items_max >= items->fanout.max);
+    assert_true(query->requests > 1);                         /* 1 MB pages */
+    assert_non_null(strstr(query->why, "reads every item of the key range"));
+    assert_false(p->is_requests_exact);
+    assert_true(p->items_max >= p->items && p->bytes_max >= p->bytes && p->requests_max >= p->requests);
+    /* a listing the index orders keeps its page-sized claim */
+    const kp_plan *recent = plan_of(d, "view-item");
+    assert_true(recent->items < 100);
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
 static void test_transform_builds_the_keys_of_the_collection_and_indexes(void **state)
 {
     (void)state;
@@ -333,6 +364,7 @@ int main(void)
         cmocka_unit_test(test_leaderboard_is_one_query_each_with_a_zero_padded_rating),
         cmocka_unit_test(test_orders_of_a_day_use_a_gsi_and_recent_orders_one_query),
         cmocka_unit_test(test_a_walk_back_through_an_array_is_a_scan_defect),
+        cmocka_unit_test(test_a_client_sorted_listing_claims_the_whole_partition_it_reads),
         cmocka_unit_test(test_transform_builds_the_keys_of_the_collection_and_indexes),
         cmocka_unit_test(test_the_response_is_reassembled_in_the_declared_shape),
         cmocka_unit_test(test_every_example_has_a_design_without_unexpected_defects),
