@@ -1024,6 +1024,24 @@ static void add_ops(opctx *O, cq_fetch *f, double parents, int exact, int step)
     int64_t lim = f->limit ? f->limit : (f->is_paged && f->shape ? shape_limit(f->shape) : 0);
     if (lim > 0 && per > (double)lim) per = (double)lim;
     if (f->binds && f->bind_count && f->binds[0].is_element && f->rel && f->rel->fanout) per = 1;
+    /* rows the client sorts or filters come whole from their partitions (no LIMIT: a cut
+     * before the sort or the test would be wrong), in pages of 5,000 (execute.c) */
+    int reads_whole = f->kind == CQ_SELECT && (f->is_client_ordered || f->client_cond_count) && !f->limit && !f->limit_param &&
+                      !f->is_paged && !(f->bind_count && f->binds[0].is_element);
+    double whole = per, whole_max = per;
+    if (reads_whole) {
+        whole = f->rel && f->rel->is_many && f->rel->fanout ? f->rel->fanout->avg
+              : !f->rel && f->is_root && O->p->is_root_set && f->table ? f->table->max_partition_rows : per;
+        whole_max = f->rel && f->rel->is_many && f->rel->fanout ? f->rel->fanout->max : whole;
+        /* a clustering range the key serves bounds the rows read, when no other test remains */
+        if (f->range && !f->client_cond_count && f->shape && f->shape->expect.is_given) {
+            whole = f->shape->expect.avg;
+            whole_max = f->shape->expect.max > whole ? f->shape->expect.max : whole;
+        }
+        if (whole < per) whole = per;
+        if (whole_max < whole) whole_max = whole;
+    }
+    double read_per = reads_whole ? whole : per;
     double produced = parents * per;
     int my_step = step;
     if (f->kind == CQ_SELECT || f->kind == CQ_COUNT) {
@@ -1046,6 +1064,26 @@ static void add_ops(opctx *O, cq_fetch *f, double parents, int exact, int step)
         if (!exact) plan->is_requests_exact = 0;
         o->items = f->kind == CQ_COUNT ? 1 : produced;
         o->bytes = o->items * f->table->row_bytes;
+        if (reads_whole) {
+            double inputs = f->is_root || f->is_independent ? 1 : parents;
+            double pages = ceil(read_per / buckets / 5000.0), pages_max = ceil(whole_max / buckets / 5000.0);
+            o->items = inputs * read_per;
+            o->bytes = o->items * f->table->row_bytes;
+            o->requests = inputs * buckets * (pages > 1 ? pages : 1);
+            o->items_max = inputs * whole_max;
+            o->bytes_max = o->items_max * f->table->row_bytes;
+            o->requests_max = inputs * buckets * (pages_max > 1 ? pages_max : 1);
+            /* more than one page of 5,000 rows: the request count follows the data */
+            if (pages_max > 1) plan->is_requests_exact = 0;
+        } else if (buckets > 1 && lim > 0 && f->rel && f->rel->is_many && f->rel->fanout && !per_element) {
+            /* every bucket answers up to LIMIT rows before the client merges them */
+            double inputs = f->is_root || f->is_independent ? 1 : parents;
+            double each = f->rel->fanout->avg / buckets, each_max = f->rel->fanout->max / buckets;
+            o->items = inputs * buckets * (each < (double)lim ? each : (double)lim);
+            o->items_max = inputs * buckets * (each_max < (double)lim ? each_max : (double)lim);
+            o->bytes = o->items * f->table->row_bytes;
+            o->bytes_max = o->items_max * f->table->row_bytes;
+        }
         const char *why = "";
         if (f->bind_count) why = kp_arena_printf(&B->d->arena, "partition key bound by %s", f->is_root ? "the parameters" : f->has_statics ? "the parameters (the parent rides along as static columns)" : f->is_independent ? "the parameters" : "the previous answer");
         if (buckets > 1) why = kp_arena_printf(&B->d->arena, "%s; one SELECT per bucket (%d), merged in the client", why, buckets);
@@ -1054,6 +1092,9 @@ static void add_ops(opctx *O, cq_fetch *f, double parents, int exact, int step)
         else if (f->limit || f->limit_param) why = kp_arena_printf(&B->d->arena, "%s; LIMIT %s", why, f->limit_param ? f->limit_param->name : kp_arena_printf(&B->d->arena, "%lld", (long long)f->limit));
         if (f->client_cond_count) why = kp_arena_printf(&B->d->arena, "%s; %zu condition%s no key serves, tested by the client on the rows of the partition (no ALLOW FILTERING)", why, f->client_cond_count, f->client_cond_count == 1 ? "" : "s");
         if (f->is_client_ordered) why = kp_arena_printf(&B->d->arena, "%s; sorted and cut in the client", why);
+        if (reads_whole)
+            why = kp_arena_printf(&B->d->arena, "%s; reads the whole partition (about %.0f rows, up to %.0f) to do so", why,
+                                  o->items, o->items_max);
         o->why = why[0] == ';' ? why + 2 : why;
     }
     if (f->kind == CQ_KEYS && f->rel) {

@@ -101,7 +101,11 @@ static void test_a_small_workspace_needs_no_bucket(void **state)
     assert_int_equal(t->buckets, 0);
     const kp_plan *p = plan_of(d, "list-projects-newest");
     assert_int_equal((int)p->requests, 1);
-    assert_true(p->is_requests_exact);
+    /* the client sorts the page, so the whole partition is read: 200 rows on average, but a
+     * workspace at the fan-out maximum (8,000 at this scale) takes two pages of 5,000 */
+    assert_true(p->items >= 200);
+    assert_true(p->requests_max >= 2);
+    assert_false(p->is_requests_exact);
     kp_arena_free(&A);
     kp_design_free(d);
     kp_model_free(m);
