@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <dirent.h>
 #include <unistd.h>
@@ -1390,7 +1391,47 @@ static double now_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int write_entity(kp_generator *g, kp_gen_entity *ge, const char *path, int64_t *bytes, kp_error *err)
+/* The bytes of one value in a record's JSON, from the model's sizes or the type's usual text. */
+static double value_bytes(const kp_attr *a)
+{
+    if (a->avg_size > 0) {
+        /* sizes are of the value; strings and encoded blobs add quotes (blobs: base64) */
+        if (a->type.kind == KP_T_BLOB) return a->avg_size * 4.0 / 3.0 + 2;
+        return a->avg_size + (a->type.kind == KP_T_STRING || a->type.kind == KP_T_ENUM ? 2 : 0);
+    }
+    switch (a->type.kind) {
+    case KP_T_INT: case KP_T_COUNTER: return 6;
+    case KP_T_DECIMAL: return 8;
+    case KP_T_DOUBLE: return 12;
+    case KP_T_BOOL: return 5;
+    case KP_T_TIMESTAMP: return 26;
+    case KP_T_DATE: return 12;
+    case KP_T_UUID: case KP_T_TIMEUUID: return 38;
+    case KP_T_ENUM: return 10;
+    case KP_T_OBJECT: case KP_T_ARRAY: case KP_T_MAP: return 60;
+    case KP_T_BLOB: return 90;
+    default: return 14;
+    }
+}
+
+double kp_generate_estimate_bytes(const kp_model *model)
+{
+    double total = 0;
+    for (size_t e = 0; e < model->entity_count; e++) {
+        const kp_entity *ent = model->entities[e];
+        double record = 3; /* {} and the newline */
+        for (size_t a = 0; a < ent->attr_count; a++) {
+            const kp_attr *attr = ent->attrs[a];
+            double presence = attr->presence > 0 && attr->presence < 1 ? attr->presence : 1;
+            record += presence * ((double)strlen(attr->name) + 4 + value_bytes(attr));
+        }
+        total += record * ent->count;
+    }
+    return total;
+}
+
+static int write_entity(kp_generator *g, kp_gen_entity *ge, const char *path, int64_t *bytes,
+                        const kp_generate_options *options, kp_error *err)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (fd < 0) return io_error(err, "create", path);
@@ -1398,6 +1439,10 @@ static int write_entity(kp_generator *g, kp_gen_entity *ge, const char *path, in
     int rc = 0;
     *bytes = 0;
     for (int64_t i = 0; i < ge->count && rc == 0; i++) {
+        if ((i & 4095) == 0 && options && options->interrupted && *options->interrupted) {
+            rc = kp_error_set(err, KP_ERR_IO, NULL, 0, 0, "interrupted; nothing of this run was kept (rerun the same command)");
+            break;
+        }
         g->depth = 0;
         if (record_into(g, ge, i, &b, err)) { rc = -1; break; }
         kp_gen_putc(&b, '\n');
@@ -1415,6 +1460,7 @@ static int write_entity(kp_generator *g, kp_gen_entity *ge, const char *path, in
             }
             *bytes += (int64_t)b.len;
             b.len = 0;
+            if (options && options->tick) options->tick(ge->entity, i + 1, ge->count, options->progress_ctx);
         }
     }
     free(b.data);
@@ -1441,6 +1487,19 @@ int kp_generate_dataset(const kp_model *model, const char *dir, const kp_generat
         kp_generator_free(g);
         return -1;
     }
+    /* the files must fit: refused before anything is written, not when the disk is full */
+    struct statvfs fs;
+    if (!(options && options->skip_space_check) && statvfs(dir, &fs) == 0) {
+        double need = kp_generate_estimate_bytes(model), room = (double)fs.f_bavail * (double)fs.f_frsize;
+        if (need > room) {
+            rmdir(tmp_dir);
+            kp_generator_free(g);
+            return kp_error_set(err, KP_ERR_IO, NULL, 0, 0,
+                                "the data would take about %.1f GB and %s has %.1f GB free; pick a smaller --scale or "
+                                "another --out (or --no-space-check when the estimate is wrong)",
+                                need / 1e9, dir, room / 1e9);
+        }
+    }
     int rc = 0;
     int64_t records = 0, bytes = 0;
     for (size_t e = 0; e < model->entity_count && rc == 0; e++) {
@@ -1450,7 +1509,7 @@ int kp_generate_dataset(const kp_model *model, const char *dir, const kp_generat
             rc = kp_error_set(err, KP_ERR_IO, NULL, 0, 0, "the output directory name is too long");
             break;
         }
-        rc = write_entity(g, ge, from, &written, err);
+        rc = write_entity(g, ge, from, &written, options, err);
         if (rc) break;
         records += ge->count;
         bytes += written;
@@ -1463,7 +1522,11 @@ int kp_generate_dataset(const kp_model *model, const char *dir, const kp_generat
         else if (rename(from, to) != 0)
             rc = io_error(err, "move the finished file into", to);
     }
-    if (rc == 0) rmdir(tmp_dir);
+    if (rc) { /* failed or interrupted: no partial file stays */
+        kp_error ignored;
+        clear_directory(tmp_dir, &ignored);
+    }
+    rmdir(tmp_dir);
     kp_generator_free(g);
     if (stats) {
         stats->records = records;

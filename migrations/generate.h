@@ -25,6 +25,7 @@
 #define KP_GENERATE_H
 
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
 
@@ -91,18 +92,28 @@ typedef struct kp_generate_stats {
 
 /* Called after each entity's file is complete (may be NULL). */
 typedef void (*kp_generate_progress_fn)(const kp_entity *entity, int64_t records, int64_t bytes, void *ctx);
+/* Called while an entity's file is written (about every MiB): records of `total` so far. */
+typedef void (*kp_generate_tick_fn)(const kp_entity *entity, int64_t records, int64_t total, void *ctx);
 
 typedef struct kp_generate_options {
     uint64_t seed;                      /* the same seed, model and scale give identical files */
     kp_generate_progress_fn progress;   /* optional */
     void *progress_ctx;
+    kp_generate_tick_fn tick;           /* optional: progress inside an entity (rate, ETA) */
+    volatile sig_atomic_t *interrupted; /* set (e.g. by SIGINT) to stop; the run then leaves no file */
+    int skip_space_check;               /* do not compare the estimated size with the free space */
 } kp_generate_options;
+
+/* The bytes the files of `model` will take, estimated from its counts and attribute sizes
+ * (kp_generate_dataset refuses to start when the output's filesystem has less free). */
+double kp_generate_estimate_bytes(const kp_model *model);
 
 /* Writes DIR/<Entity>.ndjson for every entity (one record per line), creating DIR
  * when needed. Files are written under DIR/.tmp and renamed into place when all are
- * complete, so DIR never holds a half-written file of this run. On failure
- * (KP_ERR_IO naming the path, or a model error) nothing of this run is left but
- * possibly DIR/.tmp, which the next run clears. stats may be NULL. */
+ * complete, so DIR never holds a half-written file of this run. On failure or an
+ * interrupt (KP_ERR_IO naming the path, a model error, not enough free space for the
+ * estimated size — checked before anything is written) nothing of this run is left: DIR/.tmp
+ * is emptied and removed. stats may be NULL. */
 int kp_generate_dataset(const kp_model *model, const char *dir, const kp_generate_options *options,
                         kp_generate_stats *stats, kp_error *err);
 

@@ -6,6 +6,8 @@
  * records for writes collide with nothing, and `keyplan generate` fails clearly.
  */
 #include <setjmp.h>
+#include <signal.h>
+#include <dirent.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -982,6 +984,61 @@ static void test_every_example_generates_with_exact_references(void **state)
     }
 }
 
+/* The free-space check rests on the size estimate: within a factor of two of what is
+ * written, for every example. */
+static void test_the_size_estimate_is_within_twice_what_is_written(void **state)
+{
+    (void)state;
+    const char *examples[][2] = {{"examples/saas-control-plane/model.json", "0.01"}, {"examples/leaderboard/model.json", "0.0001"},
+                                 {"examples/auction-mixes/model.json", "0.001"}, {"examples/order-response/model.json", "0.001"},
+                                 {"examples/ecommerce-single-table/model.json", "0.001"}};
+    for (size_t i = 0; i < sizeof examples / sizeof *examples; i++) {
+        kp_model *m;
+        kp_error err;
+        kp_model_options o = {.scale = atof(examples[i][1])};
+        assert_int_equal(kp_model_load(examples[i][0], &o, &m, &err), 0);
+        char *dir = temp_dir();
+        kp_generate_options go = {.seed = 1};
+        kp_generate_stats stats;
+        assert_int_equal(kp_generate_dataset(m, dir, &go, &stats, &err), 0);
+        double estimate = kp_generate_estimate_bytes(m), actual = (double)stats.bytes;
+        printf("%s at %s: estimated %.0f bytes, wrote %.0f (%.2fx)\n", examples[i][0], examples[i][1], estimate, actual,
+               estimate / actual);
+        assert_true(estimate >= actual / 2 && estimate <= actual * 2);
+        remove_tree(dir);
+        free(dir);
+        kp_model_free(m);
+    }
+}
+
+/* An interrupted run (the flag a SIGINT handler sets) stops, and leaves neither a file of
+ * its own nor DIR/.tmp behind. */
+static void test_an_interrupted_run_leaves_no_file(void **state)
+{
+    (void)state;
+    kp_model *m = parse_model(social_model, 1);
+    char *dir = temp_dir();
+    volatile sig_atomic_t stop = 1;
+    kp_generate_options go = {.seed = 1, .interrupted = &stop};
+    kp_generate_stats stats;
+    kp_error err;
+    assert_int_equal(kp_generate_dataset(m, dir, &go, &stats, &err), -1);
+    assert_non_null(strstr(err.message, "interrupted"));
+    char probe[700];
+    snprintf(probe, sizeof probe, "%s/.tmp", dir);
+    struct stat st;
+    assert_int_not_equal(stat(probe, &st), 0);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int entries = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) entries += e->d_name[0] != '.';
+    closedir(d);
+    assert_int_equal(entries, 0);
+    remove_tree(dir);
+    free(dir);
+    kp_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -999,6 +1056,8 @@ int main(void)
         cmocka_unit_test(test_fresh_records_collide_with_nothing_and_reference_existing_records),
         cmocka_unit_test(test_generate_command_prints_the_seed_and_fails_clearly_on_an_unwritable_directory),
         cmocka_unit_test(test_every_example_generates_with_exact_references),
+        cmocka_unit_test(test_the_size_estimate_is_within_twice_what_is_written),
+        cmocka_unit_test(test_an_interrupted_run_leaves_no_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
