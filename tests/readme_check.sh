@@ -3,7 +3,7 @@
 # readme_check.sh offline|live KEYPLAN — runs the README's shell blocks, so the README
 # cannot drift from what keyplan does. Every ```sh block must be preceded by a marker:
 #   <!-- readme: offline -->          run here, with no server (ctest runs this mode)
-#   <!-- readme: live -->             run against the local servers (tests/integration/run.sh)
+#   <!-- readme: live -->             run against the local servers (tests/integration/readme.sh, in run.sh)
 #   <!-- readme: manual (why) -->     not run, and the reason says what covers it instead
 # A block without a marker fails the check. Blocks run with `bash -e` in a scratch folder
 # that sees the repository's examples/ and docs/, keyplan on PATH, and scripts/ wrappers
