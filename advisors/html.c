@@ -11,7 +11,9 @@
 #include "advisors/compare.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char *str(const cJSON *o, const char *key)
 {
@@ -23,6 +25,20 @@ static double num(const cJSON *o, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+/* A count as people read it: 2,000,000 (never 2e+06); fractions keep three digits. */
+static void print_count(FILE *f, double v)
+{
+    if (v != floor(v) || fabs(v) >= 1e15) { fprintf(f, "%.3g", v); return; }
+    char digits[32];
+    snprintf(digits, sizeof digits, "%.0f", fabs(v));
+    size_t n = strlen(digits);
+    if (v < 0) fputc('-', f);
+    for (size_t i = 0; i < n; i++) {
+        if (i && (n - i) % 3 == 0) fputc(',', f);
+        fputc(digits[i], f);
+    }
 }
 
 static void esc(FILE *f, const char *s)
@@ -86,7 +102,9 @@ static void er_diagram(FILE *f, const cJSON *m)
         fprintf(f, "<g class=\"entity\"><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"4\"/>", x, y, BOX_W, box_h);
         fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"title\">", x + 8, y + 18);
         esc(f, str(e, "name"));
-        fprintf(f, " (%g)</text>", num(e, "count"));
+        fputs(" (", f);
+        print_count(f, num(e, "count"));
+        fputs(")</text>", f);
         int row = 0;
         const cJSON *key = cJSON_GetObjectItem(e, "key");
         for (const cJSON *a = cJSON_GetObjectItem(e, "attributes")->child; a && row < 12; a = a->next, row++) {
@@ -351,5 +369,15 @@ void kp_compare_print_html(FILE *f, const cJSON *doc)
         fputs("</p>\n", f);
         design_diagram(f, d);
     }
-    fputs("</body></html>\n", f);
+    /* what made the page: a review names the tool, the model version and when */
+    char when[32] = "";
+    const char *epoch = getenv("SOURCE_DATE_EPOCH");   /* reproducible pages, as reproducible builds do */
+    time_t t = epoch && *epoch ? (time_t)strtoll(epoch, NULL, 10) : time(NULL);
+    struct tm tm;
+    if (gmtime_r(&t, &tm)) strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
+    fprintf(f, "<footer><p>keyplan %s &middot; model ", KP_VERSION);
+    esc(f, str(doc, "model"));
+    fputs(" (hash ", f);
+    esc(f, str(doc, "model_hash"));
+    fprintf(f, ") &middot; %s</p></footer>\n</body></html>\n", when);
 }
