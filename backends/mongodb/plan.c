@@ -1036,6 +1036,14 @@ static void add_ops(opctx *O, const mg_fetch *f, double parents, int is_exact_on
             o->items = f->coll && f->coll->owner ? f->coll->owner->entity->count : 0;
             o->bytes = o->items * doc;
         }
+        if (f->kind == MG_FIND && f->rel && f->rel->is_many && f->rel->fanout && !f->is_scan &&
+            (!f->is_server_ordered || f->client_cond_count)) {
+            /* every match is read (no limit: the client sorts or tests): one page takes the
+             * whole fan-out at its largest */
+            double each_max = f->rel->fanout->max > per ? f->rel->fanout->max : per;
+            o->items_max = parents * each_max;
+            o->bytes_max = o->items_max * doc;
+        }
         if (!f->is_server_ordered && f->shape && f->shape->kind == KP_SHAPE_EACH && f->shape->declared_order_count)
             o->why = "every match is read and the client sorts and cuts the page (the server cannot give the declared order)";
         else if (f->is_independent)
