@@ -162,6 +162,8 @@ static void design_diagram(FILE *f, const cJSON *d)
     }
     /* the backend's own drawing of its layout (DynamoDB: the item collections), under the boxes */
     const char *drawing = str(d, "diagram");
+    /* a drawing that only redraws the containers would show every table twice */
+    if (strcmp(str(d, "diagram_shows"), "containers") == 0) drawing = "";
     int drawing_lines = 0, drawing_cols = 0, col = 0;
     for (const char *p = drawing; *p; p++) {
         if (*p == '\n') { drawing_lines++; col = 0; } else if (++col > drawing_cols) drawing_cols = col;

@@ -38,6 +38,7 @@ cJSON *kp_design_to_json(const kp_design *d)
     cJSON_AddStringToObject(o, "candidate", d->candidate);
     if (d->summary) cJSON_AddStringToObject(o, "summary", d->summary);
     if (d->diagram) cJSON_AddStringToObject(o, "diagram", d->diagram);
+    if (d->diagram) cJSON_AddStringToObject(o, "diagram_shows", d->is_diagram_of_containers ? "containers" : "layout");
     cJSON *containers = cJSON_AddArrayToObject(o, "containers");
     for (size_t i = 0; i < d->container_count; i++) {
         const kp_container *c = &d->containers[i];

@@ -178,6 +178,8 @@ struct kp_design {
     const char *candidate;      /* "single-table", "table-per-entity", "embed", "reference", ... */
     const char *summary;        /* one line */
     const char *diagram;        /* the layout drawn as text (item collections, documents, tables), or NULL */
+    int is_diagram_of_containers; /* the text drawing only redraws the containers (their keys and columns),
+                                     so a page that draws the containers itself leaves it out */
     char fingerprint[17];       /* hex hash of the physical layout (keys, indexes, key formats): a seeded
                                    target whose marker names another fingerprint holds another layout */
     kp_container *containers;

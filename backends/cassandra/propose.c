@@ -1275,6 +1275,7 @@ static void describe(builder *B)
         }
         kp_text_printf(&diagram, "%s%s", i ? "\n" : "", kp_cq_table_text(B->A, t));
     }
+    B->d->is_diagram_of_containers = 1; /* one box per table: exactly what the containers say */
     B->d->diagram = diagram.is_failed ? NULL : kp_arena_printf(B->A, "%s\nK partition key, C\xe2\x86\x91/C\xe2\x86\x93 clustering (ASC/DESC), S static column\n",
                                                                diagram.data ? diagram.data : "");
     kp_text_free(&diagram);
