@@ -140,12 +140,33 @@ static int container_rows(const cJSON *c)
     return rows > 40 ? 40 : rows;
 }
 
+/* Characters of monospace text a container box (320 px) holds on one line. */
+enum { BOX_CHARS = 42 };
+
+/* One line of a box: cut to the box with an ellipsis when longer, the whole text then in a
+ * <title> (a tooltip), so a long index or key name never runs out of its box. */
 static void line(FILE *f, int x, int y, const char *cls, const char *mark, const char *text, const char *extra)
 {
+    char full[1024];
+    snprintf(full, sizeof full, "%s%s%s%s%s", mark ? mark : "", mark ? " " : "", text, extra && extra[0] ? " " : "",
+             extra && extra[0] ? extra : "");
+    size_t chars = 0, cut = 0;
+    for (size_t i = 0; full[i]; i++) {
+        if (((unsigned char)full[i] & 0xC0) == 0x80) continue;   /* UTF-8 continuation: same character */
+        if (chars == BOX_CHARS - 1) cut = i;
+        chars++;
+    }
     fprintf(f, "<text x=\"%d\" y=\"%d\"%s%s%s>", x, y, cls ? " class=\"" : "", cls ? cls : "", cls ? "\"" : "");
-    if (mark) { esc(f, mark); fputc(' ', f); }
-    esc(f, text);
-    if (extra && extra[0]) { fputs(" ", f); esc(f, extra); }
+    if (chars > BOX_CHARS) {
+        fputs("<title>", f);
+        esc(f, full);
+        fputs("</title>", f);
+        full[cut] = '\0';
+        esc(f, full);
+        fputs("…", f);
+    } else {
+        esc(f, full);
+    }
     fputs("</text>", f);
 }
 
