@@ -270,7 +270,7 @@ typedef struct kp_result {
     int requests;               /* every request sent */
     int sequential_steps;       /* round trips */
     long items_returned;
-    long items_scanned;         /* where the server reports it (DynamoDB ScannedCount); -1 if not */
+    long items_read;         /* where the server reports it (DynamoDB ScannedCount); -1 if not */
     long bytes_read;            /* bytes of the items / documents / rows the server sent, as the
                                    database sizes them (DynamoDB item size, BSON size, CQL row
                                    values); -1 when the backend does not measure it yet */

@@ -52,6 +52,21 @@ int kp_type_is_textual(kp_type_kind k)
            k == KP_T_ENUM || k == KP_T_BLOB;
 }
 
+double kp_attr_max_ratio(const kp_attr *a)
+{
+    kp_type_kind k = a->type.kind;
+    if (k == KP_T_ARRAY || k == KP_T_MAP) {
+        if (a->type.max_items > 0 && a->type.avg_items > 0)
+            return a->type.max_items > a->type.avg_items ? a->type.max_items / a->type.avg_items : 1;
+        return 2;
+    }
+    if (k == KP_T_STRING || k == KP_T_ENUM || k == KP_T_BLOB || k == KP_T_OBJECT) {
+        if (a->max_size > 0 && a->avg_size > 0) return a->max_size > a->avg_size ? a->max_size / a->avg_size : 1;
+        return 2;
+    }
+    return 1;
+}
+
 int kp_type_is_numeric(kp_type_kind k)
 {
     return k == KP_T_INT || k == KP_T_DECIMAL || k == KP_T_DOUBLE || k == KP_T_COUNTER;
@@ -1299,6 +1314,25 @@ double kp_write_rps(const kp_write *w, const kp_mix *mix)
 }
 
 double kp_pattern_skew(const kp_model *m, const kp_pattern *p) { return p->has_skew ? p->skew : m->key_skew; }
+
+double kp_shape_limit_max(const kp_shape *s)
+{
+    if (!s) return 0;
+    if (s->limit_param) {
+        if (cJSON_IsNumber(s->limit_param->max)) return s->limit_param->max->valuedouble;
+        if (cJSON_IsNumber(s->limit_param->default_value)) return s->limit_param->default_value->valuedouble;
+    }
+    return s->limit > 0 ? (double)s->limit : 0;
+}
+
+double kp_shape_items_max(const kp_shape *s, const kp_rel *last)
+{
+    double n = last && last->fanout ? last->fanout->max : 1;
+    if (s && s->expect.is_given) n = s->expect.max > 0 ? s->expect.max : s->expect.avg;
+    double limit = kp_shape_limit_max(s);
+    if (limit > 0 && n > limit) n = limit;
+    return n;
+}
 double kp_write_skew(const kp_model *m, const kp_write *w) { return w->has_skew ? w->skew : m->key_skew; }
 
 const char *kp_op_name(kp_op op)

@@ -67,6 +67,12 @@ const char *kp_type_name(kp_type_kind kind);
 int kp_type_from_name(const char *name);
 /* True for the types whose values are JSON strings in canonical JSON. */
 int kp_type_is_textual(kp_type_kind kind);
+/* How much larger than its average an attribute's value may be (the size model's
+ * maximum, which the bytes a plan may read at most are priced at): a declared
+ * max_size over the average size, max_items over avg_items for arrays and maps, else
+ * twice the average for values whose size varies (strings, enums, blobs, arrays, maps,
+ * objects) and 1 for fixed-size values (numbers, timestamps, dates, uuids). */
+double kp_attr_max_ratio(const kp_attr *attr);
 /* True for int, decimal, double, counter. */
 int kp_type_is_numeric(kp_type_kind kind);
 /* True when values of this kind have a total order usable in $order and ranges. */
@@ -448,6 +454,12 @@ double kp_pattern_rps(const kp_pattern *pattern, const kp_mix *mix);
 double kp_write_rps(const kp_write *write, const kp_mix *mix);
 /* The skew that applies to a pattern's / write's keys (its own, else the workload's). */
 double kp_pattern_skew(const kp_model *model, const kp_pattern *pattern);
+/* The largest page a shape can ask for: a page-size parameter's declared max (else its
+ * default), else the fixed $limit; 0 when the shape has no limit. */
+double kp_shape_limit_max(const kp_shape *shape);
+/* The most elements a $each/$count node yields for one parent: its $expect max, else the
+ * last hop's fan-out max (1 without either), capped by kp_shape_limit_max. */
+double kp_shape_items_max(const kp_shape *shape, const kp_rel *last);
 double kp_write_skew(const kp_model *model, const kp_write *write);
 
 /* The parsed model as JSON (for `check --format json`), with "schema_version".

@@ -161,15 +161,39 @@ static int push_latency(kp_vctx *v, double ms)
     return 0;
 }
 
-static void measure_page(kp_vctx *v, kp_verify_pattern *m, const kp_result *res, int page, double ms)
+/* The first page that read more than the plan's bound is named in the note. */
+static void check_bound(kp_verify_pattern *m, const kp_params *params, int page, const char *what, long measured, double bound)
+{
+    if (bound <= 0 || (double)measured <= bound * (1 + 1e-9) || m->is_bound_exceeded) return;
+    m->is_bound_exceeded = 1;
+    cJSON *pj = params ? kp_params_to_json(params) : NULL;
+    char *pt = pj ? cJSON_PrintUnformatted(pj) : NULL;
+    cJSON_Delete(pj);
+    size_t o = strlen(m->note);
+    snprintf(m->note + o, sizeof m->note - o, "%spage %d (params %.160s) read %ld %s; the plan's bound for a page is %.0f "
+             "(the claim is wrong: it must cover what the plan reads)", o ? "; " : "", page, pt ? pt : "{}", measured, what,
+             bound);
+    cJSON_free(pt);
+}
+
+static void measure_page(kp_vctx *v, kp_verify_pattern *m, const kp_params *params, const kp_result *res, int page,
+                         double ms)
 {
     v->r->requests += res->requests;
     if (!m) return;
     m->pages++;
     m->requests += res->requests;
     m->items_returned += res->items_returned;
-    if (res->items_scanned < 0) m->items_scanned = -1;
-    else if (m->items_scanned >= 0) m->items_scanned += res->items_scanned;
+    if (res->items_read < 0) m->items_read = -1;
+    else if (m->items_read >= 0) m->items_read += res->items_read;
+    if (res->bytes_read < 0) m->bytes_read = -1;
+    else if (m->bytes_read >= 0) m->bytes_read += res->bytes_read;
+    if (res->requests > m->page_requests_max) m->page_requests_max = res->requests;
+    if (res->items_read > m->page_items_max) m->page_items_max = res->items_read;
+    if (res->bytes_read > m->page_bytes_max) m->page_bytes_max = res->bytes_read;
+    check_bound(m, params, page, "requests", res->requests, m->bound_requests);
+    if (res->items_read >= 0) check_bound(m, params, page, "items", res->items_read, m->bound_items);
+    if (res->bytes_read >= 0) check_bound(m, params, page, "bytes", res->bytes_read, m->bound_bytes);
     m->seconds += ms / 1000;
     push_latency(v, ms);
     if (page == 1) {
@@ -192,7 +216,7 @@ int kp_verify_sample(kp_vctx *v, const kp_pattern *p, const kp_params *params, k
         if (!oracle_done && kp_oracle_run(v->data, p, params, oracle_token, &expected, err)) { rc = -1; break; }
         kp_result actual;
         memset(&actual, 0, sizeof actual);
-        actual.items_scanned = -1;
+        actual.items_read = actual.bytes_read = -1;
         kp_error exec_err;
         kp_error_clear(&exec_err);
         double t0 = now_seconds();
@@ -212,7 +236,7 @@ int kp_verify_sample(kp_vctx *v, const kp_pattern *p, const kp_params *params, k
             rc = set_difference(diff, params, sample, page, "$", "a response", actual_text, NULL) ? nomem(err) : 1;
             break;
         }
-        measure_page(v, measure, &actual, page, ms);
+        measure_page(v, measure, params, &actual, page, ms);
         if (oracle_done) {
             /* the oracle has nothing more: the backend's extra page must be empty */
             if (!is_empty_page(p, &actual)) {
@@ -327,6 +351,13 @@ static int check_pattern(kp_vctx *v, size_t index, kp_error *err)
     vp->claimed_requests = plan ? plan->requests : -1;
     vp->is_requests_exact = plan ? plan->is_requests_exact : 0;
     vp->claimed_steps = plan ? plan->sequential_steps : 0;
+    if (plan) {
+        vp->claimed_items = plan->items;
+        vp->claimed_bytes = plan->bytes;
+        vp->bound_requests = plan->requests_max > plan->requests ? plan->requests_max : plan->requests;
+        vp->bound_items = plan->items_max > plan->items ? plan->items_max : plan->items;
+        vp->bound_bytes = (plan->bytes_max > plan->bytes ? plan->bytes_max : plan->bytes);
+    }
     vp->first_requests_min = vp->first_steps_min = INT_MAX;
     vp->first_requests_max = vp->first_steps_max = INT_MIN;
     v->latency_count = 0;
@@ -368,7 +399,7 @@ static int check_pattern(kp_vctx *v, size_t index, kp_error *err)
     if (vp->first_requests_min == INT_MAX) vp->first_requests_min = vp->first_requests_max = 0;
     else judge_claims(vp);
     if (vp->first_steps_min == INT_MAX) vp->first_steps_min = vp->first_steps_max = 0;
-    vp->is_pass = rc == 0 && !vp->is_skipped && vp->samples_failed == 0 && !vp->is_claim_mismatch;
+    vp->is_pass = rc == 0 && !vp->is_skipped && vp->samples_failed == 0 && !vp->is_claim_mismatch && !vp->is_bound_exceeded;
     return rc;
 }
 
@@ -480,7 +511,7 @@ int kp_verify_run(const kp_verify_options *o, kp_verify_report *r, kp_error *err
         for (size_t i = reached ? reached - 1 : 0; i < r->pattern_count; i++) {
             kp_verify_pattern *vp = &r->patterns[i];
             vp->pattern = o->model->patterns[i];
-            if (vp->samples_failed > 0 || vp->is_skipped) continue;
+            if (vp->samples_failed > 0 || vp->is_skipped || vp->is_bound_exceeded) continue;
             vp->is_pass = 0;
             vp->is_skipped = 1;
             vp->is_claim_mismatch = 0;

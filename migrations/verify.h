@@ -19,8 +19,10 @@
  * wall time of the execute call (clock_gettime MONOTONIC; "latency" is per page, all
  * its round trips included). The first page of every sample is compared with the
  * plan's claim: sequential_steps exactly, and requests exactly when the plan claims a
- * whole number (a fractional claim is an estimate: reported, not failed). A claim
- * that does not hold fails the pattern ("Prove it").
+ * whole number (a fractional claim is an estimate: reported, not failed). Every page's
+ * requests, items read and bytes read (kp_result, as each database counts them) must
+ * stay within the plan's bounds for a page (kp_plan requests_max, items_max,
+ * bytes_max). A claim that does not hold fails the pattern ("Prove it").
  *
  * Writes (`writes`). For each write pattern, `write_ops` operations are generated
  * (existing keys for `where`, fresh records for inserts with foreign keys pointing at
@@ -89,7 +91,14 @@ typedef struct kp_verify_pattern {
     int is_skipped;                 /* nothing to draw parameters from (reason in note) */
     int samples, samples_failed;
     long pages, requests, items_returned;
-    long items_scanned;             /* -1: the server does not report it */
+    long items_read;                /* items / documents / rows the server read (-1: not measured) */
+    long bytes_read;                /* their bytes as the database sizes them (-1: not measured) */
+    /* the plan's claim for one page: expected figures and the bounds no page may exceed */
+    double claimed_items, claimed_bytes;
+    double bound_requests, bound_items, bound_bytes;
+    /* the worst page measured (requests, items read, bytes read) */
+    long page_requests_max, page_items_max, page_bytes_max;
+    int is_bound_exceeded;          /* a page read more than the plan's bound (note says which) */
     double claimed_requests;        /* the plan's, for a first page (-1: no plan) */
     int claimed_steps;
     int is_requests_exact;      /* the claimed requests do not depend on the data */

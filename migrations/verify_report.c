@@ -30,8 +30,8 @@ void kp_verify_report_print(FILE *out, const kp_verify_report *r)
         if ((int)strlen(r->patterns[i].pattern->name) > w) w = (int)strlen(r->patterns[i].pattern->name);
     for (size_t i = 0; i < r->write_count; i++)
         if ((int)strlen(r->write_results[i].write->name) > w) w = (int)strlen(r->write_results[i].write->name);
-    fprintf(out, "  %-*s %-9s %9s %6s %9s %8s %6s %8s %8s %8s %8s\n", w, "pattern", "result", "samples", "pages",
-            "requests", "claimed", "steps", "claimed", "p50 ms", "p95 ms", "p99 ms");
+    fprintf(out, "  %-*s %-9s %9s %6s %9s %8s %6s %8s %15s %17s %8s %8s %8s\n", w, "pattern", "result", "samples", "pages",
+            "requests", "claimed", "steps", "claimed", "items read/max", "KB read/max", "p50 ms", "p95 ms", "p99 ms");
     for (size_t i = 0; i < r->pattern_count; i++) {
         const kp_verify_pattern *p = &r->patterns[i];
         char samples[32], req[32], steps[32], claimed_req[32] = "-", claimed_steps[32] = "-";
@@ -42,8 +42,14 @@ void kp_verify_report_print(FILE *out, const kp_verify_report *r)
             snprintf(claimed_req, sizeof claimed_req, "%g", p->claimed_requests);
             snprintf(claimed_steps, sizeof claimed_steps, "%d", p->claimed_steps);
         }
-        fprintf(out, "  %-*s %-9s %9s %6ld %9s %8s %6s %8s %8.2f %8.2f %8.2f\n", w, p->pattern->name, pattern_result(p),
-                samples, p->pages, req, claimed_req, steps, claimed_steps, p->p50_ms, p->p95_ms, p->p99_ms);
+        /* the worst page measured against the plan's bound for a page */
+        char items[48] = "-", kb[48] = "-";
+        if (p->items_read >= 0 && p->pages) snprintf(items, sizeof items, "%ld/%.0f", p->page_items_max, p->bound_items);
+        if (p->bytes_read >= 0 && p->pages)
+            snprintf(kb, sizeof kb, "%.1f/%.1f", (double)p->page_bytes_max / 1024, p->bound_bytes / 1024);
+        fprintf(out, "  %-*s %-9s %9s %6ld %9s %8s %6s %8s %15s %17s %8.2f %8.2f %8.2f\n", w, p->pattern->name,
+                pattern_result(p), samples, p->pages, req, claimed_req, steps, claimed_steps, items, kb, p->p50_ms, p->p95_ms,
+                p->p99_ms);
         if (p->has_difference && p->difference.message) fprintf(out, "      %s\n", p->difference.message);
         if (p->note[0]) fprintf(out, "      %s\n", p->note);
     }
@@ -127,10 +133,41 @@ cJSON *kp_verify_report_to_json(const kp_verify_report *r)
             cJSON_AddNumberToObject(steps, "first_page_min", p->first_steps_min);
             cJSON_AddNumberToObject(steps, "first_page_max", p->first_steps_max);
         }
-        cJSON_AddBoolToObject(x, "claims_hold", !p->is_claim_mismatch);
+        cJSON_AddBoolToObject(x, "claims_hold", !p->is_claim_mismatch && !p->is_bound_exceeded);
         cJSON_AddNumberToObject(x, "items_returned", (double)p->items_returned);
-        if (p->items_scanned >= 0) cJSON_AddNumberToObject(x, "items_scanned", (double)p->items_scanned);
-        else cJSON_AddNullToObject(x, "items_scanned");
+        if (p->items_read >= 0) cJSON_AddNumberToObject(x, "items_read", (double)p->items_read);
+        else cJSON_AddNullToObject(x, "items_read");
+        /* one page: the plan's claim and the measured figures under the same names */
+        if (p->claimed_requests >= 0) {
+            cJSON *c = cJSON_AddObjectToObject(x, "claimed");
+            if (c) {
+                cJSON_AddNumberToObject(c, "requests", p->claimed_requests);
+                cJSON_AddNumberToObject(c, "sequential_steps", p->claimed_steps);
+                cJSON_AddNumberToObject(c, "items_read", p->claimed_items);
+                cJSON_AddNumberToObject(c, "bytes_read", p->claimed_bytes);
+                cJSON_AddNumberToObject(c, "requests_max", p->bound_requests);
+                cJSON_AddNumberToObject(c, "items_read_max", p->bound_items);
+                cJSON_AddNumberToObject(c, "bytes_read_max", p->bound_bytes);
+            }
+        } else {
+            cJSON_AddNullToObject(x, "claimed");
+        }
+        cJSON *m = cJSON_AddObjectToObject(x, "measured");
+        if (m) {
+            double pages = p->pages > 0 ? (double)p->pages : 1;
+            cJSON_AddNumberToObject(m, "pages", (double)p->pages);
+            cJSON_AddNumberToObject(m, "requests", (double)p->requests / pages);
+            cJSON_AddNumberToObject(m, "sequential_steps", p->first_steps_max);
+            if (p->items_read >= 0) cJSON_AddNumberToObject(m, "items_read", (double)p->items_read / pages);
+            else cJSON_AddNullToObject(m, "items_read");
+            if (p->bytes_read >= 0) cJSON_AddNumberToObject(m, "bytes_read", (double)p->bytes_read / pages);
+            else cJSON_AddNullToObject(m, "bytes_read");
+            cJSON_AddNumberToObject(m, "requests_max", (double)p->page_requests_max);
+            if (p->items_read >= 0) cJSON_AddNumberToObject(m, "items_read_max", (double)p->page_items_max);
+            else cJSON_AddNullToObject(m, "items_read_max");
+            if (p->bytes_read >= 0) cJSON_AddNumberToObject(m, "bytes_read_max", (double)p->page_bytes_max);
+            else cJSON_AddNullToObject(m, "bytes_read_max");
+        }
         cJSON *lat = cJSON_AddObjectToObject(x, "latency_ms");
         if (lat) {
             cJSON_AddNumberToObject(lat, "p50", p->p50_ms);

@@ -58,6 +58,7 @@ typedef struct cq_table {
     const kp_pattern **causes;
     size_t cause_count, cause_cap;
     double rows, bytes, row_bytes, max_partition_rows;
+    double row_bytes_max;           /* a row at its largest: every column present at its size model's maximum */
     const char *why;
 } cq_table;
 

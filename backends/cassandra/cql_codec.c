@@ -2225,6 +2225,7 @@ static void rd_rows(reader *r, kp_cql_response *out, const kp_cql_metadata *know
             int32_t len;
             const uint8_t *p = rd_bytes_view(r, &len, 0, "cell");
             if (r->is_failed) return;
+            if (len > 0) out->rows_bytes += len;
             cJSON *v = kp_cql_value_decode(md->columns[c].type, p, len, r->err);
             if (!v) {
                 /* name the column: the value's own message says what was wrong */

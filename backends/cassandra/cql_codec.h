@@ -438,6 +438,7 @@ typedef struct kp_cql_response {
     kp_cql_metadata metadata;      /* Rows: result metadata; Prepared: bind variables */
     cJSON *rows;                   /* Rows: an array of objects, column name -> value (owned) */
     int32_t row_count;
+    int64_t rows_bytes;            /* Rows: the bytes of their cell values (what the node read and sent) */
     const char *keyspace;          /* Set_keyspace */
     const uint8_t *prepared_id;    /* Prepared */
     uint16_t prepared_id_len;

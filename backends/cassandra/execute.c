@@ -27,6 +27,7 @@ typedef struct pairs { pair *items; size_t count, cap; } pairs;
 typedef struct req {
     pair at;                    /* the parent it was sent for */
     cJSON *rows;                /* owned */
+    long rows_bytes;            /* the bytes of their cell values */
     int done, failed;
     kp_error error;
     uint8_t *paging;            /* more pages: the state */
@@ -49,6 +50,8 @@ typedef struct run {
     int requests, max_depth;
     int root_added;             /* the statics' parent is the root */
     long items;
+    long items_read;            /* rows the node sent (a COUNT: the rows it counted) */
+    long bytes_read;            /* the bytes of their cell values */
     kp_error *err;
 } run;
 
@@ -77,6 +80,7 @@ static void on_rows(void *ctx, const kp_cql_response *response, const kp_cql_fai
         return;
     }
     q->rows = response->rows ? cJSON_Duplicate(response->rows, 1) : cJSON_CreateArray();
+    q->rows_bytes = (long)response->rows_bytes;
     if (response->metadata.paging_state && response->metadata.paging_state_len > 0) {
         q->paging = malloc((size_t)response->metadata.paging_state_len);
         if (q->paging) {
@@ -320,9 +324,12 @@ static int select_finish(run *R, const cq_fetch *f, reqs *Q, int depth, const pa
         if (f->kind == CQ_COUNT) {
             const cJSON *row = q->rows ? q->rows->child : NULL;
             const cJSON *n = row ? row->child : NULL;
+            R->items_read += (long)int_of(n, 0);
             if (kp_fetched_set_count(R->fetched, f->shape, q->at.ctx, (long)int_of(n, 0))) rc = nomem(R);
             continue;
         }
+        R->items_read += cJSON_GetArraySize(q->rows);
+        R->bytes_read += q->rows_bytes;
         if (f->is_paged && q->paging) {
             size_t len = 2 + (size_t)q->paging_len * 2 + 1;
             free(R->next_state);
@@ -503,7 +510,7 @@ int kp_cq_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const 
                   kp_result *out, kp_error *err)
 {
     memset(out, 0, sizeof *out);
-    out->items_scanned = -1;
+    out->items_read = -1;
     out->bytes_read = -1;
     kp_error_clear(err);
     const cq_layout *L = d->layout;
@@ -555,6 +562,8 @@ int kp_cq_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const 
     out->requests = R.requests;
     out->sequential_steps = R.max_depth;
     out->items_returned = R.items;
+    out->items_read = R.items_read;
+    out->bytes_read = R.bytes_read;
     free(R.page_state);
     free(R.next_state);
     cJSON_Delete(R.after);

@@ -116,6 +116,15 @@ static double record_bytes(const kp_entity *e)
     return b;
 }
 
+/* A row at its largest (what a plan's bytes bound prices): every column present, each at
+ * kp_attr_max_ratio times its average size. */
+static double record_bytes_max(const kp_entity *e)
+{
+    double b = 16;
+    for (size_t i = 0; i < e->attr_count; i++) b += attr_bytes(e->attrs[i]) * kp_attr_max_ratio(e->attrs[i]) + 4;
+    return b;
+}
+
 /* ---- tables ----------------------------------------------------------------------------------- */
 
 static cq_column *add_col(builder *B, cq_table *t, const kp_attr *a, const kp_entity *owner, cq_role role, int desc)
@@ -172,6 +181,7 @@ static cq_table *finish_table(builder *B, cq_table *t, const kp_pattern *p, doub
 {
     const kp_entity *e = t->entity;
     t->row_bytes = record_bytes(e);
+    t->row_bytes_max = record_bytes_max(e);
     t->max_partition_rows = partition_rows;
     if (!t->is_base && partition_rows > 1) {
         double by_rows = partition_rows / KP_CQ_PARTITION_ROWS, by_bytes = partition_rows * t->row_bytes / KP_CQ_PARTITION_BYTES;
@@ -1013,26 +1023,43 @@ typedef struct opctx {
     kp_plan *plan;
 } opctx;
 
-static void add_ops(opctx *O, cq_fetch *f, double parents, int exact, int step)
+/* `parents` is the expected number of inputs, `parents_max` the most there can be (the
+ * model's maxima along the way): the expected figures come from the first, the bounds
+ * verify holds every page to from the second. */
+static void add_ops(opctx *O, cq_fetch *f, double parents, double parents_max, int exact, int step)
 {
     builder *B = O->B;
     kp_plan *plan = O->plan;
-    double per = 1;
-    if (f->rel && f->rel->is_many && f->rel->fanout) per = f->rel->fanout->avg;
-    if (!f->rel && f->is_root && O->p->is_root_set) per = f->table ? f->table->max_partition_rows : 1;
-    if (f->shape && f->shape->kind == KP_SHAPE_EACH && f->shape->expect.is_given) per = f->shape->expect.avg;
+    double per = 1, per_max = 1;
+    int is_root_set = !f->rel && f->is_root && O->p->is_root_set;
+    if (f->rel && f->rel->is_many && f->rel->fanout) { per = f->rel->fanout->avg; per_max = f->rel->fanout->max; }
+    if (is_root_set) {
+        per = f->table ? f->table->max_partition_rows : 1;
+        /* one partition of a root set may hold every record of the root */
+        per_max = O->p->root->count > per ? O->p->root->count : per;
+    }
+    if (f->shape && f->shape->kind == KP_SHAPE_EACH && f->shape->expect.is_given) {
+        per = f->shape->expect.avg;
+        per_max = f->shape->expect.max > per ? f->shape->expect.max : per;
+    }
     int64_t lim = f->limit ? f->limit : (f->is_paged && f->shape ? shape_limit(f->shape) : 0);
+    double lim_max = f->limit_param || f->is_paged ? kp_shape_limit_max(f->shape) : (double)f->limit;
+    if (lim_max < (double)lim) lim_max = (double)lim;
     if (lim > 0 && per > (double)lim) per = (double)lim;
-    if (f->binds && f->bind_count && f->binds[0].is_element && f->rel && f->rel->fanout) per = 1;
+    if (lim_max > 0 && per_max > lim_max) per_max = lim_max;
+    if (f->binds && f->bind_count && f->binds[0].is_element && f->rel && f->rel->fanout) per = per_max = 1;
+    if (per_max < per) per_max = per;
+    if (parents_max < parents) parents_max = parents;
     /* rows the client sorts or filters come whole from their partitions (no LIMIT: a cut
      * before the sort or the test would be wrong), in pages of 5,000 (execute.c) */
     int reads_whole = f->kind == CQ_SELECT && (f->is_client_ordered || f->client_cond_count) && !f->limit && !f->limit_param &&
                       !f->is_paged && !(f->bind_count && f->binds[0].is_element);
-    double whole = per, whole_max = per;
+    double whole = per, whole_max = per_max;
     if (reads_whole) {
         whole = f->rel && f->rel->is_many && f->rel->fanout ? f->rel->fanout->avg
-              : !f->rel && f->is_root && O->p->is_root_set && f->table ? f->table->max_partition_rows : per;
-        whole_max = f->rel && f->rel->is_many && f->rel->fanout ? f->rel->fanout->max : whole;
+              : is_root_set && f->table ? f->table->max_partition_rows : per;
+        whole_max = f->rel && f->rel->is_many && f->rel->fanout ? f->rel->fanout->max
+                  : is_root_set ? (O->p->root->count > whole ? O->p->root->count : whole) : whole;
         /* a clustering range the key serves bounds the rows read, when no other test remains */
         if (f->range && !f->client_cond_count && f->shape && f->shape->expect.is_given) {
             whole = f->shape->expect.avg;
@@ -1042,7 +1069,7 @@ static void add_ops(opctx *O, cq_fetch *f, double parents, int exact, int step)
         if (whole_max < whole) whole_max = whole;
     }
     double read_per = reads_whole ? whole : per;
-    double produced = parents * per;
+    double produced = parents * per, produced_max = parents_max * per_max;
     int my_step = step;
     if (f->kind == CQ_SELECT || f->kind == CQ_COUNT) {
         my_step = f->is_independent || step == 0 ? (step > 0 ? step : 1) : step + 1;
@@ -1053,36 +1080,52 @@ static void add_ops(opctx *O, cq_fetch *f, double parents, int exact, int step)
         o->step = my_step;
         int buckets = f->table->buckets > 1 ? f->table->buckets : 1;
         int per_element = f->bind_count && f->binds[0].is_element;
-        double requests = (f->is_root || f->is_independent ? 1 : parents) * buckets;
+        double inputs = f->is_root || f->is_independent ? 1 : parents;
+        double inputs_max = f->is_root || f->is_independent ? 1 : parents_max;
+        double requests = inputs * buckets, requests_max = inputs_max * buckets;
         if (per_element) {
             double elements = f->rel && f->rel->fanout ? f->rel->fanout->avg : 1;
+            double elements_max = f->rel && f->rel->fanout ? f->rel->fanout->max : 1;
             requests = parents * elements;
+            requests_max = parents_max * elements_max;
             produced = requests;
+            produced_max = requests_max;
             exact = 0;
         }
         o->requests = requests < 1 ? 1 : requests;
+        o->requests_max = requests_max < o->requests ? o->requests : requests_max;
         if (!exact) plan->is_requests_exact = 0;
         o->items = f->kind == CQ_COUNT ? 1 : produced;
         o->bytes = o->items * f->table->row_bytes;
+        o->items_max = produced_max;
+        o->bytes_max = o->items_max * f->table->row_bytes_max;
+        if (f->kind == CQ_COUNT) {
+            /* COUNT(*) reads every row it counts and sends one */
+            double each = f->rel && f->rel->fanout ? f->rel->fanout->avg : per;
+            double each_max = f->rel && f->rel->fanout ? f->rel->fanout->max : per_max;
+            o->items = inputs * each;
+            o->items_max = inputs_max * (each_max > each ? each_max : each);
+            o->bytes = inputs * 8;
+            o->bytes_max = inputs_max * 8;
+        }
         if (reads_whole) {
-            double inputs = f->is_root || f->is_independent ? 1 : parents;
             double pages = ceil(read_per / buckets / 5000.0), pages_max = ceil(whole_max / buckets / 5000.0);
             o->items = inputs * read_per;
             o->bytes = o->items * f->table->row_bytes;
             o->requests = inputs * buckets * (pages > 1 ? pages : 1);
-            o->items_max = inputs * whole_max;
-            o->bytes_max = o->items_max * f->table->row_bytes;
-            o->requests_max = inputs * buckets * (pages_max > 1 ? pages_max : 1);
+            o->items_max = inputs_max * whole_max;
+            o->bytes_max = o->items_max * f->table->row_bytes_max;
+            o->requests_max = inputs_max * buckets * (pages_max > 1 ? pages_max : 1);
             /* more than one page of 5,000 rows: the request count follows the data */
             if (pages_max > 1) plan->is_requests_exact = 0;
         } else if (buckets > 1 && lim > 0 && f->rel && f->rel->is_many && f->rel->fanout && !per_element) {
             /* every bucket answers up to LIMIT rows before the client merges them */
-            double inputs = f->is_root || f->is_independent ? 1 : parents;
             double each = f->rel->fanout->avg / buckets, each_max = f->rel->fanout->max / buckets;
+            double cut_max = lim_max > 0 ? lim_max : (double)lim;
             o->items = inputs * buckets * (each < (double)lim ? each : (double)lim);
-            o->items_max = inputs * buckets * (each_max < (double)lim ? each_max : (double)lim);
+            o->items_max = inputs_max * buckets * (each_max < cut_max ? each_max : cut_max);
             o->bytes = o->items * f->table->row_bytes;
-            o->bytes_max = o->items_max * f->table->row_bytes;
+            o->bytes_max = o->items_max * f->table->row_bytes_max;
         }
         const char *why = "";
         if (f->bind_count) why = kp_arena_printf(&B->d->arena, "partition key bound by %s", f->is_root ? "the parameters" : f->has_statics ? "the parameters (the parent rides along as static columns)" : f->is_independent ? "the parameters" : "the previous answer");
@@ -1103,12 +1146,14 @@ static void add_ops(opctx *O, cq_fetch *f, double parents, int exact, int step)
     int next_exact = exact && (f->is_root ? !O->p->is_root_set : (f->rel && !f->rel->is_many));
     if (f->kind == CQ_KEYS && f->is_root) next_exact = exact;
     if (f->kind == CQ_COUNT || f->kind == CQ_DERIVED) return;
-    if (f->next_hop) add_ops(O, f->next_hop, produced > 0 ? produced : 1, exact && !f->rel->is_many ? next_exact : 0, my_step);
+    if (f->next_hop)
+        add_ops(O, f->next_hop, produced > 0 ? produced : 1, produced_max > 0 ? produced_max : 1,
+                exact && !f->rel->is_many ? next_exact : 0, my_step);
     for (size_t i = 0; i < f->child_count; i++) {
         cq_fetch *c = f->children[i];
-        double p2 = produced > 0 ? produced : 1;
-        if (f->kind == CQ_KEYS && f->is_root) p2 = 1;
-        add_ops(O, c, p2, next_exact, my_step);
+        double p2 = produced > 0 ? produced : 1, p2_max = produced_max > 0 ? produced_max : 1;
+        if (f->kind == CQ_KEYS && f->is_root) p2 = p2_max = 1;
+        add_ops(O, c, p2, p2_max, next_exact, my_step);
     }
 }
 
@@ -1116,7 +1161,7 @@ static void plan_ops(builder *B, const kp_pattern *p, cq_fetch *root, kp_plan *p
 {
     opctx O = {B, p, plan};
     plan->is_requests_exact = 1;
-    add_ops(&O, root, 1, 1, 0);
+    add_ops(&O, root, 1, 1, 1, 0);
     kp_plan_total(plan);
     /* a hash-bucketed root table spreads one key's rows over its buckets (the advisors'
      * hot-partition share divides by it) */

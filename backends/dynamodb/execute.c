@@ -42,7 +42,8 @@ typedef struct run {
     kp_frec *root;              /* the single root record, once read */
     int max_depth;
     long items_returned;
-    long items_scanned;
+    long items_read;            /* items the server read: ScannedCount, or the items a Get sent */
+    long bytes_read;            /* the DynamoDB sizes of the items the server sent */
     kp_error *err;
 } run;
 
@@ -72,9 +73,37 @@ static cJSON *av_string(const char *s)
 
 static const char *table_name(run *R) { return kp_ddb_conn_table(R->conn, R->L->table); }
 
+/* The items of one answer, counted and sized as DynamoDB counts them. */
+static void measure_items(run *R, const cJSON *list)
+{
+    for (const cJSON *it = list ? list->child : NULL; it; it = it->next) R->bytes_read += (long)kp_ddb_item_size(it);
+}
+
+/* Every request of a pattern goes through here, so every answer is measured once:
+ * items read (ScannedCount where the server reports it: a filter's discarded items
+ * are read and paid for too; else the items sent) and the bytes of the items sent. */
 static int call(run *R, const char *op, const cJSON *req, cJSON **resp)
 {
-    return kp_ddb_call(kp_ddb_conn_client(R->conn), op, req, resp, R->err);
+    int rc = kp_ddb_call(kp_ddb_conn_client(R->conn), op, req, resp, R->err);
+    if (rc || !*resp) return rc;
+    const cJSON *scanned = cJSON_GetObjectItemCaseSensitive(*resp, "ScannedCount");
+    const cJSON *items = cJSON_GetObjectItemCaseSensitive(*resp, "Items");
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(*resp, "Item");
+    const cJSON *responses = cJSON_GetObjectItemCaseSensitive(*resp, "Responses");
+    if (cJSON_IsNumber(scanned)) R->items_read += (long)scanned->valuedouble;
+    if (items) {
+        if (!cJSON_IsNumber(scanned)) R->items_read += cJSON_GetArraySize(items);
+        measure_items(R, items);
+    }
+    if (cJSON_IsObject(item) && item->child) {
+        R->items_read++;
+        R->bytes_read += (long)kp_ddb_item_size(item);
+    }
+    for (const cJSON *t = responses ? responses->child : NULL; t; t = t->next) {
+        R->items_read += cJSON_GetArraySize(t);
+        measure_items(R, t);
+    }
+    return 0;
 }
 
 /* The neutral record of an item (only its entity's attributes). */
@@ -236,8 +265,6 @@ static int run_query(run *R, const ddb_fetch *f, const char *pk, int with_header
         rc = call(R, "Query", req, &resp);
         cJSON_Delete(req);
         if (rc) break;
-        const cJSON *scanned = cJSON_GetObjectItemCaseSensitive(resp, "ScannedCount");
-        if (cJSON_IsNumber(scanned)) R->items_scanned += (long)scanned->valuedouble;
         if (f->kind == DDB_COUNT) {
             const cJSON *c = cJSON_GetObjectItemCaseSensitive(resp, "Count");
             if (cJSON_IsNumber(c)) *count += (long)c->valuedouble;
@@ -274,7 +301,6 @@ static int get_item(run *R, const char *pk, const char *sk, cJSON *items)
     const cJSON *item = cJSON_GetObjectItemCaseSensitive(resp, "Item");
     if (cJSON_IsObject(item) && item->child) {
         cJSON_AddItemToArray(items, cJSON_Duplicate(item, 1));
-        R->items_scanned++;
     }
     cJSON_Delete(resp);
     return 0;
@@ -302,7 +328,6 @@ static int batch_get(run *R, cJSON *keys, cJSON *items)
             const cJSON *got = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(resp, "Responses"), table_name(R));
             for (const cJSON *it = got ? got->child : NULL; it; it = it->next) {
                 cJSON_AddItemToArray(items, cJSON_Duplicate(it, 1));
-                R->items_scanned++;
             }
             const cJSON *un = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(resp, "UnprocessedKeys"), table_name(R));
             const cJSON *uk = un ? cJSON_GetObjectItemCaseSensitive(un, "Keys") : NULL;
@@ -386,8 +411,6 @@ static int scan_array(run *R, const ddb_fetch *f, const kp_frec *from, cJSON *it
         rc = call(R, "Scan", req, &resp);
         cJSON_Delete(req);
         if (rc) break;
-        const cJSON *scanned = cJSON_GetObjectItemCaseSensitive(resp, "ScannedCount");
-        if (cJSON_IsNumber(scanned)) R->items_scanned += (long)scanned->valuedouble;
         const cJSON *list = cJSON_GetObjectItemCaseSensitive(resp, "Items");
         for (const cJSON *it = list ? list->child : NULL; it; it = it->next) cJSON_AddItemToArray(items, cJSON_Duplicate(it, 1));
         const cJSON *last = cJSON_GetObjectItemCaseSensitive(resp, "LastEvaluatedKey");
@@ -687,7 +710,7 @@ int kp_ddb_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const
                    kp_result *out, kp_error *err)
 {
     memset(out, 0, sizeof *out);
-    out->items_scanned = -1;
+    out->items_read = -1;
     out->bytes_read = -1;
     kp_error_clear(err);
     const ddb_layout *L = d->layout;
@@ -735,7 +758,8 @@ int kp_ddb_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const
     out->requests = (int)(kp_ddb_requests_sent(kp_ddb_conn_client(R.conn)) - before);
     out->sequential_steps = R.max_depth;
     out->items_returned = R.items_returned;
-    out->items_scanned = R.items_scanned;
+    out->items_read = R.items_read;
+    out->bytes_read = R.bytes_read;
     cJSON_Delete(R.start_key);
     cJSON_Delete(R.next_key);
     kp_fetched_free(R.fetched);

@@ -296,7 +296,13 @@ static size_t av_size(const cJSON *av)
     if (!cJSON_IsObject(av) || !av->child) return 0;
     const char *tag = av->child->string;
     const cJSON *v = av->child;
-    if (strcmp(tag, "S") == 0 || strcmp(tag, "B") == 0) return cJSON_IsString(v) ? strlen(v->valuestring) : 0;
+    if (strcmp(tag, "S") == 0) return cJSON_IsString(v) ? strlen(v->valuestring) : 0;
+    if (strcmp(tag, "B") == 0) {
+        /* binary travels as base64 but is stored and billed as its raw bytes */
+        size_t n = cJSON_IsString(v) ? strlen(v->valuestring) : 0, pad = 0;
+        while (pad < 2 && n > pad && v->valuestring[n - 1 - pad] == '=') pad++;
+        return n / 4 * 3 + (n % 4 ? n % 4 - 1 : 0) - (n % 4 ? 0 : pad);
+    }
     if (strcmp(tag, "N") == 0) return cJSON_IsString(v) ? (strlen(v->valuestring) + 1) / 2 + 1 : 0;
     if (strcmp(tag, "BOOL") == 0 || strcmp(tag, "NULL") == 0) return 1;
     size_t total = 3;

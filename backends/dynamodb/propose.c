@@ -272,12 +272,49 @@ static double attr_bytes(const kp_attr *a)
     }
 }
 
-static double item_bytes(const kp_entity *e)
+/* The bytes a key format's values take: literals as written, attribute values at their
+ * average size (or at their largest). */
+static double format_bytes(const ddb_format *f, int at_max)
 {
-    double t = 60; /* PK, SK, type tag and their names */
-    for (size_t i = 0; i < e->attr_count; i++) t += (strlen(e->attrs[i]->name) + attr_bytes(e->attrs[i])) * e->attrs[i]->presence;
+    double t = 0;
+    for (size_t i = 0; i < f->count; i++) {
+        const ddb_segment *g = &f->segs[i];
+        if (g->literal) { t += (double)strlen(g->literal); continue; }
+        double v = attr_bytes(g->attr) * (at_max ? kp_attr_max_ratio(g->attr) : 1);
+        t += g->width > v ? g->width : v;
+    }
     return t;
 }
+
+/* An item as DynamoDB sizes it: attribute names and values, the entity tag, and the key
+ * attributes of every placement (base table and indexes) with their formatted values.
+ * At its largest: every attribute present, each at kp_attr_max_ratio times its average. */
+static double entity_item_bytes(builder *B, const kp_entity *e, int at_max)
+{
+    double t = (double)strlen(KP_DDB_TYPE_ATTR) + (double)strlen(e->name);
+    for (size_t i = 0; i < e->attr_count; i++) {
+        const kp_attr *a = e->attrs[i];
+        t += at_max ? (double)strlen(a->name) + attr_bytes(a) * kp_attr_max_ratio(a)
+                    : ((double)strlen(a->name) + attr_bytes(a)) * a->presence;
+    }
+    const ddb_entity *de = B->L && B->L->entities ? &B->L->entities[e->index] : NULL;
+    for (size_t k = 0; de && k < de->placement_count; k++) {
+        const ddb_placement *pl = &de->placements[k];
+        /* a local index shares the table's partition key: only its sort key is another attribute */
+        double keys = pl->index->kind == DDB_LSI ? 0
+                                                 : (double)strlen(pl->index->pk_attr) + format_bytes(&pl->pk, at_max) + (pl->shards > 1 ? 4 : 0);
+        if (pl->index->sk_attr)
+            keys += (double)strlen(pl->index->sk_attr) + (pl->sentinel_sk ? (double)strlen(pl->sentinel_sk) : format_bytes(&pl->sk, at_max));
+        /* a sparse index's keys are on some items only */
+        t += k > 0 && pl->only_when_count && !at_max ? keys * 0.5 : keys;
+    }
+    if (!de || de->placement_count == 0) t += 60; /* before the keys are placed: PK, SK and their names */
+    return t;
+}
+
+static double item_bytes(builder *B, const kp_entity *e) { return entity_item_bytes(B, e, 0); }
+
+static double item_bytes_max(builder *B, const kp_entity *e) { return entity_item_bytes(B, e, 1); }
 
 static double read_units(double bytes)
 {
@@ -927,7 +964,7 @@ static int shards_for(builder *B, const kp_pattern *p, const ddb_entity *e, doub
     for (size_t k = 0; k < B->step_count_of[ei]; k++) {
         const struct step_ref *r = &B->steps_of[ei][k];
         if (r->step->op != KP_WRITE_DELETE)
-            writes += kp_write_rps(r->write, B->mix) * r->step->rows * share_items * write_units(item_bytes(e->entity));
+            writes += kp_write_rps(r->write, B->mix) * r->step->rows * share_items * write_units(item_bytes(B, e->entity));
     }
     int n = 1;
     if (reads > 3000) n = (int)ceil(reads / 3000 * 2);
@@ -1050,7 +1087,7 @@ static int plan_root(builder *B, const kp_pattern *p, ddb_fetch **out)
     double partitions = eq_count ? (rows / (items > 1 ? items : 1)) : 1;
     double hot = eq_count ? zipf_top_share(partitions, kp_pattern_skew(B->m, p)) : 1.0;
     double written_share = eq_count ? hot : (literal_count ? 1.0 / (double)(literal_count + 1) : 1.0);
-    int shards = shards_for(B, p, e, written_share, hot, items * item_bytes(p->root));
+    int shards = shards_for(B, p, e, written_share, hot, items * item_bytes(B, p->root));
     if (is_new || gp->shards < shards) gp->shards = shards;
     if (is_new) {
         kp_decision *x = kp_design_decide(
@@ -1281,8 +1318,11 @@ static void describe_fetch(builder *B, const kp_pattern *p, const ddb_fetch *f, 
     (void)p;
 }
 
-static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fetch *f, double parents, int waits,
-                    int step)
+/* `parents` is the expected number of inputs of f, `parents_max` the most it can get (the
+ * model's maxima along the way): the operation's expected figures come from the first,
+ * its bounds (what verify holds every page to) from the second. */
+static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fetch *f, double parents, double parents_max,
+                    int waits, int step)
 {
     static const char *const ops[] = {"GetItem", "Query", "BatchGetItem", "Query (COUNT)"};
     /* a key look-up for several parents is one BatchGetItem per 100 keys (execute.c) */
@@ -1300,49 +1340,93 @@ static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fe
     double per = 1;
     const kp_shape *s = f->shape;
     if (f->kind == DDB_GET) per = 1;
-    else if (f->kind == DDB_BATCH_GET) per = f->rel && f->rel->fanout ? f->rel->fanout->avg : 1;
+    /* a BatchGetItem after a join's Query reads one item per join item (its inputs); on an
+     * array of references, the array's elements */
+    else if (f->kind == DDB_BATCH_GET)
+        per = f->rel && f->rel->fanout && f->rel->relation->link != KP_LINK_THROUGH ? f->rel->fanout->avg : 1;
     else if (f->rel) per = expected_items(s && s->kind == KP_SHAPE_EACH ? s : NULL, f->rel);
     else per = expected_items(s, NULL);
     if (!f->rel && !s) per = 1;
     if (f->kind == DDB_QUERY && !f->rel && s && s->is_root_set) per = f->is_client_filtered ? (s->expect.is_given ? s->expect.avg : f->expected) : f->expected;
     /* no Limit is sent when the client sorts or the server filters (request.c): the Query
      * reads every item of its key range, whatever the page size — that is the claim */
-    int reads_whole = f->kind == DDB_QUERY && s && s->kind == KP_SHAPE_EACH && (!f->is_server_ordered || f->filter_count);
+    int reads_whole = f->kind == DDB_QUERY && s && s->kind == KP_SHAPE_EACH &&
+                      (!f->is_server_ordered || f->filter_count || f->is_client_filtered);
     double whole_max = 0;
     if (reads_whole) {
-        double whole = f->rel ? (f->rel->fanout ? f->rel->fanout->avg : 1) : (f->whole > 0 ? f->whole : per);
-        whole_max = f->rel ? (f->rel->fanout ? f->rel->fanout->max : whole) : whole;
+        /* a root listing the client filters through other records: the expected matches of
+         * its partition (the $expect, else the equality's share), up to every root record */
+        double whole = f->rel ? (f->rel->fanout ? f->rel->fanout->avg : 1)
+                     : f->is_client_filtered && !f->filter_count ? per : (f->whole > 0 ? f->whole : per);
+        whole_max = f->rel ? (f->rel->fanout ? f->rel->fanout->max : whole) : (f->whole > whole ? f->whole : whole);
         if (whole > per) per = whole;
         if (whole_max < per) whole_max = per;
         plan->is_requests_exact = 0;
     }
-    if (f->header) per += 1;
+    /* the most one input can yield: the page size at its largest, else the fan-out max */
+    double per_max = 1;
+    if (f->kind == DDB_BATCH_GET)
+        per_max = f->rel && f->rel->fanout && f->rel->relation->link != KP_LINK_THROUGH ? f->rel->fanout->max : 1;
+    else if (f->kind != DDB_GET && (f->rel || s)) per_max = kp_shape_items_max(s && s->kind == KP_SHAPE_EACH ? s : (f->rel ? NULL : s), f->rel);
+    if (f->kind == DDB_QUERY && !f->rel && s && s->is_root_set && f->expected > per_max && !kp_shape_limit_max(s)) per_max = f->expected;
+    if (per_max < per) per_max = per;
+    if (reads_whole && whole_max > per_max) per_max = whole_max;
+    if (f->kind == DDB_QUERY && f->shards > 1 && !reads_whole) {
+        /* scatter-gather: every shard's Query reads up to a page, the client merges them */
+        double each = f->whole > 0 ? f->whole / f->shards : per;
+        per = f->shards * (each < per ? each : per);
+        per_max = f->shards * per_max;
+    }
+    if (f->header) { per += 1; per_max += 1; }
+    if (parents_max < parents) parents_max = parents;
     double count = parents * per;
-    double bytes = count * item_bytes(f->entity->entity);
-    o->items = f->kind == DDB_COUNT ? 0 : count;
+    /* a header Query returns one parent item per input besides the children */
+    double bytes = f->header ? (count - parents) * item_bytes(B, f->entity->entity) + parents * item_bytes(B, f->header->entity)
+                             : count * item_bytes(B, f->entity->entity);
+    o->items = count; /* a COUNT reads (and pays for) every item it counts: ScannedCount */
     o->bytes = bytes;
     double requests = f->kind == DDB_BATCH_GET || batched ? ceil(parents * per / 100.0) : parents * f->shards;
     if (requests < 1) requests = 1;
     /* pages: a Query page stops at 1 MB */
     if (f->kind == DDB_QUERY && bytes / (parents > 0 ? parents : 1) > 1048576) requests *= ceil(bytes / parents / 1048576);
     o->requests = requests;
-    o->read_units = f->kind == DDB_GET || f->kind == DDB_BATCH_GET ? count * read_units(item_bytes(f->entity->entity))
+    o->read_units = f->kind == DDB_GET || f->kind == DDB_BATCH_GET ? count * read_units(item_bytes(B, f->entity->entity))
                                                                     : requests * read_units(bytes / requests);
-    if (reads_whole) {
-        /* one page can take the whole key range at its largest: the fan-out max */
-        double max_count = parents * (whole_max + (f->header ? 1 : 0));
-        o->items_max = max_count;
-        o->bytes_max = max_count * item_bytes(f->entity->entity);
-        double per_parent = o->bytes_max / (parents > 0 ? parents : 1);
-        o->requests_max = parents * f->shards * (per_parent > 1048576 ? ceil(per_parent / 1048576) : 1);
-    }
+    /* bounds: every input at the model's maxima, every item at its largest; a COUNT reads
+     * its items on the server (ScannedCount) but sends none back */
+    double max_count = parents_max * per_max;
+    o->items_max = max_count;
+    double bytes_max = f->header ? (max_count - parents_max) * item_bytes_max(B, f->entity->entity) +
+                                       parents_max * item_bytes_max(B, f->header->entity)
+                                 : max_count * item_bytes_max(B, f->entity->entity);
+    o->bytes_max = f->kind == DDB_COUNT ? 0 : bytes_max;
+    double per_parent = bytes_max / (parents_max > 0 ? parents_max : 1);
+    int is_batched_max = f->kind == DDB_BATCH_GET || (f->kind == DDB_GET && parents_max > 1);
+    o->requests_max = is_batched_max ? ceil(max_count / 100.0)
+                                     : parents_max * f->shards * (f->kind == DDB_QUERY && per_parent > 1048576 ? ceil(per_parent / 1048576) : 1);
+    if (o->requests_max < 1) o->requests_max = 1;
+    /* a later page's Query starts past the header item, which a GetItem then reads (execute.c) */
+    if (f->header) o->requests_max += parents_max;
     o->is_scan = f->is_scan;
     if (f->is_scan) {
         o->op = "Scan";
         o->index = NULL;
         o->condition = kp_design_printf(B->d, "every item, filtered on %s", f->rel ? f->rel->relation->array_attr->name : "?");
-        o->items = B->m->entities[f->entity->entity->index]->count;
-        o->read_units = read_units(o->items * item_bytes(f->entity->entity));
+        /* a Scan reads every item of the table, whatever its entity, in 1 MB pages */
+        double table_items = 0, table_bytes = 0, table_bytes_max = 0;
+        for (size_t i = 0; i < B->m->entity_count; i++) {
+            table_items += B->m->entities[i]->count;
+            table_bytes += B->m->entities[i]->count * item_bytes(B, B->m->entities[i]);
+            table_bytes_max += B->m->entities[i]->count * item_bytes_max(B, B->m->entities[i]);
+        }
+        table_items += 1; /* keyplan's seed marker is an item of the table too */
+        o->items = parents * table_items;
+        o->bytes = parents * table_bytes;
+        o->items_max = parents_max * table_items;
+        o->bytes_max = parents_max * table_bytes_max;
+        o->requests = parents * (table_bytes > 1048576 ? ceil(table_bytes / 1048576) : 1);
+        o->requests_max = parents_max * (table_bytes_max > 1048576 ? ceil(table_bytes_max / 1048576) : 1);
+        o->read_units = o->requests * read_units(table_bytes / (o->requests / (parents > 0 ? parents : 1)));
     }
     o->why = f->header ? kp_design_printf(B->d, "returns the %s header and the first %s items in one request",
                                           f->header->entity->name, f->entity->entity->name)
@@ -1357,21 +1441,25 @@ static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fe
                                                         : "the server filters after reading (FilterExpression)");
     /* children: one more round trip below this one */
     double produced = f->kind == DDB_COUNT ? 0 : count - (f->header ? parents : 0);
+    double produced_max = f->kind == DDB_COUNT ? 0 : max_count - (f->header ? parents_max : 0);
     if (f->header) {
         /* children of the header run on the header record (one per parent) */
     }
     if (f->next_hop) {
         /* a multi-hop path: the next hop (which adds its own next hops and, being last,
          * the children) runs one round trip later on what this one read */
-        add_ops(B, p, plan, f->next_hop, produced > 0 ? produced : 1, 1, step + 1);
+        add_ops(B, p, plan, f->next_hop, produced > 0 ? produced : 1, produced_max > 0 ? produced_max : 1, 1, step + 1);
         return;
     }
     int last_step = step;
     for (size_t i = 0; i < f->child_count; i++) {
         const ddb_fetch *c = f->children[i];
         /* children whose keys come from parameters run in parallel with their parent */
-        double n = c->source == DDB_FROM_PARAMS ? 1 : (f->header && c->rel && c->rel->source == f->header->entity ? parents : produced);
-        add_ops(B, p, plan, c, n > 0 ? n : 1, c->source != DDB_FROM_PARAMS, c->source == DDB_FROM_PARAMS ? last_step : last_step + 1);
+        int on_header = f->header && c->rel && c->rel->source == f->header->entity;
+        double n = c->source == DDB_FROM_PARAMS ? 1 : (on_header ? parents : produced);
+        double n_max = c->source == DDB_FROM_PARAMS ? 1 : (on_header ? parents_max : produced_max);
+        add_ops(B, p, plan, c, n > 0 ? n : 1, n_max > 0 ? n_max : 1, c->source != DDB_FROM_PARAMS,
+                c->source == DDB_FROM_PARAMS ? last_step : last_step + 1);
     }
 }
 
@@ -1395,7 +1483,7 @@ static void plan_writes(builder *B)
                 for (size_t h = 0; h < st->for_each_len; h++) fan *= st->for_each[h]->fanout ? st->for_each[h]->fanout->avg : 1;
                 rows *= fan;
             }
-            double size = item_bytes(st->entity);
+            double size = item_bytes(B, st->entity);
             double wcu = write_units(size);
             kp_write_touch *t = &touches[tn++];
             t->container = B->L->table;
@@ -1437,8 +1525,8 @@ static void plan_writes(builder *B)
                     cp->what = kp_design_printf(B->d, "copy of %s.%s in %s items (Query, then UpdateItem each)",
                                                 st->entity->name, c->source->name, other->name);
                     cp->count = rows * fan;
-                    cp->bytes = cp->count * item_bytes(other);
-                    cp->write_units = cp->count * write_units(item_bytes(other));
+                    cp->bytes = cp->count * item_bytes(B, other);
+                    cp->write_units = cp->count * write_units(item_bytes(B, other));
                     items += cp->count;
                     units += cp->write_units;
                     requests += 1 + cp->count;
@@ -1453,8 +1541,8 @@ static void plan_writes(builder *B)
                 dt->what = kp_design_printf(B->d, "%s.%s on the %s item (UpdateItem)", other->name, aggregate->name,
                                             other->name);
                 dt->count = rows;
-                dt->bytes = rows * item_bytes(other);
-                dt->write_units = rows * write_units(item_bytes(other));
+                dt->bytes = rows * item_bytes(B, other);
+                dt->write_units = rows * write_units(item_bytes(B, other));
                 items += dt->count;
                 units += dt->write_units;
                 requests += 1;
@@ -1506,10 +1594,10 @@ static void describe_table(builder *B)
     for (size_t i = 0; i < m->entity_count; i++) {
         c->entities[i] = m->entities[i];
         items += m->entities[i]->count;
-        bytes += m->entities[i]->count * item_bytes(m->entities[i]);
+        bytes += m->entities[i]->count * item_bytes(B, m->entities[i]);
         const ddb_entity *e = entity_of(B, m->entities[i]);
         for (size_t k = 1; k < e->placement_count; k++)
-            if (e->placements[k].index->kind == DDB_GSI) bytes += m->entities[i]->count * item_bytes(m->entities[i]);
+            if (e->placements[k].index->kind == DDB_GSI) bytes += m->entities[i]->count * item_bytes(B, m->entities[i]);
     }
     c->items = items;
     c->bytes = bytes;
@@ -1518,11 +1606,11 @@ static void describe_table(builder *B)
                               : "one table for every entity (single-table design): related items share partitions so one request reads them together";
     /* size facts for the advisors: the largest item, and the largest item collection at the maximum fan-out */
     for (size_t i = 0; i < m->entity_count; i++)
-        if (item_bytes(m->entities[i]) > c->max_item_bytes) c->max_item_bytes = item_bytes(m->entities[i]);
+        if (item_bytes(B, m->entities[i]) > c->max_item_bytes) c->max_item_bytes = item_bytes(B, m->entities[i]);
     for (size_t i = 0; i < m->relation_count; i++) {
         const kp_relation *r = m->relations[i];
         if (entity_of(B, r->to)->home != r) continue;
-        double collection = item_bytes(r->from) + r->fanout.max * item_bytes(r->to);
+        double collection = item_bytes(B, r->from) + r->fanout.max * item_bytes(B, r->to);
         if (collection > c->max_partition_bytes) {
             c->max_partition_bytes = collection;
             c->max_partition_items = r->fanout.max + 1;
@@ -1572,7 +1660,7 @@ static void describe_table(builder *B)
             const kp_relation *r = m->relations[i];
             const ddb_entity *child = entity_of(B, r->to);
             if (child->home != r) continue;
-            double bytes_max = r->fanout.max * item_bytes(r->to);
+            double bytes_max = r->fanout.max * item_bytes(B, r->to);
             if (bytes_max > 10e9)
                 kp_design_defect(B->d, "the %s collection of one %s can reach %.1f GB (fan-out max %.0f), above the 10 GB "
                                        "item-collection limit that local indexes impose", r->name, r->from->name, bytes_max / 1e9,
@@ -1580,7 +1668,7 @@ static void describe_table(builder *B)
         }
     }
     for (size_t i = 0; i < m->entity_count; i++) {
-        double size = item_bytes(m->entities[i]);
+        double size = item_bytes(B, m->entities[i]);
         if (size > 400 * 1024)
             kp_design_defect(B->d, "a %s item averages %.0f KB, above DynamoDB's 400 KB item limit", m->entities[i]->name, size / 1024);
     }
@@ -1689,7 +1777,7 @@ static int propose_one(const kp_model *m, const kp_mix *mix, int is_normalised, 
     for (size_t i = 0; i < m->pattern_count; i++) {
         kp_plan *plan = &d->plans[i];
         plan->is_requests_exact = 1;
-        add_ops(&B, m->patterns[i], plan, L->roots[i], 1, 0, 1);
+        add_ops(&B, m->patterns[i], plan, L->roots[i], 1, 1, 0, 1);
         kp_plan_total(plan);
         plan->shards = L->roots[i]->shards;
         plan->why = L->roots[i]->header

@@ -35,6 +35,8 @@ struct kp_mg_client {
     char *database;
     int is_database_named;      /* the URI names the database */
     long requests;
+    long docs_read;             /* documents finds returned (a count sends none) */
+    long bytes_read;            /* their BSON sizes */
 };
 
 static void quiet_log(mongoc_log_level_t level, const char *domain, const char *message, void *data)
@@ -203,6 +205,11 @@ void kp_mg_client_default_database(kp_mg_client *c, const char *name)
 }
 const char *kp_mg_client_database(const kp_mg_client *c) { return c->database; }
 long kp_mg_client_requests(const kp_mg_client *c) { return c->requests; }
+void kp_mg_client_reads(const kp_mg_client *c, long *docs, long *bytes)
+{
+    *docs = c->docs_read;
+    *bytes = c->bytes_read;
+}
 
 /* ---- errors ----------------------------------------------------------------------------- */
 
@@ -280,6 +287,8 @@ int kp_mg_find(kp_mg_client *c, const char *collection, const cJSON *filter, con
             cJSON *j = kp_mg_bson_to_ejson(doc);
             if (!j) break;
             cJSON_AddItemToArray(all, j);
+            c->docs_read++;
+            c->bytes_read += (long)doc->len;
         }
         bson_error_t e;
         if (mongoc_cursor_error(cur, &e)) {

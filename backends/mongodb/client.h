@@ -35,6 +35,9 @@ const char *kp_mg_client_database(const kp_mg_client *c);
 void kp_mg_client_default_database(kp_mg_client *c, const char *name);
 /* Commands sent since the client opened (find, getMore, count, insert, ...). */
 long kp_mg_client_requests(const kp_mg_client *c);
+/* Documents read so far (those finds returned, every attempt's; a count returns none) and their
+ * BSON bytes: execute reports the difference over one page. */
+void kp_mg_client_reads(const kp_mg_client *c, long *docs, long *bytes);
 /* Copies `uri` with any password replaced by "****" into buf. */
 void kp_mg_redact_uri(const char *uri, char *buf, size_t size);
 

@@ -886,7 +886,7 @@ int kp_mg_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const 
                   kp_result *out, kp_error *err)
 {
     memset(out, 0, sizeof *out);
-    out->items_scanned = -1;
+    out->items_read = -1;
     out->bytes_read = -1;
     kp_error_clear(err);
     run R;
@@ -908,7 +908,8 @@ int kp_mg_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const 
         if (R.server_paged) rc = kp_oracle_token_decode(page, &R.after, err);
         else rc = kp_fetched_client_page(R.fetched, page, err);
     }
-    long before = kp_mg_client_requests(kp_mg_conn_client(R.conn));
+    long before = kp_mg_client_requests(kp_mg_conn_client(R.conn)), docs_before, bytes_before;
+    kp_mg_client_reads(kp_mg_conn_client(R.conn), &docs_before, &bytes_before);
     pairs in = {0};
     if (rc == 0) rc = pairs_push(&in, NULL, NULL, NULL) ? nomem(&R) : exec_fetch(&R, root, &in, 0);
     free(in.items);
@@ -922,6 +923,10 @@ int kp_mg_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const 
     out->requests = (int)(kp_mg_client_requests(kp_mg_conn_client(R.conn)) - before);
     out->sequential_steps = R.max_depth;
     out->items_returned = R.items_returned;
+    long docs_after, bytes_after;
+    kp_mg_client_reads(kp_mg_conn_client(R.conn), &docs_after, &bytes_after);
+    out->items_read = docs_after - docs_before;
+    out->bytes_read = bytes_after - bytes_before;
     cJSON_Delete(R.after);
     docs_free(&R);
     kp_fetched_free(R.fetched);

@@ -992,6 +992,24 @@ static double per_parent_items(const mg_fetch *f)
     return n;
 }
 
+/* The most documents one parent can yield: the fan-out max (or $expect max), capped by
+ * the largest page when the server cuts it; a token-paged find reads one more to know
+ * whether another page follows (execute.c). Never below the expected `per`. */
+static double per_parent_items_max(const mg_fetch *f, double per)
+{
+    const kp_shape *s = f->shape ? f->shape : f->order_shape;
+    int is_each = s && s->kind == KP_SHAPE_EACH;
+    double n = f->rel && f->rel->fanout ? f->rel->fanout->max : per;
+    if (f->match == MG_MATCH_KEY && !(f->rel && f->rel->relation->link == KP_LINK_ARRAY)) n = 1;
+    if (is_each && s->expect.is_given && s->expect.max > 0) n = s->expect.max;
+    double lim = is_each ? kp_shape_limit_max(s) : 0;
+    if (lim > 0 && n > lim && (f->is_server_ordered || f->kind == MG_NESTED)) {
+        n = lim;
+        if (f->kind == MG_FIND && f->is_paged && f->order_shape && f->order_shape->page == KP_PAGE_TOKEN) n += 1;
+    }
+    return n > per ? n : per;
+}
+
 typedef struct opctx {
     builder *B;
     const kp_pattern *p;
@@ -999,18 +1017,29 @@ typedef struct opctx {
     const char *why;
 } opctx;
 
-static void add_ops(opctx *O, const mg_fetch *f, double parents, int is_exact_one, int step)
+/* `parents` is the expected number of inputs, `parents_max` the most there can be (the
+ * model's maxima along the way): expected figures come from the first, the bounds that
+ * verify holds every page to from the second. */
+static void add_ops(opctx *O, const mg_fetch *f, double parents, double parents_max, int is_exact_one, int step)
 {
     builder *B = O->B;
     kp_plan *plan = O->plan;
     double per = f->rel ? per_parent_items(f) : (f->shape ? (f->expected > 0 ? f->expected : 1) : 1);
+    double per_max = f->rel ? per_parent_items_max(f, per) : per;
     if (!f->rel && f->shape && f->shape->kind == KP_SHAPE_EACH) {
         const kp_shape *s = f->shape;
         int64_t lim = s->limit_param && s->limit_param->default_value ? (int64_t)s->limit_param->default_value->valuedouble : s->limit;
+        double whole = per;
         if (lim > 0 && per > (double)lim && f->is_server_ordered) per = (double)lim;
+        double lim_max = kp_shape_limit_max(s);
+        per_max = lim_max > 0 && f->is_server_ordered && whole > lim_max ? lim_max : whole;
+        if (lim_max > 0 && f->is_server_ordered && whole > lim_max && f->kind == MG_FIND && f->is_paged && s->page == KP_PAGE_TOKEN)
+            per_max += 1;
+        if (per_max < per) per_max = per;
     }
-    if (!f->rel && f->next_hop) per = 1; /* the parent documents of embedded roots */
-    double produced = parents * per;
+    if (!f->rel && f->next_hop) per = per_max = 1; /* the parent documents of embedded roots */
+    if (parents_max < parents) parents_max = parents;
+    double produced = parents * per, produced_max = parents_max * per_max;
     int my_step = step;
     if (f->kind == MG_FIND || f->kind == MG_COUNT) {
         my_step = f->is_independent ? (step > 0 ? step : 1) : step + 1;
@@ -1027,22 +1056,34 @@ static void add_ops(opctx *O, const mg_fetch *f, double parents, int is_exact_on
         o->requests = requests;
         if (!is_exact_one || (f->match == MG_MATCH_KEY && f->rel) || (f->rel && f->rel->relation->link == KP_LINK_ARRAY))
             plan->is_requests_exact = 0;
-        double doc = mg_document_bytes(f->coll ? f->coll->owner : f->entity);
+        const mg_entity *holder = f->coll ? f->coll->owner : f->entity;
+        double doc = mg_document_bytes(holder);
         o->items = f->kind == MG_COUNT ? 0 : produced;
         o->bytes = o->items * doc;
         if (f->kind == MG_COUNT) o->items = 0;
+        /* bounds: every input at the model's maxima, every document at its largest; a count
+         * sends no document back (its n comes from the index) */
+        double request_max = f->is_per_parent ? parents_max
+                                              : (f->match == MG_MATCH_KEY ? ceil(produced_max / KP_MG_IN_BATCH) : 1);
+        if (f->is_per_parent == 0 && f->match != MG_MATCH_KEY && f->rel && parents_max > KP_MG_IN_BATCH)
+            request_max = ceil(parents_max / KP_MG_IN_BATCH);
+        o->requests_max = request_max > requests ? request_max : requests;
+        o->items_max = f->kind == MG_COUNT ? 0 : produced_max;
+        o->bytes_max = o->items_max * mg_document_bound_bytes(holder);
         o->is_scan = f->is_scan;
         if (f->is_scan) {
             o->items = f->coll && f->coll->owner ? f->coll->owner->entity->count : 0;
             o->bytes = o->items * doc;
+            o->items_max = o->items * parents_max;
+            o->bytes_max = o->items_max * mg_document_bound_bytes(holder);
         }
         if (f->kind == MG_FIND && f->rel && f->rel->is_many && f->rel->fanout && !f->is_scan &&
             (!f->is_server_ordered || f->client_cond_count)) {
             /* every match is read (no limit: the client sorts or tests): one page takes the
              * whole fan-out at its largest */
-            double each_max = f->rel->fanout->max > per ? f->rel->fanout->max : per;
-            o->items_max = parents * each_max;
-            o->bytes_max = o->items_max * doc;
+            double each_max = f->rel->fanout->max > per_max ? f->rel->fanout->max : per_max;
+            o->items_max = parents_max * each_max;
+            o->bytes_max = o->items_max * mg_document_bound_bytes(holder);
         }
         if (!f->is_server_ordered && f->shape && f->shape->kind == KP_SHAPE_EACH && f->shape->declared_order_count)
             o->why = "every match is read and the client sorts and cuts the page (the server cannot give the declared order)";
@@ -1077,10 +1118,11 @@ static void add_ops(opctx *O, const mg_fetch *f, double parents, int is_exact_on
     }
     if (f->kind == MG_COUNT) return;
     if (f->next_hop) {
-        add_ops(O, f->next_hop, produced > 0 ? produced : 1, exact_next, my_step);
+        add_ops(O, f->next_hop, produced > 0 ? produced : 1, produced_max > 0 ? produced_max : 1, exact_next, my_step);
         return;
     }
-    for (size_t i = 0; i < f->child_count; i++) add_ops(O, f->children[i], produced > 0 ? produced : 1, exact_next, my_step);
+    for (size_t i = 0; i < f->child_count; i++)
+        add_ops(O, f->children[i], produced > 0 ? produced : 1, produced_max > 0 ? produced_max : 1, exact_next, my_step);
 }
 
 /* The next-hop chain of an embedded root keeps its children on its last hop. */
@@ -1088,7 +1130,7 @@ void mg_plan_ops(builder *B, const kp_pattern *p, const mg_fetch *root, kp_plan 
 {
     opctx O = {B, p, plan, NULL};
     plan->is_requests_exact = 1;
-    add_ops(&O, root, 1, 1, 0);
+    add_ops(&O, root, 1, 1, 1, 0);
     kp_plan_total(plan);
     plan->why = O.why;
     for (size_t i = 0; i < plan->op_count; i++)

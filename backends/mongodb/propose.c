@@ -148,6 +148,38 @@ static double document_max_bytes(const mg_entity *me)
 
 double mg_document_max_bytes(const mg_entity *me) { return document_max_bytes(me); }
 
+/* ---- the largest a read can find: every field present, each at its size model's maximum */
+
+static double attr_bound_bytes(const kp_attr *a)
+{
+    double name = (double)strlen(a->name) + 2;
+    return name + (mg_attr_bytes(a) - name) * kp_attr_max_ratio(a);
+}
+
+static double element_bound_bytes(const mg_entity *me)
+{
+    double t = 5;
+    for (size_t i = 0; i < me->entity->attr_count; i++) t += attr_bound_bytes(me->entity->attrs[i]);
+    for (size_t i = 0; i < me->extref_count; i++) {
+        t += (double)strlen(me->extrefs[i].field) + 7;
+        for (size_t k = 0; k < me->extrefs[i].attr_count; k++) t += attr_bound_bytes(me->extrefs[i].attrs[k]);
+    }
+    return t;
+}
+
+double mg_document_bound_bytes(const mg_entity *me)
+{
+    double t = element_bound_bytes(me) + (me->collection ? id_bytes(me->entity) : 0);
+    for (size_t i = 0; i < me->nested_count; i++) {
+        const mg_nested *n = &me->nested[i];
+        double count = n->rel->fanout ? n->rel->fanout->max : 1;
+        if (n->subset > 0 && count > (double)n->subset) count = (double)n->subset;
+        if (!n->is_array && count > 1) count = 1;
+        t += (double)strlen(n->field) + 7 + count * (element_bound_bytes(n->child) + 4);
+    }
+    return t;
+}
+
 /* ---- walking the patterns' hops ------------------------------------------------------------ */
 
 /* Calls visit for every relation hop a pattern walks: shape nodes ($each / $one /

@@ -55,6 +55,9 @@ double mg_element_bytes(const mg_entity *me);
 double mg_document_bytes(const mg_entity *me);
 /* The same with every embedded array at its maximum fan-out. */
 double mg_document_max_bytes(const mg_entity *me);
+/* A document at the largest a read can find it (what a plan's bytes bound prices): every
+ * field present at kp_attr_max_ratio times its average, embedded arrays at their fan-out max. */
+double mg_document_bound_bytes(const mg_entity *me);
 
 /* plan.c */
 int mg_plan_pattern(builder *B, const kp_pattern *p, mg_fetch **out);

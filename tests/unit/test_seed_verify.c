@@ -33,7 +33,8 @@
 
 /* ==== the fake backend (unit-test double) ================================================ */
 
-enum fake_mode { FAKE_OK, FAKE_CORRUPT, FAKE_SWAP, FAKE_EXTRA_PAGE, FAKE_EMPTY_EXTRA_PAGE, FAKE_COSTLY, FAKE_DROP_WRITES, FAKE_SERVER_GONE };
+enum fake_mode { FAKE_OK, FAKE_CORRUPT, FAKE_SWAP, FAKE_EXTRA_PAGE, FAKE_EMPTY_EXTRA_PAGE, FAKE_COSTLY, FAKE_DROP_WRITES, FAKE_SERVER_GONE,
+                 FAKE_READS_MORE };
 
 typedef struct fake_item {
     char *id;
@@ -264,7 +265,7 @@ static int fake_execute(kp_conn *c, const kp_design *d, const kp_pattern *p, con
         return kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "connection refused (the fake server is gone)");
     out->requests = 1;
     out->sequential_steps = 1;
-    out->items_scanned = -1;
+    out->items_read = out->bytes_read = -1;
     if (page && strcmp(page, "fake:extra") == 0) {
         /* the page after the last one: empty, or (misbehaving) the first page again */
         kp_oracle_result first;
@@ -303,6 +304,10 @@ static int fake_execute(kp_conn *c, const kp_design *d, const kp_pattern *p, con
         out->next_page = strdup("fake:extra");
     if (is_mode && S.mode == FAKE_COSTLY) { out->requests = 2; out->sequential_steps = 2; }
     out->items_returned = orders ? cJSON_GetArraySize(orders) : 1;
+    /* what the fake server read: the items it returned, 200 bytes each; misbehaving, a
+     * whole partition of 500 items filtered in the client */
+    out->items_read = is_mode && S.mode == FAKE_READS_MORE ? 500 : out->items_returned;
+    out->bytes_read = out->items_read * 200;
     return 0;
 }
 
@@ -393,7 +398,16 @@ static kp_design *fake_design(const kp_model *model)
 {
     kp_design *d = kp_design_new(&fake_backend, model, NULL, "fake-layout");
     for (size_t e = 0; e < model->entity_count; e++) kp_design_add_container(d, model->entities[e]->name, "table");
-    for (size_t i = 0; i < d->plan_count; i++) { d->plans[i].requests = 1; d->plans[i].sequential_steps = 1; }
+    for (size_t i = 0; i < d->plan_count; i++) {
+        kp_plan *plan = &d->plans[i];
+        plan->requests = 1;
+        plan->sequential_steps = 1;
+        /* a page of the fixture returns at most 50 items of 200 bytes */
+        plan->items = 10;
+        plan->bytes = 2000;
+        plan->items_max = 50;
+        plan->bytes_max = 10000;
+    }
     return d;
 }
 
@@ -861,6 +875,45 @@ static void test_verify_reports_measured_requests_that_differ_from_the_claim(voi
     kp_verify_report_free(&r);
 }
 
+/* A plan that claims one page but reads a whole partition (a client-side filter) fails,
+ * with the measured figure beside the bound, in the text note and in the JSON's claimed
+ * and measured objects. */
+static void test_verify_fails_a_page_that_reads_more_than_the_claimed_bound(void **state)
+{
+    fixture *f = *state;
+    seed_ok(f);
+    S.mode = FAKE_READS_MORE;
+    S.mode_pattern = "customer-orders";
+    kp_verify_options o = verify_options(f);
+    kp_verify_report r;
+    kp_error err;
+    run_verify(f, &o, &r, -1, &err);
+    assert_int_equal(err.code, KP_ERR_CHECK);
+    const kp_verify_pattern *p = pattern_report(&r, "customer-orders");
+    assert_false(p->is_pass);
+    assert_false(p->has_difference); /* the answers agree; what was read does not */
+    assert_true(p->is_bound_exceeded);
+    assert_int_equal(p->page_items_max, 500);
+    assert_non_null(strstr(p->note, "read 500 items; the plan's bound for a page is 50"));
+    /* the other patterns read what they claim and pass */
+    for (size_t i = 0; i < r.pattern_count; i++)
+        if (strcmp(r.patterns[i].pattern->name, "customer-orders") != 0 && !r.patterns[i].is_skipped)
+            assert_true(r.patterns[i].is_pass);
+    cJSON *json = kp_verify_report_to_json(&r);
+    const cJSON *pj = NULL;
+    cJSON_ArrayForEach(pj, cJSON_GetObjectItemCaseSensitive(json, "patterns"))
+        if (strcmp(cJSON_GetObjectItemCaseSensitive(pj, "name")->valuestring, "customer-orders") == 0) break;
+    assert_non_null(pj);
+    const cJSON *claimed = cJSON_GetObjectItemCaseSensitive(pj, "claimed");
+    const cJSON *measured = cJSON_GetObjectItemCaseSensitive(pj, "measured");
+    assert_int_equal((int)cJSON_GetObjectItemCaseSensitive(claimed, "items_read_max")->valuedouble, 50);
+    assert_int_equal((int)cJSON_GetObjectItemCaseSensitive(measured, "items_read_max")->valuedouble, 500);
+    assert_int_equal((int)cJSON_GetObjectItemCaseSensitive(measured, "bytes_read_max")->valuedouble, 100000);
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(pj, "claims_hold")));
+    cJSON_Delete(json);
+    kp_verify_report_free(&r);
+}
+
 static void test_verify_refuses_a_target_left_by_interrupted_writes(void **state)
 {
     fixture *f = *state;
@@ -1184,6 +1237,7 @@ int main(void)
         T(test_verify_fails_on_an_extra_page),
         T(test_verify_accepts_an_empty_last_page_with_a_continuation),
         T(test_verify_reports_measured_requests_that_differ_from_the_claim),
+        T(test_verify_fails_a_page_that_reads_more_than_the_claimed_bound),
         T(test_verify_refuses_a_target_left_by_interrupted_writes),
         T(test_junit_output_is_well_formed_with_one_case_per_pattern),
         T(test_verify_writes_then_undoes_them_exactly),
