@@ -29,6 +29,8 @@ typedef struct link_list {
 struct kp_fetched {
     kp_frec **records;
     size_t record_count, record_cap;
+    size_t *by_key;             /* open addressing on (entity, key values): record index + 1 */
+    size_t key_cap;
     kp_frec **roots;
     size_t root_count, root_cap;
     link_list *links;           /* open addressing on (edge, parent) */
@@ -53,6 +55,7 @@ void kp_fetched_free(kp_fetched *f)
         free(f->records[i]);
     }
     free(f->records);
+    free(f->by_key);
     free(f->roots);
     for (size_t i = 0; i < f->link_cap; i++) free(f->links[i].items);
     free(f->links);
@@ -97,13 +100,57 @@ static int same_key(const kp_entity *e, const cJSON *a, const cJSON *b)
     return 1;
 }
 
+/* A hash of a record's identity that equal keys share (kp_data_compare: numbers by value,
+ * so a number hashes its value, never its text). */
+static uint64_t key_hash(const kp_entity *e, const cJSON *object)
+{
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)e->index;
+    for (size_t k = 0; k < e->key_count; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(object, e->key[k]->name);
+        h = (h ^ (uint64_t)(k + 1)) * 1099511628211ULL;
+        if (cJSON_IsString(v)) {
+            for (const char *c = v->valuestring; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+        } else if (cJSON_IsNumber(v) || cJSON_IsRaw(v)) {
+            double d = cJSON_IsRaw(v) ? strtod(v->valuestring, NULL) : v->valuedouble;
+            if (d == 0) d = 0; /* -0 and 0 */
+            uint64_t bits;
+            memcpy(&bits, &d, sizeof bits);
+            h = (h ^ bits) * 1099511628211ULL;
+        } else if (v) {
+            h = (h ^ (uint64_t)v->type) * 1099511628211ULL;
+        }
+    }
+    return h;
+}
+
+static int rehash(kp_fetched *f)
+{
+    size_t cap = f->key_cap ? f->key_cap * 2 : 64;
+    size_t *slots = calloc(cap, sizeof *slots);
+    if (!slots) return -1;
+    for (size_t i = 0; i < f->record_count; i++) {
+        size_t j = (size_t)(key_hash(f->records[i]->entity, f->records[i]->object) & (cap - 1));
+        while (slots[j]) j = (j + 1) & (cap - 1);
+        slots[j] = i + 1;
+    }
+    free(f->by_key);
+    f->by_key = slots;
+    f->key_cap = cap;
+    return 0;
+}
+
 kp_frec *kp_fetched_add(kp_fetched *f, const kp_entity *entity, cJSON *object)
 {
-    for (size_t i = 0; i < f->record_count; i++)
-        if (f->records[i]->entity == entity && same_key(entity, f->records[i]->object, object)) {
+    /* the same record read twice (two paths, two pages) is one record: found by its key */
+    if ((f->record_count + 1) * 2 > f->key_cap && rehash(f)) { cJSON_Delete(object); return NULL; }
+    size_t j = (size_t)(key_hash(entity, object) & (f->key_cap - 1));
+    for (; f->by_key[j]; j = (j + 1) & (f->key_cap - 1)) {
+        kp_frec *r = f->records[f->by_key[j] - 1];
+        if (r->entity == entity && same_key(entity, r->object, object)) {
             cJSON_Delete(object);
-            return f->records[i];
+            return r;
         }
+    }
     kp_frec *r = malloc(sizeof *r);
     if (!r) { cJSON_Delete(object); return NULL; }
     r->entity = entity;
@@ -113,6 +160,7 @@ kp_frec *kp_fetched_add(kp_fetched *f, const kp_entity *entity, cJSON *object)
         free(r);
         return NULL;
     }
+    f->by_key[j] = f->record_count;
     return r;
 }
 

@@ -25,8 +25,8 @@
 
 const char cmd_run_help[] =
     "usage: keyplan run MODEL --db LIST --data DIR --out DIR [--target DB=ENDPOINT]... [--prefix P]\n"
-    "                   [--mix NAME] [--samples N] [--seed N] [--write-ops N] [--force] [--scale F]\n"
-    "                   [--dry-run] [--insecure] [--quiet]\n\n"
+    "                   [--mix NAME] [--samples N] [--pages N] [--seed N] [--write-ops N] [--force]\n"
+    "                   [--scale F] [--dry-run] [--insecure] [--quiet]\n\n"
     "The design-review gate, for CI: checks the model, compares the designs (cost, risks,\n"
     "recommendation), then for each database seeds the recommended design with the data\n"
     "and verifies every access pattern and every write (verify --writes, undone at the\n"
@@ -40,7 +40,8 @@ const char cmd_run_help[] =
     "  --target DB=URL    where a database listens (repeatable); default: the environment\n"
     "  --prefix P         prefix every table, collection and keyspace created\n"
     "  --mix NAME         the workload mix the comparison leads with\n"
-    "  --samples N        parameter sets per pattern (default 20)\n"
+    "  --samples N        anchors per pattern at most (default 2000; verify --samples)\n"
+    "  --pages N          pages walked per anchor at most (default: to the last page)\n"
     "  --seed N           the draw's seed (default: from the clock, printed)\n"
     "  --write-ops N      operations replayed per write pattern (default 3)\n"
     "  --force            replace a target seeded with another model, data or design\n"
@@ -115,19 +116,20 @@ static void write_markdown(FILE *f, const kp_model *model, run_db *dbs, size_t n
 int cmd_run(int argc, char **argv)
 {
     enum { O_DB = 1, O_DATA, O_OUT, O_TARGET, O_PREFIX, O_MIX, O_SAMPLES, O_SEED, O_WRITE_OPS, O_FORCE, O_SCALE, O_DRY, O_INSECURE,
-           O_QUIET };
+           O_QUIET, O_PAGES };
     static const struct option options[] = {
         {"db", required_argument, NULL, O_DB},           {"data", required_argument, NULL, O_DATA},
         {"out", required_argument, NULL, O_OUT},         {"target", required_argument, NULL, O_TARGET},
         {"prefix", required_argument, NULL, O_PREFIX},   {"mix", required_argument, NULL, O_MIX},
         {"samples", required_argument, NULL, O_SAMPLES}, {"seed", required_argument, NULL, O_SEED},
+        {"pages", required_argument, NULL, O_PAGES},
         {"write-ops", required_argument, NULL, O_WRITE_OPS}, {"force", no_argument, NULL, O_FORCE},
         {"scale", required_argument, NULL, O_SCALE},     {"dry-run", no_argument, NULL, O_DRY},
         {"insecure", no_argument, NULL, O_INSECURE},     {"quiet", no_argument, NULL, O_QUIET},
         {NULL, 0, NULL, 0}};
     kp_live_args args = {.verb = "run", .needs_data = 1};
     const char *out_dir = NULL, *mix_name = NULL;
-    double samples = 0, write_ops = 0, seed = -1;
+    double samples = 0, write_ops = 0, seed = -1, pages = 0;
     int force = 0, dry_run = 0, quiet = 0, c;
     kp_error err;
     optind = 1;
@@ -141,11 +143,11 @@ int cmd_run(int argc, char **argv)
             break;
         case O_PREFIX: args.prefix = optarg; break;
         case O_MIX: mix_name = optarg; break;
-        case O_SAMPLES: case O_WRITE_OPS: {
-            double *slot = c == O_SAMPLES ? &samples : &write_ops;
+        case O_SAMPLES: case O_WRITE_OPS: case O_PAGES: {
+            double *slot = c == O_SAMPLES ? &samples : c == O_PAGES ? &pages : &write_ops;
             if (kp_cli_parse_double(optarg, slot) || *slot < 1 || *slot > 100000) {
                 fprintf(stderr, "keyplan run: error: %s takes a whole number from 1 to 100000, not '%s'\n",
-                        c == O_SAMPLES ? "--samples" : "--write-ops", optarg);
+                        c == O_SAMPLES ? "--samples" : c == O_PAGES ? "--pages" : "--write-ops", optarg);
                 return KP_EXIT_INPUT;
             }
             break;
@@ -240,7 +242,7 @@ int cmd_run(int argc, char **argv)
         }
         if (dry_run) { d->is_pass = d->design->defect_count == 0; continue; }
         kp_verify_options vo = {.model = live.model, .data = live.data, .design = d->design, .backend = d->backend,
-                                .target = &live.targets[i], .samples = (int)samples, .seed = draw_seed, .writes = 1,
+                                .target = &live.targets[i], .samples = (int)samples, .max_pages = (int)pages, .seed = draw_seed, .writes = 1,
                                 .write_ops = (int)write_ops, .progress = quiet ? NULL : stderr,
                                 .interrupted = &kp_live_interrupted};
         rc = kp_verify_run(&vo, &d->verify, &err);

@@ -20,14 +20,17 @@
 
 const char cmd_verify_help[] =
     "usage: keyplan verify MODEL --db LIST --data DIR [--target DB=ENDPOINT]... [--prefix P]\n"
-    "                      [--samples N] [--seed N] [--pages N] [--writes] [--write-ops N]\n"
+    "                      [--samples N | --exhaustive] [--seed N] [--pages N] [--writes] [--write-ops N]\n"
     "                      [--format text|json] [--junit FILE] [--candidate NAME]\n"
     "                      [--scale F] [--dry-run] [--insecure] [--quiet]\n\n"
     "Runs every access pattern against a target seeded by `keyplan seed` and compares the\n"
     "response, page by page, with the answer keyplan's oracle computes from the same\n"
-    "data: same values, same order. Parameters are drawn from the data (existing keys,\n"
-    "spread by the pattern's skew); --seed makes the draw reproducible and is always\n"
-    "printed. A difference is reported as a JSON path with the expected and actual\n"
+    "data: same values, same order, every page to the last. Each pattern is checked from\n"
+    "anchors — records of its root entity, each giving one set of parameters drawn from\n"
+    "the data: every record when the root has at most 2,000 (--samples), else 2,000 of\n"
+    "them (the hot keys the skew predicts and an even spread over the key order); with\n"
+    "--exhaustive, every record. --seed makes the draws reproducible and is always\n"
+    "printed; the summary states the coverage. A difference is reported as a JSON path with the expected and actual\n"
     "values. What each pattern costs on the server must be what the plan claims: the\n"
     "round trips (and requests, when exact) of a first page equal the claim, and no page\n"
     "may send more requests or read more items or bytes than the plan's bound for a\n"
@@ -41,9 +44,10 @@ const char cmd_verify_help[] =
     "  --data DIR         the sample data the target was seeded with\n"
     "  --target DB=URL    where a database listens (repeatable); default: the environment\n"
     "  --prefix P         the prefix the target was seeded with\n"
-    "  --samples N        parameter sets per pattern (default 20)\n"
+    "  --samples N        anchors per pattern at most (default 2000); above: stratified\n"
+    "  --exhaustive       every record of every pattern's root is an anchor, whatever their number\n"
     "  --seed N           seed of the draws (default: from the clock; printed)\n"
-    "  --pages N          pages walked per parameter set at most (default 5)\n"
+    "  --pages N          pages walked per anchor at most (default: to the last page)\n"
     "  --writes           also replay write patterns, then undo them\n"
     "  --write-ops N      operations per write pattern (default 3)\n"
     "  --format FORMAT    text (default) or json (docs/output.md \"verify\")\n"
@@ -72,7 +76,8 @@ static int parse_count(const char *option, const char *arg, long lo, long hi, lo
     return 0;
 }
 
-static void print_dry_run(FILE *out, const kp_design *design, int samples, int pages, int writes, int write_ops)
+static void print_dry_run(FILE *out, const kp_design *design, int samples, int exhaustive, int pages, int writes,
+                          int write_ops)
 {
     fprintf(out, "dry run: verify would check design '%s' on %s; nothing is touched\n", design->candidate,
             design->backend ? design->backend->name : "?");
@@ -80,12 +85,17 @@ static void print_dry_run(FILE *out, const kp_design *design, int samples, int p
     for (size_t i = 0; i < design->plan_count; i++)
         if (design->plans[i].pattern && (int)strlen(design->plans[i].pattern->name) > w)
             w = (int)strlen(design->plans[i].pattern->name);
-    fprintf(out, "  %-*s %8s %6s %9s %6s\n", w, "pattern", "samples", "pages", "requests", "steps");
+    char anchors[32], walk[32];
+    if (exhaustive) snprintf(anchors, sizeof anchors, "all");
+    else snprintf(anchors, sizeof anchors, "<= %d", samples);
+    if (pages > 0) snprintf(walk, sizeof walk, "<= %d", pages);
+    else snprintf(walk, sizeof walk, "all");
+    fprintf(out, "  %-*s %8s %6s %9s %6s %12s\n", w, "pattern", "anchors", "pages", "requests", "steps", "items max");
     for (size_t i = 0; i < design->plan_count; i++) {
         const kp_plan *p = &design->plans[i];
         if (!p->pattern) continue;
-        fprintf(out, "  %-*s %8d %6d %9g %6d%s\n", w, p->pattern->name, samples, pages, p->requests,
-                p->sequential_steps, p->is_scan ? "  (scan)" : "");
+        fprintf(out, "  %-*s %8s %6s %9g %6d %12.0f%s\n", w, p->pattern->name, anchors, walk, p->requests,
+                p->sequential_steps, p->items_max > p->items ? p->items_max : p->items, p->is_scan ? "  (scan)" : "");
     }
     if (writes)
         for (size_t i = 0; i < design->write_plan_count; i++)
@@ -96,7 +106,7 @@ static void print_dry_run(FILE *out, const kp_design *design, int samples, int p
 int cmd_verify(int argc, char **argv)
 {
     enum { O_DB = 1, O_DATA, O_TARGET, O_PREFIX, O_SAMPLES, O_SEED, O_PAGES, O_WRITES, O_WRITE_OPS, O_FORMAT, O_JUNIT,
-           O_CANDIDATE, O_SCALE, O_DRY, O_INSECURE, O_QUIET };
+           O_CANDIDATE, O_SCALE, O_DRY, O_INSECURE, O_QUIET, O_EXHAUSTIVE };
     static const struct option options[] = {
         {"db", required_argument, NULL, O_DB},           {"data", required_argument, NULL, O_DATA},
         {"target", required_argument, NULL, O_TARGET},   {"prefix", required_argument, NULL, O_PREFIX},
@@ -106,12 +116,12 @@ int cmd_verify(int argc, char **argv)
         {"junit", required_argument, NULL, O_JUNIT},     {"candidate", required_argument, NULL, O_CANDIDATE},
         {"scale", required_argument, NULL, O_SCALE},     {"dry-run", no_argument, NULL, O_DRY},
         {"insecure", no_argument, NULL, O_INSECURE},     {"quiet", no_argument, NULL, O_QUIET},
-        {NULL, 0, NULL, 0}};
+        {"exhaustive", no_argument, NULL, O_EXHAUSTIVE}, {NULL, 0, NULL, 0}};
     static const char *const formats[] = {"text", "json", NULL};
     kp_live_args args = {.verb = "verify", .needs_data = 1};
-    long samples = 20, pages = 5, write_ops = 3;
+    long samples = KP_VERIFY_ANCHORS, pages = 0, write_ops = 3;
     uint64_t seed = 0;
-    int has_seed = 0, writes = 0, format = 0, dry_run = 0, quiet = 0, c;
+    int has_seed = 0, writes = 0, format = 0, dry_run = 0, quiet = 0, exhaustive = 0, c;
     const char *junit = NULL, *candidate = NULL;
     kp_error err;
     optind = 1;
@@ -124,7 +134,8 @@ int cmd_verify(int argc, char **argv)
             break;
         case O_PREFIX: args.prefix = optarg; break;
         case O_SAMPLES: if (parse_count("--samples", optarg, 1, 100000, &samples)) return KP_EXIT_INPUT; break;
-        case O_PAGES: if (parse_count("--pages", optarg, 1, 1000, &pages)) return KP_EXIT_INPUT; break;
+        case O_PAGES: if (parse_count("--pages", optarg, 1, 1000000, &pages)) return KP_EXIT_INPUT; break;
+        case O_EXHAUSTIVE: exhaustive = 1; break;
         case O_WRITE_OPS: if (parse_count("--write-ops", optarg, 1, 1000, &write_ops)) return KP_EXIT_INPUT; break;
         case O_SEED: {
             char *end;
@@ -199,7 +210,7 @@ int cmd_verify(int argc, char **argv)
             continue;
         }
         if (dry_run) {
-            print_dry_run(stdout, design, (int)samples, (int)pages, writes, (int)write_ops);
+            print_dry_run(stdout, design, (int)samples, exhaustive, (int)pages, writes, (int)write_ops);
             kp_design_list_free(&designs);
             continue;
         }
@@ -221,7 +232,7 @@ int cmd_verify(int argc, char **argv)
             }
         }
         kp_verify_options verify_options = {.model = live.model, .data = live.data, .design = design, .backend = backend,
-                                     .target = &live.targets[i], .conn = conn, .samples = (int)samples, .seed = seed,
+                                     .target = &live.targets[i], .conn = conn, .samples = (int)samples, .is_exhaustive = exhaustive, .seed = seed,
                                      .max_pages = (int)pages, .writes = writes, .write_ops = (int)write_ops,
                                      .progress = quiet ? NULL : stderr, .interrupted = &kp_live_interrupted};
         kp_verify_report *report = &reports[done_count];

@@ -1325,6 +1325,12 @@ double kp_shape_limit_max(const kp_shape *s)
     return s->limit > 0 ? (double)s->limit : 0;
 }
 
+double kp_shape_offset_max(const kp_shape *s)
+{
+    if (!s || s->page != KP_PAGE_OFFSET || !s->offset_param) return 0;
+    return cJSON_IsNumber(s->offset_param->max) ? s->offset_param->max->valuedouble : -1;
+}
+
 double kp_shape_items_max(const kp_shape *s, const kp_rel *last)
 {
     double n = last && last->fanout ? last->fanout->max : 1;

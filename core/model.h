@@ -460,6 +460,9 @@ double kp_shape_limit_max(const kp_shape *shape);
 /* The most elements a $each/$count node yields for one parent: its $expect max, else the
  * last hop's fan-out max (1 without either), capped by kp_shape_limit_max. */
 double kp_shape_items_max(const kp_shape *shape, const kp_rel *last);
+/* The most items an offset-paged shape skips: its offset parameter's declared max; -1
+ * when the offset is unbounded; 0 when the shape is not offset-paged. */
+double kp_shape_offset_max(const kp_shape *shape);
 double kp_write_skew(const kp_model *model, const kp_write *write);
 
 /* The parsed model as JSON (for `check --format json`), with "schema_version".

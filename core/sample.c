@@ -306,7 +306,29 @@ nomem:
     return kp_error_set(d->err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
 }
 
+size_t kp_sample_anchor_count(kp_sampler *s, const kp_entity *entity)
+{
+    zipf_cache *c = cache_for(s, entity, 0);
+    return c ? c->count : 0;
+}
+
+static int params_from(kp_sampler *s, const kp_pattern *pattern, const kp_record *anchor, kp_params **out, kp_error *err);
+
 int kp_sample_params(kp_sampler *s, const kp_pattern *pattern, kp_params **out, kp_error *err)
+{
+    double skew = kp_pattern_skew(kp_dataset_model(s->ds), pattern);
+    return params_from(s, pattern, kp_sample_record(s, pattern->root, skew), out, err);
+}
+
+int kp_sample_params_at(kp_sampler *s, const kp_pattern *pattern, size_t rank, kp_params **out, kp_error *err)
+{
+    /* the key order does not depend on the skew: the cache is rebuilt only when it changes */
+    zipf_cache *c = cache_for(s, pattern->root, kp_pattern_skew(kp_dataset_model(s->ds), pattern));
+    const kp_record *anchor = c && rank < c->count ? c->sorted[rank] : NULL;
+    return params_from(s, pattern, anchor, out, err);
+}
+
+static int params_from(kp_sampler *s, const kp_pattern *pattern, const kp_record *anchor, kp_params **out, kp_error *err)
 {
     *out = NULL;
     draw d;
@@ -316,8 +338,7 @@ int kp_sample_params(kp_sampler *s, const kp_pattern *pattern, kp_params **out, 
     d.err = err;
     d.params = kp_params_new();
     if (!d.params) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
-    double skew = kp_pattern_skew(kp_dataset_model(s->ds), pattern);
-    d.anchor = kp_sample_record(s, pattern->root, skew);
+    d.anchor = anchor;
     int rc = 0;
     for (size_t i = 0; i < pattern->where_count && rc == 0; i++) rc = bind_cond(&d, &pattern->where[i], d.anchor);
     if (rc == 0) rc = walk(&d, pattern->returns, pattern->is_root_set ? NULL : d.anchor);

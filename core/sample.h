@@ -45,4 +45,10 @@ kp_record *kp_sample_record(kp_sampler *sampler, const kp_entity *entity, double
  * (KP_ERR_DATA) when a required parameter cannot be drawn. */
 int kp_sample_params(kp_sampler *sampler, const kp_pattern *pattern, kp_params **out, kp_error *err);
 
+/* How many records an entity has: the anchors a pattern rooted there can start from. */
+size_t kp_sample_anchor_count(kp_sampler *sampler, const kp_entity *entity);
+/* The same as kp_sample_params with a chosen anchor: the pattern's root record of rank
+ * `rank` in key order (0 is the first key, the hottest under a Zipf skew). */
+int kp_sample_params_at(kp_sampler *sampler, const kp_pattern *pattern, size_t rank, kp_params **out, kp_error *err);
+
 #endif

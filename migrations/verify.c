@@ -281,6 +281,8 @@ int kp_verify_sample(kp_vctx *v, const kp_pattern *p, const kp_params *params, k
         kp_oracle_result_free(&expected);
         kp_result_free(&actual);
     }
+    /* the page limit stopped a walk that had pages left */
+    if (rc == 0 && measure && backend_page && v->max_pages != INT_MAX) measure->is_cut = 1;
     free(oracle_token);
     free(backend_page);
     return rc;
@@ -342,6 +344,55 @@ static const kp_plan *plan_of(const kp_design *d, const kp_pattern *p)
     return NULL;
 }
 
+/* The ranks (in key order) of the anchors a pattern is checked from: all of them up to
+ * the cap (or with --exhaustive); above it a quarter from the hottest ranks (the skew's
+ * first keys; none without skew) and the rest evenly spread over the remaining ranks from
+ * a seeded offset. A root without records gives one anchor (rank 0, none): the draw then
+ * says whether the pattern can be checked at all. NULL when out of memory. */
+static size_t *choose_anchors(kp_vctx *v, const kp_pattern *p, size_t total, size_t *count)
+{
+    size_t cap = (size_t)v->samples;
+    size_t n = total == 0 ? 1 : v->o->is_exhaustive || total <= cap ? total : cap;
+    size_t *ranks = malloc(n * sizeof *ranks);
+    *count = ranks ? n : 0;
+    if (!ranks) return NULL;
+    if (n == total || total == 0) {
+        for (size_t i = 0; i < n; i++) ranks[i] = i;
+        return ranks;
+    }
+    double skew = kp_pattern_skew(v->o->model, p);
+    size_t hot = skew > 0 ? n / 4 : 0, k = 0;
+    for (; k < hot; k++) ranks[k] = k;
+    size_t rest = n - hot, span = total - hot;
+    uint64_t h = v->o->seed ^ 0x9e3779b97f4a7c15ULL;
+    for (const char *c = p->name; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    double step = (double)span / (double)rest, offset = (double)(h % 1000003) / 1000003.0 * step;
+    for (size_t i = 0; i < rest; i++) {
+        size_t r = hot + (size_t)(offset + step * (double)i);
+        ranks[k++] = r < total ? r : total - 1;
+    }
+    return ranks;
+}
+
+/* Adds a parameter set's hash to an open-addressed set of `cap` slots (more than twice
+ * the sets it will hold); *is_new says whether it was absent. -1 when out of memory. */
+static int remember(uint64_t *set, size_t cap, const kp_params *params, int *is_new)
+{
+    cJSON *json = kp_params_to_json(params);
+    char *text = json ? cJSON_PrintUnformatted(json) : NULL;
+    cJSON_Delete(json);
+    if (!text) return -1;
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *c = text; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    cJSON_free(text);
+    if (h == 0) h = 1;
+    size_t i = (size_t)(h % cap);
+    while (set[i] && set[i] != h) i = (i + 1) % cap;
+    *is_new = set[i] == 0;
+    set[i] = h;
+    return 0;
+}
+
 static int check_pattern(kp_vctx *v, size_t index, kp_error *err)
 {
     const kp_pattern *p = v->o->model->patterns[index];
@@ -363,23 +414,34 @@ static int check_pattern(kp_vctx *v, size_t index, kp_error *err)
     v->latency_count = 0;
     kp_sampler *sampler = NULL;
     if (kp_verify_sampler(v, p->name, &sampler, err)) return -1;
-    int rc = 0;
-    for (int s = 1; s <= v->samples && rc == 0; s++) {
+    /* a pattern without parameters asks one question whatever the anchor: one anchor */
+    size_t total = p->param_count == 0 ? 1 : kp_sample_anchor_count(sampler, p->root), count = 0;
+    size_t *ranks = choose_anchors(v, p, total, &count);
+    uint64_t *seen = calloc(count * 2 + 2, sizeof *seen);
+    int rc = ranks && seen ? 0 : nomem(err);
+    vp->anchors_total = (long)total;
+    vp->is_stratified = count < total;
+    for (size_t a = 0; a < count && rc == 0; a++) {
         if (v->o->interrupted && *v->o->interrupted) {
             rc = kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "interrupted");
             break;
         }
-        kp_verify_progress(v, "  verifying %s: sample %d/%d", p->name, s, v->samples);
+        kp_verify_progress(v, "  verifying %s: anchor %zu/%zu", p->name, a + 1, count);
         kp_params *params = NULL;
         kp_error draw_err;
-        if (kp_sample_params(sampler, p, &params, &draw_err)) {
+        if (kp_sample_params_at(sampler, p, ranks[a], &params, &draw_err)) {
             if (draw_err.code != KP_ERR_DATA) { *err = draw_err; rc = -1; break; }
             vp->is_skipped = 1;
             snprintf(vp->note, sizeof vp->note, "not checked: %.480s", draw_err.message);
             break;
         }
+        vp->anchors++;
+        /* an anchor that gives a parameter set already checked adds nothing */
+        int is_new = 0;
+        if (remember(seen, count * 2 + 2, params, &is_new)) { kp_params_free(params); rc = nomem(err); break; }
+        if (!is_new) { kp_params_free(params); continue; }
         kp_verify_difference diff;
-        int r = kp_verify_sample(v, p, params, vp, s, &diff, err);
+        int r = kp_verify_sample(v, p, params, vp, vp->samples + 1, &diff, err);
         kp_params_free(params);
         if (r < 0) { rc = -1; break; }
         vp->samples++;
@@ -389,6 +451,8 @@ static int check_pattern(kp_vctx *v, size_t index, kp_error *err)
             else kp_verify_difference_free(&diff);
         }
     }
+    free(ranks);
+    free(seen);
     kp_sampler_free(sampler);
     if (v->latency_count) {
         qsort(v->latencies, v->latency_count, sizeof *v->latencies, compare_doubles);
@@ -451,6 +515,8 @@ static void print_summary(kp_vctx *v, int rc, const kp_error *err)
     if (r->patterns_skipped) fprintf(out, ", %d not checked", r->patterns_skipped);
     if (r->writes) fprintf(out, "; writes %d/%zu passed%s", r->writes_passed, r->write_count,
                            r->is_undone ? ", undone" : ", NOT undone");
+    fprintf(out, "; coverage %ld of %ld anchors, walked to the end: %s", r->anchors, r->anchors_total,
+            r->is_walked_to_end ? "yes" : "no");
     fprintf(out, "; %ld requests; seed %llu; %.1f s", r->requests, (unsigned long long)r->seed, r->seconds);
     if (rc && err->code != KP_ERR_CHECK) fprintf(out, " (stopped: %s)", err->message);
     fputc('\n', out);
@@ -468,14 +534,15 @@ int kp_verify_run(const kp_verify_options *o, kp_verify_report *r, kp_error *err
     v.design = o->design;
     v.data = o->data;
     v.r = r;
-    v.samples = o->samples > 0 ? o->samples : 20;
-    v.max_pages = o->max_pages > 0 ? o->max_pages : 5;
+    v.samples = o->samples > 0 ? o->samples : KP_VERIFY_ANCHORS;
+    v.max_pages = o->max_pages > 0 ? o->max_pages : INT_MAX;
     v.is_tty = o->progress && isatty(fileno(o->progress));
     r->backend = v.b->name;
     r->design = o->design->candidate;
     r->seed = o->seed;
     r->samples = v.samples;
-    r->max_pages = v.max_pages;
+    r->max_pages = o->max_pages > 0 ? o->max_pages : 0;
+    r->is_exhaustive = o->is_exhaustive;
     r->writes = o->writes;
     r->write_ops = o->write_ops > 0 ? o->write_ops : 3;
     r->pattern_count = o->model->pattern_count;
@@ -522,8 +589,12 @@ int kp_verify_run(const kp_verify_options *o, kp_verify_report *r, kp_error *err
                 snprintf(vp->note, sizeof vp->note, "not checked: the run stopped before this pattern: %.400s", err->message);
         }
     }
+    r->is_walked_to_end = 1;
     for (size_t i = 0; i < r->pattern_count; i++) {
         const kp_verify_pattern *vp = &r->patterns[i];
+        r->anchors += vp->anchors;
+        r->anchors_total += vp->is_skipped ? 0 : vp->anchors_total;
+        if (vp->is_cut) r->is_walked_to_end = 0;
         if (vp->is_skipped) r->patterns_skipped++;
         else if (vp->is_pass) r->patterns_passed++;
         else r->patterns_failed++;

@@ -2,13 +2,19 @@
  * verify.h — proving a seeded target answers every access pattern exactly as the
  * model declares, and costs what the plan claims (`keyplan verify`).
  *
- * Reads. For each access pattern, `samples` parameter sets are drawn from the data
- * (core/sample.h: an anchor record of the root entity chosen with the pattern's Zipf
- * skew; the sampler of pattern P is seeded with a mix of --seed and P's name, so one
- * pattern's draws do not depend on the others). For each set, the oracle's answer and
- * the backend's are walked page by page — the oracle with its own token, the backend
+ * Reads: coverage. Each access pattern is checked from anchors — records of its root
+ * entity, each giving one parameter set (core/sample.h: root conditions from the anchor,
+ * the rest from records reached from it, drawn with a generator seeded with a mix of
+ * --seed and the pattern's name, so one pattern's draws do not depend on the others).
+ * Every record of the root is an anchor once when there are at most `samples` of them
+ * (KP_VERIFY_ANCHORS by default) or with `is_exhaustive`; above that the anchors are
+ * stratified: a quarter are the hottest keys the pattern's skew predicts (the first
+ * ranks in key order), the rest spread evenly over the key order from a seeded offset.
+ * Anchors that give a parameter set already checked are not sent again (a listing
+ * without parameters runs once). For each set, the oracle's answer and the backend's are
+ * walked page by page to the last page — the oracle with its own token, the backend
  * with its own continuation; tokens are never compared, and members of the response
- * that hold a token are set to null on both sides before comparing — at most
+ * that hold a token are set to null on both sides before comparing — or to
  * `max_pages` pages:
  *   - the two pages' contents must be equal (kp_json_diff below);
  *   - when the oracle has a next page, the backend must have one too;
@@ -58,6 +64,9 @@
 #include "core/error.h"
 #include "core/model.h"
 
+/* Anchors a pattern is checked from by default: all of them up to this many. */
+#define KP_VERIFY_ANCHORS 2000
+
 typedef struct kp_verify_options {
     const kp_model *model;
     kp_dataset *data;               /* the oracle's data: --writes changes it and restores it */
@@ -65,9 +74,10 @@ typedef struct kp_verify_options {
     const kp_backend *backend;      /* NULL: design->backend */
     const kp_target *target;        /* connect to it (ignored when conn is given) */
     kp_conn *conn;                  /* an open connection to use (not closed); NULL: connect */
-    int samples;                    /* parameter sets per pattern; 0: 20 */
+    int samples;                    /* anchors per pattern at most; 0: KP_VERIFY_ANCHORS */
+    int is_exhaustive;              /* every anchor of every pattern, whatever their number */
     uint64_t seed;                  /* drives every draw; printed by the CLI */
-    int max_pages;                  /* pages walked per sample; 0: 5 */
+    int max_pages;                  /* pages walked per anchor; 0: to the last page */
     int writes;                     /* also replay write patterns, then undo them */
     int write_ops;                  /* operations per write pattern; 0: 3 */
     FILE *progress;                 /* a live line when a TTY, and the final summary line; NULL: silent */
@@ -89,7 +99,11 @@ typedef struct kp_verify_pattern {
     const kp_pattern *pattern;
     int is_pass;
     int is_skipped;                 /* nothing to draw parameters from (reason in note) */
-    int samples, samples_failed;
+    int samples, samples_failed;    /* distinct parameter sets run, and those that differed */
+    long anchors;                   /* root records the parameter sets were drawn from */
+    long anchors_total;             /* root records there are */
+    int is_stratified;              /* more than the cap: the hot keys and an even spread */
+    int is_cut;                     /* a walk stopped at max_pages with pages left */
     long pages, requests, items_returned;
     long items_read;                /* items / documents / rows the server read (-1: not measured) */
     long bytes_read;                /* their bytes as the database sizes them (-1: not measured) */
@@ -129,7 +143,10 @@ typedef struct kp_verify_report {
     const char *backend;
     const char *design;
     uint64_t seed;
-    int samples, max_pages, write_ops;
+    int samples, max_pages, write_ops;  /* max_pages 0: to the last page */
+    int is_exhaustive;
+    long anchors, anchors_total;    /* over every pattern checked */
+    int is_walked_to_end;           /* no walk stopped at max_pages with pages left */
     int writes;                     /* --writes was asked */
     kp_verify_pattern *patterns;    /* model order */
     size_t pattern_count;

@@ -23,19 +23,26 @@ static void range(int lo, int hi, char *buf, size_t size)
 
 void kp_verify_report_print(FILE *out, const kp_verify_report *r)
 {
-    fprintf(out, "verify: design '%s' on %s — seed %llu, %d samples per pattern, at most %d pages each\n", r->design,
-            r->backend, (unsigned long long)r->seed, r->samples, r->max_pages);
+    char pages[48] = "every page to the last";
+    if (r->max_pages > 0) snprintf(pages, sizeof pages, "at most %d pages each", r->max_pages);
+    char anchors[64] = "every anchor";
+    if (!r->is_exhaustive) snprintf(anchors, sizeof anchors, "every anchor up to %d per pattern", r->samples);
+    fprintf(out, "verify: design '%s' on %s — seed %llu, %s, %s\n", r->design, r->backend, (unsigned long long)r->seed,
+            anchors, pages);
     int w = 7;
     for (size_t i = 0; i < r->pattern_count; i++)
         if ((int)strlen(r->patterns[i].pattern->name) > w) w = (int)strlen(r->patterns[i].pattern->name);
     for (size_t i = 0; i < r->write_count; i++)
         if ((int)strlen(r->write_results[i].write->name) > w) w = (int)strlen(r->write_results[i].write->name);
-    fprintf(out, "  %-*s %-9s %9s %6s %9s %8s %6s %8s %15s %17s %8s %8s %8s\n", w, "pattern", "result", "samples", "pages",
+    fprintf(out, "  %-*s %-9s %11s %9s %6s %9s %8s %6s %8s %15s %17s %8s %8s %8s\n", w, "pattern", "result", "anchors",
+            "queries", "pages",
             "requests", "claimed", "steps", "claimed", "items read/max", "KB read/max", "p50 ms", "p95 ms", "p99 ms");
     for (size_t i = 0; i < r->pattern_count; i++) {
         const kp_verify_pattern *p = &r->patterns[i];
         char samples[32], req[32], steps[32], claimed_req[32] = "-", claimed_steps[32] = "-";
         snprintf(samples, sizeof samples, "%d/%d", p->samples - p->samples_failed, p->samples);
+        char cover[48];
+        snprintf(cover, sizeof cover, "%ld/%ld%s", p->anchors, p->anchors_total, p->is_stratified ? "*" : "");
         range(p->first_requests_min, p->first_requests_max, req, sizeof req);
         range(p->first_steps_min, p->first_steps_max, steps, sizeof steps);
         if (p->claimed_requests >= 0) {
@@ -47,8 +54,8 @@ void kp_verify_report_print(FILE *out, const kp_verify_report *r)
         if (p->items_read >= 0 && p->pages) snprintf(items, sizeof items, "%ld/%.0f", p->page_items_max, p->bound_items);
         if (p->bytes_read >= 0 && p->pages)
             snprintf(kb, sizeof kb, "%.1f/%.1f", (double)p->page_bytes_max / 1024, p->bound_bytes / 1024);
-        fprintf(out, "  %-*s %-9s %9s %6ld %9s %8s %6s %8s %15s %17s %8.2f %8.2f %8.2f\n", w, p->pattern->name,
-                pattern_result(p), samples, p->pages, req, claimed_req, steps, claimed_steps, items, kb, p->p50_ms, p->p95_ms,
+        fprintf(out, "  %-*s %-9s %11s %9s %6ld %9s %8s %6s %8s %15s %17s %8.2f %8.2f %8.2f\n", w, p->pattern->name,
+                pattern_result(p), cover, samples, p->pages, req, claimed_req, steps, claimed_steps, items, kb, p->p50_ms, p->p95_ms,
                 p->p99_ms);
         if (p->has_difference && p->difference.message) fprintf(out, "      %s\n", p->difference.message);
         if (p->note[0]) fprintf(out, "      %s\n", p->note);
@@ -67,6 +74,8 @@ void kp_verify_report_print(FILE *out, const kp_verify_report *r)
         }
         fprintf(out, "  undo: %s\n", r->undo_note[0] ? r->undo_note : r->is_undone ? "nothing to undo" : "not done");
     }
+    fprintf(out, "  coverage: %ld of %ld anchors (* stratified: the hot keys and an even spread over the key order); "
+            "walked to the end: %s\n", r->anchors, r->anchors_total, r->is_walked_to_end ? "yes" : "no (--pages)");
     if (r->stopped[0]) fprintf(out, "  stopped before checking everything: %s\n", r->stopped);
     fprintf(out, "  %zu patterns: %d passed, %d failed, %d not checked", r->pattern_count, r->patterns_passed,
             r->patterns_failed, r->patterns_skipped);
@@ -107,7 +116,15 @@ cJSON *kp_verify_report_to_json(const kp_verify_report *r)
     if (r->stopped[0]) cJSON_AddStringToObject(o, "stopped", r->stopped);
     cJSON_AddNumberToObject(o, "seed", (double)r->seed);
     cJSON_AddNumberToObject(o, "samples", r->samples);
-    cJSON_AddNumberToObject(o, "max_pages", r->max_pages);
+    if (r->max_pages > 0) cJSON_AddNumberToObject(o, "max_pages", r->max_pages);
+    else cJSON_AddNullToObject(o, "max_pages");
+    cJSON *cov = cJSON_AddObjectToObject(o, "coverage");
+    if (cov) {
+        cJSON_AddBoolToObject(cov, "exhaustive", r->is_exhaustive);
+        cJSON_AddNumberToObject(cov, "anchors", (double)r->anchors);
+        cJSON_AddNumberToObject(cov, "anchors_total", (double)r->anchors_total);
+        cJSON_AddBoolToObject(cov, "walked_to_end", r->is_walked_to_end);
+    }
     cJSON *patterns = cJSON_AddArrayToObject(o, "patterns");
     for (size_t i = 0; patterns && i < r->pattern_count; i++) {
         const kp_verify_pattern *p = &r->patterns[i];
@@ -116,6 +133,10 @@ cJSON *kp_verify_report_to_json(const kp_verify_report *r)
         cJSON_AddStringToObject(x, "name", p->pattern->name);
         cJSON_AddStringToObject(x, "result", p->is_skipped ? "skipped" : p->is_pass ? "pass" : "fail");
         cJSON_AddNumberToObject(x, "samples", p->samples);
+        cJSON_AddNumberToObject(x, "anchors", (double)p->anchors);
+        cJSON_AddNumberToObject(x, "anchors_total", (double)p->anchors_total);
+        cJSON_AddBoolToObject(x, "stratified", p->is_stratified);
+        cJSON_AddBoolToObject(x, "walked_to_end", !p->is_cut);
         cJSON_AddNumberToObject(x, "samples_failed", p->samples_failed);
         cJSON_AddNumberToObject(x, "pages", (double)p->pages);
         cJSON *req = cJSON_AddObjectToObject(x, "requests");

@@ -389,7 +389,8 @@ static int check_anchors(kp_vctx *v, wgen *g, kp_verify_write *vw, const anchors
 static int check_all(kp_vctx *v, kp_verify_write *vw, kp_error *err)
 {
     const kp_model *m = v->o->model;
-    int samples = v->samples / 5 > 2 ? v->samples / 5 : 2;
+    /* a fifth of the anchors a pattern is checked from, between 2 and 4 */
+    int samples = v->samples / 5 > 4 ? 4 : v->samples / 5 > 2 ? v->samples / 5 : 2;
     for (size_t pi = 0; pi < m->pattern_count; pi++) {
         const kp_pattern *p = m->patterns[pi];
         char name[300];

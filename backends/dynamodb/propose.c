@@ -1371,6 +1371,13 @@ static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fe
     if (f->kind == DDB_QUERY && !f->rel && s && s->is_root_set && f->expected > per_max && !kp_shape_limit_max(s)) per_max = f->expected;
     if (per_max < per) per_max = per;
     if (reads_whole && whole_max > per_max) per_max = whole_max;
+    if (f->kind == DDB_QUERY && !reads_whole && kp_shape_offset_max(s) != 0) {
+        /* offset paging reads the skipped items before the page (request.c): at most the
+         * offset's max more, and never more than the whole key range */
+        double all = f->rel && f->rel->fanout ? f->rel->fanout->max : (f->whole > 0 ? f->whole : per_max);
+        double skip = kp_shape_offset_max(s);
+        per_max = skip < 0 || per_max + skip > all ? (all > per_max ? all : per_max) : per_max + skip;
+    }
     if (f->kind == DDB_QUERY && f->shards > 1 && !reads_whole) {
         /* scatter-gather: every shard's Query reads up to a page, the client merges them */
         double each = f->whole > 0 ? f->whole / f->shards : per;

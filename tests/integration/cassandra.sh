@@ -81,7 +81,7 @@ for entry in "${examples[@]}"; do
     if counts_match "$work/seed.json" "$ks"; then ok "$name: an independent count finds every row transform made, in every table"
     else bad "$name: an independent count differs from what transform made"; fi
     if "$keyplan" verify "$model" --db cassandra --data "$data" --scale "$scale" "${target[@]}" --prefix "$prefix" \
-        --samples 5 --seed "$seed" --writes --junit "$work/$name.xml" >"$work/verify.out" 2>&1; then
+        --samples 5 --pages 5 --seed "$seed" --writes --junit "$work/$name.xml" >"$work/verify.out" 2>&1; then
         ok "$name: every pattern and write verified, claims met ($(grep -c '<testcase' "$work/$name.xml") cases)"
     else
         bad "$name: verify"; cat "$work/verify.out"

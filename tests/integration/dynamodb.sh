@@ -67,7 +67,7 @@ for entry in "${examples[@]}"; do
     if [[ $got == "$records" ]]; then ok "$name: an independent read-back finds the $records items transform produced"
     else bad "$name: an independent read-back found $got items, expected $records"; fi
     if "$keyplan" verify "$model" --db dynamodb --data "$data" --scale "$scale" "${target[@]}" --prefix "$prefix" \
-        --samples 5 --seed "$seed" --writes --junit "$work/$name.xml" >"$work/verify.out" 2>&1; then
+        --samples 5 --pages 5 --seed "$seed" --writes --junit "$work/$name.xml" >"$work/verify.out" 2>&1; then
         ok "$name: every pattern and write verified ($(grep -c '<testcase' "$work/$name.xml") cases)"
     else
         bad "$name: verify"; cat "$work/verify.out"
@@ -100,7 +100,7 @@ PY
     [[ $? == 0 ]] && ok "wrong-type: every workspace's activeProjects rewritten as a string, read back independently" ||
         bad "wrong-type: could not rewrite activeProjects"
     "$keyplan" verify "$model" --db dynamodb --data "$data" --scale 0.001 "${target[@]}" --prefix "$prefix" \
-        --samples 5 --seed 1 >"$work/wrongtype.out" 2>&1
+        --samples 5 --pages 5 --seed 1 >"$work/wrongtype.out" 2>&1
     vrc=$?
     if [[ $vrc == 1 ]] && grep -q 'activeProjects' "$work/wrongtype.out" && grep -q 'wrong type' "$work/wrongtype.out" &&
        grep -q 'list-projects-newest' "$work/wrongtype.out"; then

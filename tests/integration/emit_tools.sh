@@ -185,7 +185,7 @@ TABLES+=("${VPREFIX}saas-control-plane")
 "$KEYPLAN" seed "$saas_model" --db dynamodb --data "$WORK/saas-data" --target "dynamodb=$ENDPOINT" --prefix "$VPREFIX" \
     --scale 0.0005 >"$WORK/seed.log" 2>&1 || { tail -n 20 "$WORK/seed.log" >&2; kp_die "keyplan seed failed (above)"; }
 KP_TRACE_REQUESTS=1 "$KEYPLAN" verify "$saas_model" --db dynamodb --data "$WORK/saas-data" --target "dynamodb=$ENDPOINT" \
-    --prefix "$VPREFIX" --scale 0.0005 --seed 5 --samples 10 >"$WORK/verify.log" 2>"$WORK/trace.txt" ||
+    --prefix "$VPREFIX" --scale 0.0005 --seed 5 --samples 10 --pages 5 >"$WORK/verify.log" 2>"$WORK/trace.txt" ||
     { tail -n 20 "$WORK/verify.log" "$WORK/trace.txt" >&2; kp_die "keyplan verify failed on the SaaS example (above)"; }
 result=$($CHECK match "$WORK/trace.txt" "$WORK/saas-v/dynamodb/requests") ||
     kp_die "keyplan verify sent a Query that no request file of the SaaS example describes (above)"

@@ -62,7 +62,7 @@ status=$?
 [[ $status -ne 0 ]] && ok "dynamodb: teardown refuses the foreign table (exit $status): $(grep -m1 error "$work/td.out")" || { bad "dynamodb: teardown of a foreign table succeeded"; cat "$work/td.out"; }
 [[ $(scan) == "$before" ]] && ok "dynamodb: after teardown the foreign table holds exactly its 3 items" || bad "dynamodb: teardown changed the foreign table"
 
-"$keyplan" verify "$model" "${common[@]}" --writes --samples 2 --seed 1 >"$work/verify.out" 2>&1
+"$keyplan" verify "$model" "${common[@]}" --writes --samples 2 --pages 5 --seed 1 >"$work/verify.out" 2>&1
 status=$?
 [[ $status -ne 0 ]] && ok "dynamodb: verify --writes refuses a table keyplan did not seed (exit $status)" || bad "dynamodb: verify --writes ran on a foreign table"
 [[ $(scan) == "$before" ]] && ok "dynamodb: after verify --writes the foreign table holds exactly its 3 items" || bad "dynamodb: verify --writes changed the foreign table"

@@ -42,7 +42,7 @@ prefix=gate-$$-
     bad "generate saas-control-plane"
 status=0
 "$keyplan" run "$model" --db all --scale "$scale" --data "$work/saas-data" --out "$work/saas-out" --prefix "$prefix" \
-    --seed "$seed" --samples 3 --quiet "${targets[@]}" >"$work/saas.stdout" 2>"$work/saas.stderr" || status=$?
+    --seed "$seed" --samples 3 --pages 5 --quiet "${targets[@]}" >"$work/saas.stdout" 2>"$work/saas.stderr" || status=$?
 if [[ $status -eq 0 ]]; then
     ok "run saas-control-plane --db all exits 0"
 else
@@ -83,7 +83,7 @@ fi
 # the gate's own --writes are undone: a verify (read-only) of the same target still passes
 status=0
 "$keyplan" verify "$model" --db all --scale "$scale" --data "$work/saas-data" --prefix "$prefix" --seed "$seed" \
-    --samples 3 --quiet "${targets[@]}" >"$work/saas-verify.out" 2>&1 || status=$?
+    --samples 3 --pages 5 --quiet "${targets[@]}" >"$work/saas-verify.out" 2>&1 || status=$?
 [[ $status -eq 0 ]] && ok "after the gate the seeded targets still verify (its writes were undone)" ||
     { bad "verify after the gate exited $status"; tail -10 "$work/saas-verify.out"; }
 "$keyplan" teardown "$model" --db all --scale "$scale" --prefix "$prefix" "${targets[@]}" >/dev/null 2>&1 ||
@@ -95,7 +95,7 @@ prefix=gate-am-$$-
 "$keyplan" generate "$model" --scale "$scale" --seed "$seed" --out "$work/am-data" >/dev/null 2>&1 || bad "generate auction-mixes"
 status=0
 "$keyplan" run "$model" --db dynamodb --scale "$scale" --data "$work/am-data" --out "$work/am-out" --prefix "$prefix" \
-    --seed "$seed" --samples 2 --quiet --target "dynamodb=$ddb" >"$work/am.stdout" 2>"$work/am.stderr" || status=$?
+    --seed "$seed" --samples 2 --pages 5 --quiet --target "dynamodb=$ddb" >"$work/am.stdout" 2>"$work/am.stderr" || status=$?
 [[ $status -eq 1 ]] && ok "run auction-mixes --db dynamodb exits 1 (a defect)" || bad "run auction-mixes --db dynamodb exited $status, not 1"
 if python3 - "$work/am-out" >"$work/am.check" 2>&1 <<'EOF'; then
 import json, sys, os

@@ -65,7 +65,7 @@ for entry in "${examples[@]}"; do
     if counts_match "$work/seed.json" "$name" "$prefix"; then ok "$name: an independent count finds every document transform made, in every collection"
     else bad "$name: an independent count differs from what transform made"; fi
     if "$keyplan" verify "$model" --db mongodb --data "$data" --scale "$scale" "${target[@]}" --prefix "$prefix" \
-        --samples 5 --seed "$seed" --writes --junit "$work/$name.xml" >"$work/verify.out" 2>&1; then
+        --samples 5 --pages 5 --seed "$seed" --writes --junit "$work/$name.xml" >"$work/verify.out" 2>&1; then
         ok "$name: every pattern and write verified ($(grep -c '<testcase' "$work/$name.xml") cases)"
     else
         bad "$name: verify"; cat "$work/verify.out"

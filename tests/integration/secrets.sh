@@ -86,7 +86,7 @@ for db in dynamodb mongodb cassandra; do
     common=(--db "$db" --data "$out/data" --scale "$scale" --prefix "$prefix" "${t[@]}")
     run "$db-seed" 0 seed "$model" "${common[@]}" --format json
     run "$db-seed-again" 0 seed "$model" "${common[@]}"
-    run "$db-verify" 0 verify "$model" "${common[@]}" --seed 3 --samples 3 --writes --junit "$out/$db-junit.xml" --format json
+    run "$db-verify" 0 verify "$model" "${common[@]}" --seed 3 --samples 3 --pages 5 --writes --junit "$out/$db-junit.xml" --format json
     run "$db-verify-dry-run" 0 verify "$model" "${common[@]}" --dry-run
     run "$db-teardown" 0 teardown "$model" --db "$db" --scale "$scale" --prefix "$prefix" "${t[@]}"
 done
@@ -96,7 +96,7 @@ run compare 0 compare "$model" --format json
 run compare-md 0 compare "$model" --format md
 run compare-html 0 compare "$model" --format html
 run gate 0 run "$model" --db all --data "$out/data" --scale "$scale" --prefix "${prefix}gate-" --out "$out/gate" \
-    --seed 3 --samples 2 --target "dynamodb=$ddb" --target cassandra=127.0.0.1:19042
+    --seed 3 --samples 2 --pages 5 --target "dynamodb=$ddb" --target cassandra=127.0.0.1:19042
 run gate-teardown 0 teardown "$model" --db all --scale "$scale" --prefix "${prefix}gate-" --target "dynamodb=$ddb" \
     --target cassandra=127.0.0.1:19042
 

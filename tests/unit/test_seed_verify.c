@@ -760,12 +760,44 @@ static void test_verify_passes_when_the_target_answers_like_the_oracle(void **st
     assert_int_equal(r.patterns_passed + r.patterns_skipped, (int)f->model->pattern_count);
     assert_true(r.patterns_passed >= (int)f->model->pattern_count - 1);
     const kp_verify_pattern *p = pattern_report(&r, "customer-orders");
-    assert_int_equal(p->samples, 20);
-    assert_true(p->pages > 20); /* c1 has two pages of orders */
+    /* every customer is an anchor once (4 of them, fewer than the cap), every page walked */
+    assert_int_equal(p->anchors_total, 4);
+    assert_int_equal(p->anchors, 4);
+    assert_false(p->is_stratified);
+    assert_int_equal(p->samples, 4);
+    assert_true(p->pages > 4); /* c1 has two pages of orders */
+    assert_false(p->is_cut);
+    assert_true(r.is_walked_to_end);
     assert_int_equal(p->first_requests_min, 1);
     assert_int_equal(p->first_steps_max, 1);
     assert_true(p->p99_ms >= p->p50_ms);
     assert_int_equal(S.marker_writes, marker_writes); /* verify only reads */
+    kp_verify_report_free(&r);
+
+    /* a cap below the anchors: stratified, the coverage says so; one page each is cut short */
+    o.samples = 2;
+    o.max_pages = 1;
+    run_verify(f, &o, &r, 0, &err);
+    p = pattern_report(&r, "customer-orders");
+    assert_int_equal(p->anchors_total, 4);
+    assert_int_equal(p->anchors, 2);
+    assert_true(p->is_stratified);
+    if (p->is_cut) assert_false(r.is_walked_to_end);
+    cJSON *json = kp_verify_report_to_json(&r);
+    char *text = cJSON_PrintUnformatted(json);
+    assert_non_null(strstr(text, "\"coverage\":{\"exhaustive\":false,"));
+    free(text);
+    cJSON_Delete(json);
+    kp_verify_report_free(&r);
+
+    /* --exhaustive: every anchor whatever the cap */
+    o.is_exhaustive = 1;
+    o.max_pages = 0;
+    run_verify(f, &o, &r, 0, &err);
+    p = pattern_report(&r, "customer-orders");
+    assert_int_equal(p->anchors, 4);
+    assert_false(p->is_stratified);
+    assert_true(r.is_walked_to_end);
     kp_verify_report_free(&r);
 }
 
