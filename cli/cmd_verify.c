@@ -22,7 +22,7 @@ const char cmd_verify_help[] =
     "usage: keyplan verify MODEL --db LIST --data DIR [--target DB=ENDPOINT]... [--prefix P]\n"
     "                      [--samples N | --exhaustive] [--seed N] [--pages N] [--writes] [--write-ops N]\n"
     "                      [--format text|json] [--junit FILE] [--candidate NAME]\n"
-    "                      [--scale F] [--dry-run] [--insecure] [--quiet]\n\n"
+    "                      [--scale F] [--no-read-back] [--dry-run] [--insecure] [--quiet]\n\n"
     "Runs every access pattern against a target seeded by `keyplan seed` and compares the\n"
     "response, page by page, with the answer keyplan's oracle computes from the same\n"
     "data: same values, same order, every page to the last. Each pattern is checked from\n"
@@ -30,7 +30,9 @@ const char cmd_verify_help[] =
     "the data: every record when the root has at most 2,000 (--samples), else 2,000 of\n"
     "them (the hot keys the skew predicts and an even spread over the key order); with\n"
     "--exhaustive, every record. --seed makes the draws reproducible and is always\n"
-    "printed; the summary states the coverage. A difference is reported as a JSON path with the expected and actual\n"
+    "printed; the summary states the coverage. Every container is then read back and\n"
+    "compared with what the data makes (count and content), so an item changed, deleted\n"
+    "or added where no pattern looks fails too. A difference is reported as a JSON path with the expected and actual\n"
     "values. What each pattern costs on the server must be what the plan claims: the\n"
     "round trips (and requests, when exact) of a first page equal the claim, and no page\n"
     "may send more requests or read more items or bytes than the plan's bound for a\n"
@@ -54,6 +56,7 @@ const char cmd_verify_help[] =
     "  --junit FILE       also write JUnit XML (one test case per pattern and write)\n"
     "  --candidate NAME   the design to verify (default: the one the target's marker names)\n"
     "  --scale F          the --scale the target was seeded with\n"
+    "  --no-read-back     do not read every container back (each is scanned)\n"
     "  --dry-run          print what would be checked, with the plans' claims; touch nothing\n"
     "  --insecure         do not verify TLS certificates (warned)\n"
     "  --quiet            no progress line and no summary line\n\n"
@@ -106,7 +109,7 @@ static void print_dry_run(FILE *out, const kp_design *design, int samples, int e
 int cmd_verify(int argc, char **argv)
 {
     enum { O_DB = 1, O_DATA, O_TARGET, O_PREFIX, O_SAMPLES, O_SEED, O_PAGES, O_WRITES, O_WRITE_OPS, O_FORMAT, O_JUNIT,
-           O_CANDIDATE, O_SCALE, O_DRY, O_INSECURE, O_QUIET, O_EXHAUSTIVE };
+           O_CANDIDATE, O_SCALE, O_DRY, O_INSECURE, O_QUIET, O_EXHAUSTIVE, O_NO_READ_BACK };
     static const struct option options[] = {
         {"db", required_argument, NULL, O_DB},           {"data", required_argument, NULL, O_DATA},
         {"target", required_argument, NULL, O_TARGET},   {"prefix", required_argument, NULL, O_PREFIX},
@@ -116,12 +119,13 @@ int cmd_verify(int argc, char **argv)
         {"junit", required_argument, NULL, O_JUNIT},     {"candidate", required_argument, NULL, O_CANDIDATE},
         {"scale", required_argument, NULL, O_SCALE},     {"dry-run", no_argument, NULL, O_DRY},
         {"insecure", no_argument, NULL, O_INSECURE},     {"quiet", no_argument, NULL, O_QUIET},
-        {"exhaustive", no_argument, NULL, O_EXHAUSTIVE}, {NULL, 0, NULL, 0}};
+        {"exhaustive", no_argument, NULL, O_EXHAUSTIVE}, {"no-read-back", no_argument, NULL, O_NO_READ_BACK},
+        {NULL, 0, NULL, 0}};
     static const char *const formats[] = {"text", "json", NULL};
     kp_live_args args = {.verb = "verify", .needs_data = 1};
     long samples = KP_VERIFY_ANCHORS, pages = 0, write_ops = 3;
     uint64_t seed = 0;
-    int has_seed = 0, writes = 0, format = 0, dry_run = 0, quiet = 0, exhaustive = 0, c;
+    int has_seed = 0, writes = 0, format = 0, dry_run = 0, quiet = 0, exhaustive = 0, no_read_back = 0, c;
     const char *junit = NULL, *candidate = NULL;
     kp_error err;
     optind = 1;
@@ -136,6 +140,7 @@ int cmd_verify(int argc, char **argv)
         case O_SAMPLES: if (parse_count("--samples", optarg, 1, 100000, &samples)) return KP_EXIT_INPUT; break;
         case O_PAGES: if (parse_count("--pages", optarg, 1, 1000000, &pages)) return KP_EXIT_INPUT; break;
         case O_EXHAUSTIVE: exhaustive = 1; break;
+        case O_NO_READ_BACK: no_read_back = 1; break;
         case O_WRITE_OPS: if (parse_count("--write-ops", optarg, 1, 1000, &write_ops)) return KP_EXIT_INPUT; break;
         case O_SEED: {
             char *end;
@@ -232,7 +237,7 @@ int cmd_verify(int argc, char **argv)
             }
         }
         kp_verify_options verify_options = {.model = live.model, .data = live.data, .design = design, .backend = backend,
-                                     .target = &live.targets[i], .conn = conn, .samples = (int)samples, .is_exhaustive = exhaustive, .seed = seed,
+                                     .target = &live.targets[i], .conn = conn, .samples = (int)samples, .is_exhaustive = exhaustive, .no_read_back = no_read_back, .seed = seed,
                                      .max_pages = (int)pages, .writes = writes, .write_ops = (int)write_ops,
                                      .progress = quiet ? NULL : stderr, .interrupted = &kp_live_interrupted};
         kp_verify_report *report = &reports[done_count];

@@ -467,6 +467,77 @@ static int check_pattern(kp_vctx *v, size_t index, kp_error *err)
     return rc;
 }
 
+/* ---- the containers: read back against what the data predicts ------------------------------------- */
+
+static kp_verify_container *container_entry(kp_verify_report *r, const char *name)
+{
+    for (size_t i = 0; i < r->container_count; i++)
+        if (strcmp(r->containers[i].name, name) == 0) return &r->containers[i];
+    kp_verify_container *bigger = realloc(r->containers, (r->container_count + 1) * sizeof *bigger);
+    if (!bigger) return NULL;
+    r->containers = bigger;
+    kp_verify_container *c = &r->containers[r->container_count];
+    memset(c, 0, sizeof *c);
+    c->name = strdup(name);
+    if (!c->name) return NULL;
+    r->container_count++;
+    return c;
+}
+
+static int check_containers(kp_vctx *v, kp_error *err)
+{
+    kp_verify_report *r = v->r;
+    const kp_model *m = v->o->model;
+    uint64_t *sums = NULL;
+    size_t sum_cap = 0;
+    kp_item_list items = {0};
+    int rc = 0;
+    kp_verify_progress(v, "  reading every container back");
+    for (size_t e = 0; e < m->entity_count && rc == 0; e++) {
+        size_t n = 0;
+        kp_record *const *records = kp_dataset_records(v->data, m->entities[e], &n);
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            kp_item_list_clear(&items);
+            if (v->b->transform(v->design, v->data, records[i], &items, err)) { rc = -1; break; }
+            for (size_t k = 0; k < items.count; k++) {
+                kp_verify_container *c = container_entry(r, items.items[k].container);
+                if (!c) { rc = nomem(err); break; }
+                size_t at = (size_t)(c - r->containers);
+                if (at >= sum_cap) {
+                    size_t cap = at + 16;
+                    uint64_t *bigger = realloc(sums, cap * sizeof *bigger);
+                    if (!bigger) { rc = nomem(err); break; }
+                    memset(bigger + sum_cap, 0, (cap - sum_cap) * sizeof *bigger);
+                    sums = bigger;
+                    sum_cap = cap;
+                }
+                c->items_expected++;
+                if (v->b->item_checksum) sums[at] ^= v->b->item_checksum(items.items[k].body);
+            }
+        }
+    }
+    kp_item_list_free(&items);
+    kp_readback rb = {0};
+    if (rc == 0 && v->b->read_back(v->conn, v->design, &rb, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; rc = -1; }
+    for (size_t i = 0; rc == 0 && i < rb.count; i++)
+        if (!container_entry(r, rb.entries[i].container)) rc = nomem(err);
+    for (size_t i = 0; rc == 0 && i < r->container_count; i++) {
+        kp_verify_container *c = &r->containers[i];
+        const kp_readback_entry *got = NULL;
+        for (size_t k = 0; k < rb.count && !got; k++)
+            if (strcmp(rb.entries[k].container, c->name) == 0) got = &rb.entries[k];
+        c->items = got ? got->items : 0;
+        c->is_content_checked = v->b->item_checksum != NULL;
+        uint64_t want = i < sum_cap ? sums[i] : 0;
+        c->is_match = c->items == c->items_expected && (!c->is_content_checked || (got ? got->checksum : 0) == want);
+        if (!c->is_match) r->containers_failed++;
+    }
+    r->is_read_back = rc == 0;
+    kp_readback_free(&rb);
+    free(sums);
+    return rc;
+}
+
 /* ---- the run ------------------------------------------------------------------------------------- */
 
 static int check_marker(kp_vctx *v, const kp_target_state *state, kp_error *err)
@@ -500,6 +571,8 @@ void kp_verify_report_free(kp_verify_report *r)
     for (size_t i = 0; i < r->write_count; i++) kp_verify_difference_free(&r->write_results[i].difference);
     free(r->patterns);
     free(r->write_results);
+    for (size_t i = 0; i < r->container_count; i++) free(r->containers[i].name);
+    free(r->containers);
     memset(r, 0, sizeof *r);
 }
 
@@ -513,6 +586,9 @@ static void print_summary(kp_vctx *v, int rc, const kp_error *err)
             r->pattern_count);
     if (r->patterns_failed) fprintf(out, ", %d failed", r->patterns_failed);
     if (r->patterns_skipped) fprintf(out, ", %d not checked", r->patterns_skipped);
+    if (r->is_read_back)
+        fprintf(out, "; containers %zu/%zu as the data predicts", r->container_count - (size_t)r->containers_failed,
+                r->container_count);
     if (r->writes) fprintf(out, "; writes %d/%zu passed%s", r->writes_passed, r->write_count,
                            r->is_undone ? ", undone" : ", NOT undone");
     fprintf(out, "; coverage %ld of %ld anchors, walked to the end: %s", r->anchors, r->anchors_total,
@@ -569,6 +645,7 @@ int kp_verify_run(const kp_verify_options *o, kp_verify_report *r, kp_error *err
         reached = i + 1;
         rc = check_pattern(&v, i, err);
     }
+    if (rc == 0 && !o->no_read_back) rc = check_containers(&v, err);
     if (rc == 0 && o->writes) rc = kp_verify_writes(&v, err);
 
     /* a run that stopped (server trouble, an interrupt) checked nothing after that point:
@@ -604,15 +681,18 @@ int kp_verify_run(const kp_verify_options *o, kp_verify_report *r, kp_error *err
         else r->writes_failed++;
     }
     r->seconds = now_seconds() - started;
-    if (rc == 0 && (r->patterns_failed || r->writes_failed)) {
+    if (rc == 0 && (r->patterns_failed || r->writes_failed || r->containers_failed)) {
         const char *first = NULL;
         for (size_t i = 0; i < r->pattern_count && !first; i++)
             if (!r->patterns[i].is_pass && !r->patterns[i].is_skipped) first = r->patterns[i].pattern->name;
         for (size_t i = 0; i < r->write_count && !first; i++)
             if (!r->write_results[i].is_pass) first = r->write_results[i].write->name;
-        rc = kp_error_set(err, KP_ERR_CHECK, NULL, 0, 0, "verification failed on %s: %d pattern%s and %d write%s did not "
-                          "match the model (first: '%s'); see the report", v.b->name, r->patterns_failed,
-                          r->patterns_failed == 1 ? "" : "s", r->writes_failed, r->writes_failed == 1 ? "" : "s",
+        for (size_t i = 0; i < r->container_count && !first; i++)
+            if (!r->containers[i].is_match) first = r->containers[i].name;
+        rc = kp_error_set(err, KP_ERR_CHECK, NULL, 0, 0, "verification failed on %s: %d pattern%s, %d write%s and %d "
+                          "container%s did not match the model and the data (first: '%s'); see the report", v.b->name,
+                          r->patterns_failed, r->patterns_failed == 1 ? "" : "s", r->writes_failed,
+                          r->writes_failed == 1 ? "" : "s", r->containers_failed, r->containers_failed == 1 ? "" : "s",
                           first ? first : "?");
     }
     if (rc && err->code != KP_ERR_CHECK) snprintf(r->stopped, sizeof r->stopped, "%s", err->message);

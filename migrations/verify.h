@@ -30,6 +30,12 @@
  * stay within the plan's bounds for a page (kp_plan requests_max, items_max,
  * bytes_max). A claim that does not hold fails the pattern ("Prove it").
  *
+ * Containers. After the patterns, every container is read back (backend read_back: its
+ * items and an order-independent checksum of their content) and compared with what
+ * transform makes of the data: an item changed, deleted or added behind keyplan's back
+ * fails the container even where no pattern reads it (a partition no pattern asks for,
+ * a column no pattern returns). Skipped with `no_read_back` (each container is scanned).
+ *
  * Writes (`writes`). For each write pattern, `write_ops` operations are generated
  * (existing keys for `where`, fresh records for inserts with foreign keys pointing at
  * existing records, fresh values for `set`, 1 for increments), applied to the oracle's
@@ -76,6 +82,7 @@ typedef struct kp_verify_options {
     kp_conn *conn;                  /* an open connection to use (not closed); NULL: connect */
     int samples;                    /* anchors per pattern at most; 0: KP_VERIFY_ANCHORS */
     int is_exhaustive;              /* every anchor of every pattern, whatever their number */
+    int no_read_back;               /* skip reading every container back (a scan of each) */
     uint64_t seed;                  /* drives every draw; printed by the CLI */
     int max_pages;                  /* pages walked per anchor; 0: to the last page */
     int writes;                     /* also replay write patterns, then undo them */
@@ -139,6 +146,15 @@ typedef struct kp_verify_write {
     char note[512];
 } kp_verify_write;
 
+/* What a container holds against what the data predicts (the read-back check). */
+typedef struct kp_verify_container {
+    char *name;                     /* without the prefix */
+    long items_expected;            /* the items transform makes of the data */
+    long items;                     /* what read_back counted */
+    int is_content_checked;         /* the backend gives checksums (item_checksum) */
+    int is_match;                   /* same count and, when checked, the same content */
+} kp_verify_container;
+
 typedef struct kp_verify_report {
     const char *backend;
     const char *design;
@@ -147,6 +163,10 @@ typedef struct kp_verify_report {
     int is_exhaustive;
     long anchors, anchors_total;    /* over every pattern checked */
     int is_walked_to_end;           /* no walk stopped at max_pages with pages left */
+    kp_verify_container *containers;/* the read-back check (empty with no_read_back) */
+    size_t container_count;
+    int containers_failed;
+    int is_read_back;               /* the read-back check ran */
     int writes;                     /* --writes was asked */
     kp_verify_pattern *patterns;    /* model order */
     size_t pattern_count;

@@ -10,6 +10,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* One sentence about a container that does not hold what the data predicts. */
+static void container_message(const kp_verify_container *c, char *buf, size_t size)
+{
+    if (c->items != c->items_expected)
+        snprintf(buf, size, "container '%s' holds %ld item%s, the data makes %ld: %s behind keyplan's back", c->name,
+                 c->items, c->items == 1 ? "" : "s", c->items_expected,
+                 c->items > c->items_expected ? "items were added (strays no pattern or design predicts)"
+                                              : "items were deleted");
+    else
+        snprintf(buf, size, "container '%s' holds the %ld items the data makes, but their content differs (checksum): "
+                 "an item was changed behind keyplan's back", c->name, c->items);
+}
+
 static const char *pattern_result(const kp_verify_pattern *p)
 {
     return p->is_skipped ? "unchecked" : p->is_pass ? "pass" : "FAIL";
@@ -74,6 +87,16 @@ void kp_verify_report_print(FILE *out, const kp_verify_report *r)
         }
         fprintf(out, "  undo: %s\n", r->undo_note[0] ? r->undo_note : r->is_undone ? "nothing to undo" : "not done");
     }
+    if (r->is_read_back) {
+        fprintf(out, "  containers: %zu of %zu hold exactly what the data predicts (read back: count and content)\n",
+                r->container_count - (size_t)r->containers_failed, r->container_count);
+        for (size_t i = 0; i < r->container_count; i++) {
+            if (r->containers[i].is_match) continue;
+            char m[600];
+            container_message(&r->containers[i], m, sizeof m);
+            fprintf(out, "      FAIL %s\n", m);
+        }
+    }
     fprintf(out, "  coverage: %ld of %ld anchors (* stratified: the hot keys and an even spread over the key order); "
             "walked to the end: %s\n", r->anchors, r->anchors_total, r->is_walked_to_end ? "yes" : "no (--pages)");
     if (r->stopped[0]) fprintf(out, "  stopped before checking everything: %s\n", r->stopped);
@@ -111,7 +134,7 @@ cJSON *kp_verify_report_to_json(const kp_verify_report *r)
     if (!o) return NULL;
     cJSON_AddStringToObject(o, "database", r->backend);
     cJSON_AddStringToObject(o, "design", r->design);
-    cJSON_AddBoolToObject(o, "passed", r->patterns_failed == 0 && r->writes_failed == 0 &&
+    cJSON_AddBoolToObject(o, "passed", r->patterns_failed == 0 && r->writes_failed == 0 && r->containers_failed == 0 &&
                                            (!r->writes || r->is_undone) && !r->stopped[0]);
     if (r->stopped[0]) cJSON_AddStringToObject(o, "stopped", r->stopped);
     cJSON_AddNumberToObject(o, "seed", (double)r->seed);
@@ -231,6 +254,27 @@ cJSON *kp_verify_report_to_json(const kp_verify_report *r)
             cJSON_AddStringToObject(undo, "note", r->undo_note);
         }
     }
+    if (r->is_read_back) {
+        cJSON *cs = cJSON_AddArrayToObject(o, "containers");
+        for (size_t i = 0; cs && i < r->container_count; i++) {
+            const kp_verify_container *c = &r->containers[i];
+            cJSON *x = cJSON_CreateObject();
+            if (!x) break;
+            cJSON_AddStringToObject(x, "name", c->name);
+            cJSON_AddStringToObject(x, "result", c->is_match ? "pass" : "fail");
+            cJSON_AddNumberToObject(x, "items_expected", (double)c->items_expected);
+            cJSON_AddNumberToObject(x, "items", (double)c->items);
+            cJSON_AddBoolToObject(x, "content_checked", c->is_content_checked);
+            if (!c->is_match) {
+                char m[600];
+                container_message(c, m, sizeof m);
+                cJSON_AddStringToObject(x, "message", m);
+            }
+            cJSON_AddItemToArray(cs, x);
+        }
+    } else {
+        cJSON_AddNullToObject(o, "containers");
+    }
     cJSON *totals = cJSON_AddObjectToObject(o, "totals");
     if (totals) {
         cJSON_AddNumberToObject(totals, "patterns", (double)r->pattern_count);
@@ -294,8 +338,8 @@ int kp_verify_write_junit(FILE *out, const kp_verify_report *const *reports, siz
     int tests = 0, failures = 0, skipped = 0;
     for (size_t k = 0; k < count; k++) {
         const kp_verify_report *r = reports[k];
-        tests += (int)r->pattern_count + (int)r->write_count;
-        failures += r->patterns_failed + r->writes_failed;
+        tests += (int)r->pattern_count + (int)r->write_count + (int)r->container_count;
+        failures += r->patterns_failed + r->writes_failed + r->containers_failed;
         skipped += r->patterns_skipped;
     }
     fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
@@ -308,7 +352,8 @@ int kp_verify_write_junit(FILE *out, const kp_verify_report *const *reports, siz
         fputs("  <testsuite name=\"", out);
         xml_text(out, classname);
         fprintf(out, "\" tests=\"%zu\" failures=\"%d\" skipped=\"%d\" time=\"%.6f\">\n",
-                r->pattern_count + r->write_count, r->patterns_failed + r->writes_failed, r->patterns_skipped,
+                r->pattern_count + r->write_count + r->container_count,
+                r->patterns_failed + r->writes_failed + r->containers_failed, r->patterns_skipped,
                 r->seconds);
         fprintf(out, "    <properties><property name=\"seed\" value=\"%llu\"/><property name=\"samples\" "
                 "value=\"%d\"/><property name=\"max_pages\" value=\"%d\"/></properties>\n",
@@ -328,6 +373,13 @@ int kp_verify_write_junit(FILE *out, const kp_verify_report *const *reports, siz
             snprintf(name, sizeof name, "write:%s", w->write->name);
             const char *message = w->has_difference && w->difference.message ? w->difference.message : w->note;
             junit_case(out, classname, name, 0, w->is_pass, 0, message, w->note);
+        }
+        for (size_t i = 0; i < r->container_count; i++) {
+            const kp_verify_container *c = &r->containers[i];
+            char name[300], m[600] = "";
+            snprintf(name, sizeof name, "container:%s", c->name);
+            if (!c->is_match) container_message(c, m, sizeof m);
+            junit_case(out, classname, name, 0, c->is_match, 0, m, m);
         }
         fputs("  </testsuite>\n", out);
     }

@@ -946,6 +946,45 @@ static void test_verify_fails_a_page_that_reads_more_than_the_claimed_bound(void
     kp_verify_report_free(&r);
 }
 
+/* An item changed behind keyplan's back where no pattern reads fails its container: the
+ * read-back compares every container's count and content with what the data makes. */
+static void test_verify_reads_every_container_back(void **state)
+{
+    fixture *f = *state;
+    seed_ok(f);
+    assert_true(S.count > 1);
+    /* one field of the last item stored, as another client would */
+    cJSON *body = S.items[S.count - 1].body;
+    cJSON_AddStringToObject(body, "touched", "behind keyplan's back");
+    kp_verify_options o = verify_options(f);
+    kp_verify_report r;
+    kp_error err;
+    run_verify(f, &o, &r, -1, &err);
+    assert_int_equal(err.code, KP_ERR_CHECK);
+    assert_true(r.is_read_back);
+    assert_int_equal(r.containers_failed, 1);
+    assert_non_null(strstr(err.message, "1 container"));
+    cJSON *json = kp_verify_report_to_json(&r);
+    char *text = cJSON_PrintUnformatted(json);
+    assert_non_null(strstr(text, "their content differs (checksum)"));
+    assert_non_null(strstr(text, "\"passed\":false"));
+    free(text);
+    cJSON_Delete(json);
+    kp_verify_report_free(&r);
+
+    /* an extra item: the count says so; with no_read_back the check is skipped */
+    cJSON_DeleteItemFromObject(body, "touched");
+    run_verify(f, &o, &r, 0, &err);
+    assert_int_equal(r.containers_failed, 0);
+    kp_verify_report_free(&r);
+    o.no_read_back = 1;
+    cJSON_AddStringToObject(body, "touched", "again");
+    run_verify(f, &o, &r, 0, &err);
+    assert_false(r.is_read_back);
+    assert_int_equal(r.container_count, 0);
+    kp_verify_report_free(&r);
+}
+
 static void test_verify_refuses_a_target_left_by_interrupted_writes(void **state)
 {
     fixture *f = *state;
@@ -1035,7 +1074,10 @@ static void test_junit_output_is_well_formed_with_one_case_per_pattern(void **st
     int testcases, failures;
     char first[600];
     if (xml_check(xml, &testcases, &failures, first, sizeof first)) fail_msg("not well-formed:\n%s", xml);
-    assert_int_equal(testcases, (int)f->model->pattern_count);
+    /* one case per pattern and one per container (the read-back check, all matching) */
+    assert_true(r.container_count > 0);
+    assert_int_equal(r.containers_failed, 0);
+    assert_int_equal(testcases, (int)f->model->pattern_count + (int)r.container_count);
     assert_int_equal(failures, 1);
     assert_non_null(strstr(first, "$.orders[1].total: expected 20.00, actual 0.01"));
     assert_non_null(strstr(xml, "params {&quot;id&quot;:&quot;c1&quot;}"));
@@ -1270,6 +1312,7 @@ int main(void)
         T(test_verify_accepts_an_empty_last_page_with_a_continuation),
         T(test_verify_reports_measured_requests_that_differ_from_the_claim),
         T(test_verify_fails_a_page_that_reads_more_than_the_claimed_bound),
+        T(test_verify_reads_every_container_back),
         T(test_verify_refuses_a_target_left_by_interrupted_writes),
         T(test_junit_output_is_well_formed_with_one_case_per_pattern),
         T(test_verify_writes_then_undoes_them_exactly),
