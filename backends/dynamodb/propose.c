@@ -837,6 +837,28 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
         f->source = DDB_FROM_PARENT;
         f->sk_prefix = join->prefix;
         ddb_entity *target = entity_of(B, r->target);
+        if (!(s && s->kind == KP_SHAPE_COUNT)) {
+            /* the join item holds the target's key only: a base key built from anything else
+             * (a parent's id, an item collection's partition) cannot be asked for */
+            const ddb_placement *tp = &target->placements[0];
+            const kp_attr *missing = NULL;
+            for (int part = 0; part < 2 && !missing; part++) {
+                const ddb_format *fm = part ? &tp->sk : &tp->pk;
+                for (size_t i = 0; i < fm->count && !missing; i++) {
+                    const kp_attr *a = fm->segs[i].attr;
+                    int is_key = !a;
+                    for (size_t k = 0; a && k < r->target->key_count; k++) is_key |= r->target->key[k] == a;
+                    if (!is_key) missing = a;
+                }
+            }
+            if (missing)
+                kp_design_defect(B->d, "'%s' reads %s items from %s join items, but a %s item's key (%s = %s) needs %s.%s, "
+                                       "which the join items do not hold: the plan cannot build the keys it reads; hold a "
+                                       "copy of %s.%s in %s, or key %s by its own key",
+                                 p->name, r->target->name, rel->through->name, r->target->name, tp->index->pk_attr,
+                                 kp_ddb_format_describe(B->arena, &tp->pk), r->target->name, missing->name, r->target->name,
+                                 missing->name, rel->through->name, r->target->name);
+        }
         ddb_fetch *g = new_fetch(B, (s && s->kind == KP_SHAPE_COUNT) ? DDB_COUNT : DDB_BATCH_GET, &target->placements[0], target);
         g->rel = r;
         g->shape = s;

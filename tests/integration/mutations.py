@@ -118,7 +118,7 @@ def changed(v, rng):
     if isinstance(v, datetime.datetime):
         return v + datetime.timedelta(seconds=1)
     if isinstance(v, uuid.UUID):
-        return uuid.uuid4()
+        return uuid.uuid1() if v.version == 1 else uuid.uuid4()  # a timeuuid stays a timeuuid
     if isinstance(v, list):
         return v[:-1] if v else v
     return None
