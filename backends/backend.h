@@ -14,8 +14,10 @@
  * Invariants:
  *  - code outside backends/<db>/ knows a database only through this header; facts
  *    such as size limits are data (kp_limits), never an `if (db == ...)`;
- *  - every number a plan claims (requests, sequential steps, items) is what execute
- *    measures when the data matches the model's expectations, so verify can compare.
+ *  - every number a plan claims (requests, sequential steps, items, bytes) is what execute
+ *    measures when the data matches the model's expectations, and no page exceeds the
+ *    plan's bounds (requests_max, items_max, bytes_max): verify fails it otherwise.
+ *    docs/adding-a-database.md says what a new backend writes.
  */
 #ifndef KP_BACKEND_H
 #define KP_BACKEND_H
@@ -270,7 +272,10 @@ typedef struct kp_result {
     int requests;               /* every request sent */
     int sequential_steps;       /* round trips */
     long items_returned;
-    long items_read;         /* where the server reports it (DynamoDB ScannedCount); -1 if not */
+    long items_read;            /* items / documents / rows the server read for this page (DynamoDB
+                                   ScannedCount and the items a Get returned; the documents a find
+                                   returned; the rows a node sent, a COUNT's rows counted); -1 when
+                                   the backend does not measure it */
     long bytes_read;            /* bytes of the items / documents / rows the server sent, as the
                                    database sizes them (DynamoDB item size, BSON size, CQL row
                                    values); -1 when the backend does not measure it yet */
