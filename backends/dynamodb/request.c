@@ -306,7 +306,10 @@ int64_t kp_ddb_param_int(const kp_params *params, const kp_param *param, int64_t
 int64_t kp_ddb_request_limit(const ddb_request_ctx *c, const ddb_fetch *f)
 {
     const kp_shape *s = f->shape;
-    if (!s || s->kind != KP_SHAPE_EACH || !f->is_server_ordered || f->filter_count) return 0;
+    /* no Limit when what the server returns is filtered afterwards (a FilterExpression, or
+     * conditions the client tests through other records): a cut before the test would
+     * drop matches that lie further on */
+    if (!s || s->kind != KP_SHAPE_EACH || !f->is_server_ordered || f->filter_count || f->is_client_filtered) return 0;
     int64_t limit = s->limit_param ? kp_ddb_param_int(c->params, s->limit_param, s->limit) : s->limit;
     if (limit <= 0) return 0;
     if (s->page == KP_PAGE_OFFSET) limit += kp_ddb_param_int(c->params, s->offset_param, 0);
