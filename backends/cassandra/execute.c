@@ -28,6 +28,7 @@ typedef struct req {
     pair at;                    /* the parent it was sent for */
     cJSON *rows;                /* owned */
     long rows_bytes;            /* the bytes of their cell values */
+    int statics_only;           /* the partition's static columns alone: the parent, no child */
     int done, failed;
     kp_error error;
     uint8_t *paging;            /* more pages: the state */
@@ -49,6 +50,7 @@ typedef struct run {
     char *next_state;           /* "p:<hex>" after this page */
     int requests, max_depth;
     int root_added;             /* the statics' parent is the root */
+    int statics_only;           /* build: the static columns alone (no range, LIMIT 1) */
     long items;
     long items_read;            /* rows the node sent (a COUNT: the rows it counted) */
     long bytes_read;            /* the bytes of their cell values */
@@ -167,7 +169,7 @@ static int build(run *R, const cq_fetch *f, const kp_frec *parent, int bucket, c
     }
     const cq_column *rc_col = f->range_col;
     int range_on_first = 0;
-    if (f->range && rc_col) {
+    if (f->range && rc_col && !R->statics_only) {
         const cJSON *lo = param_value(R, f->range->value.param);
         if (!f->range->value.param) lo = f->range->value.literal;
         if (lo) {
@@ -193,6 +195,11 @@ static int build(run *R, const cq_fetch *f, const kp_frec *parent, int bucket, c
         }
     }
     int64_t limit = f->limit_param ? int_of(param_value(R, f->limit_param), f->limit) : f->limit;
+    if (R->statics_only) {
+        *cql = kp_arena_printf(&R->arena, "%s LIMIT 1", s);
+        *page_size = 0;
+        return 0;
+    }
     const kp_shape *sh = f->shape ? f->shape : NULL;
     if (f->is_root && !sh) sh = NULL;
     if (limit > 0 && sh && sh == R->pattern->paged && sh->page == KP_PAGE_OFFSET)
@@ -249,7 +256,47 @@ static void reqs_free(reqs *Q)
     Q->count = Q->cap = 0;
 }
 
-/* Sends every request of a node (one per parent, bucket, element); answers come later. */
+/* Sends one request of a node: for a parent, a bucket and an element; `statics_only`: the
+ * partition's static columns alone (no clustering range, LIMIT 1). */
+static int send_one(run *R, const cq_fetch *f, reqs *Q, const pair *at, int bucket, const cJSON *el, int statics_only)
+{
+    if (Q->count == Q->cap) {
+        size_t n = Q->cap ? Q->cap * 2 : 16;
+        req **bigger = realloc(Q->items, n * sizeof *bigger);
+        if (!bigger) return nomem(R);
+        Q->items = bigger;
+        Q->cap = n;
+    }
+    const char *cql = NULL;
+    kp_cql_values v = {0};
+    int page_size = 0;
+    R->statics_only = statics_only;
+    int built = build(R, f, at->rec, bucket, el, &cql, &v, &page_size);
+    R->statics_only = 0;
+    if (built) { kp_cql_values_free(&v); return built < 0 ? -1 : 0; }
+    const kp_cql_prepared *prep = NULL;
+    if (kp_cql_prepare(R->client, cql, &prep, R->err)) { kp_cql_values_free(&v); return -1; }
+    req *q = calloc(1, sizeof *q);   /* its address is the callback's: never moved */
+    if (!q) { kp_cql_values_free(&v); return nomem(R); }
+    Q->items[Q->count++] = q;
+    q->at = *at;
+    q->statics_only = statics_only;
+    kp_cql_params params = {0};
+    params.page_size = page_size > 0 ? page_size : 5000;
+    if (f->is_paged && R->page_state && !statics_only) {
+        params.paging_state = R->page_state;
+        params.paging_state_len = R->page_state_len;
+    }
+    int rc = kp_cql_execute_async(R->client, prep, &v, &params, on_rows, q, R->err);
+    kp_cql_values_free(&v);
+    if (rc == 0) R->requests++;
+    else q->done = 1;
+    return rc;
+}
+
+/* Sends every request of a node (one per parent, bucket, element); answers come later. A
+ * parent read from static columns under a clustering range also gets its statics alone,
+ * in the same round trip: a range that holds no row still finds the parent. */
 static int select_start(run *R, const cq_fetch *f, const pairs *in, reqs *Q)
 {
     const cq_table *t = f->table;
@@ -264,39 +311,10 @@ static int select_start(run *R, const cq_fetch *f, const pairs *in, reqs *Q)
         }
         const cJSON *el = elements ? elements->child : NULL;
         do {
-            for (int b = 0; b < buckets && rc == 0; b++) {
-                if (Q->count == Q->cap) {
-                    size_t n = Q->cap ? Q->cap * 2 : 16;
-                    req **bigger = realloc(Q->items, n * sizeof *bigger);
-                    if (!bigger) { rc = nomem(R); break; }
-                    Q->items = bigger;
-                    Q->cap = n;
-                }
-                const char *cql = NULL;
-                kp_cql_values v = {0};
-                int page_size = 0;
-                int built = build(R, f, at->rec, b, el, &cql, &v, &page_size);
-                if (built < 0) { kp_cql_values_free(&v); rc = -1; break; }
-                if (built > 0) { kp_cql_values_free(&v); continue; }
-                const kp_cql_prepared *prep = NULL;
-                if (kp_cql_prepare(R->client, cql, &prep, R->err)) { kp_cql_values_free(&v); rc = -1; break; }
-                req *q = calloc(1, sizeof *q);   /* its address is the callback's: never moved */
-                if (!q) { kp_cql_values_free(&v); rc = nomem(R); break; }
-                Q->items[Q->count++] = q;
-                q->at = *at;
-                kp_cql_params params = {0};
-                params.page_size = page_size > 0 ? page_size : 5000;
-                if (f->is_paged && R->page_state) {
-                    params.paging_state = R->page_state;
-                    params.paging_state_len = R->page_state_len;
-                }
-                rc = kp_cql_execute_async(R->client, prep, &v, &params, on_rows, q, R->err);
-                kp_cql_values_free(&v);
-                if (rc == 0) R->requests++;
-                else q->done = 1;
-            }
+            for (int b = 0; b < buckets && rc == 0; b++) rc = send_one(R, f, Q, at, b, el, 0);
             el = el ? el->next : NULL;
         } while (el && rc == 0);
+        if (rc == 0 && f->kind == CQ_SELECT && f->has_statics && f->range && !elements) rc = send_one(R, f, Q, at, 0, NULL, 1);
     }
     return rc;
 }
@@ -352,6 +370,7 @@ static int select_finish(run *R, const cq_fetch *f, reqs *Q, int depth, const pa
                     R->root_added = 1;
                 }
             }
+            if (q->statics_only) break; /* the parent alone: its first row may be any child */
             if (t->ck_count) {
                 const cJSON *ck = cJSON_GetObjectItemCaseSensitive(row, t->cols[t->pk_count].name);
                 if (!ck || cJSON_IsNull(ck)) continue; /* a static-only row: a parent without children */

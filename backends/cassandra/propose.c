@@ -1118,6 +1118,14 @@ static void add_ops(opctx *O, cq_fetch *f, double parents, double parents_max, i
             o->requests_max = inputs_max * buckets * (pages_max > 1 ? pages_max : 1);
             /* more than one page of 5,000 rows: the request count follows the data */
             if (pages_max > 1) plan->is_requests_exact = 0;
+        } else if (buckets > 1 && lim > 0 && is_root_set && !per_element) {
+            /* a root set spread over buckets: every bucket answers up to LIMIT rows */
+            double rows = f->table->max_partition_rows > 0 ? f->table->max_partition_rows : per;
+            double each = rows / buckets, cut_max = lim_max > 0 ? lim_max : (double)lim;
+            o->items = inputs * buckets * (each < (double)lim ? each : (double)lim);
+            o->items_max = inputs_max * buckets * cut_max;
+            o->bytes = o->items * f->table->row_bytes;
+            o->bytes_max = o->items_max * f->table->row_bytes_max;
         } else if (buckets > 1 && lim > 0 && f->rel && f->rel->is_many && f->rel->fanout && !per_element) {
             /* every bucket answers up to LIMIT rows before the client merges them */
             double each = f->rel->fanout->avg / buckets, each_max = f->rel->fanout->max / buckets;
@@ -1127,6 +1135,15 @@ static void add_ops(opctx *O, cq_fetch *f, double parents, double parents_max, i
             o->bytes = o->items * f->table->row_bytes;
             o->bytes_max = o->items_max * f->table->row_bytes_max;
         }
+        if (f->kind == CQ_SELECT && f->has_statics && f->range && !per_element) {
+            /* the parent's static columns alone, beside the range (execute.c): one more row */
+            o->requests += inputs;
+            o->requests_max += inputs_max;
+            o->items += inputs;
+            o->items_max += inputs_max;
+            o->bytes += inputs * f->table->row_bytes;
+            o->bytes_max += inputs_max * f->table->row_bytes_max;
+        }
         const char *why = "";
         if (f->bind_count) why = kp_arena_printf(&B->d->arena, "partition key bound by %s", f->is_root ? "the parameters" : f->has_statics ? "the parameters (the parent rides along as static columns)" : f->is_independent ? "the parameters" : "the previous answer");
         if (buckets > 1) why = kp_arena_printf(&B->d->arena, "%s; one SELECT per bucket (%d), merged in the client", why, buckets);
@@ -1135,6 +1152,9 @@ static void add_ops(opctx *O, cq_fetch *f, double parents, double parents_max, i
         else if (f->limit || f->limit_param) why = kp_arena_printf(&B->d->arena, "%s; LIMIT %s", why, f->limit_param ? f->limit_param->name : kp_arena_printf(&B->d->arena, "%lld", (long long)f->limit));
         if (f->client_cond_count) why = kp_arena_printf(&B->d->arena, "%s; %zu condition%s no key serves, tested by the client on the rows of the partition (no ALLOW FILTERING)", why, f->client_cond_count, f->client_cond_count == 1 ? "" : "s");
         if (f->is_client_ordered) why = kp_arena_printf(&B->d->arena, "%s; sorted and cut in the client", why);
+        if (f->kind == CQ_SELECT && f->has_statics && f->range && !per_element)
+            why = kp_arena_printf(&B->d->arena, "%s; the parent's static columns read alone beside it (LIMIT 1), so a range "
+                                  "that holds no row still finds the parent", why);
         if (reads_whole)
             why = kp_arena_printf(&B->d->arena, "%s; reads the whole partition (about %.0f rows, up to %.0f) to do so", why,
                                   o->items, o->items_max);
