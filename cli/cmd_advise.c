@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "advisors/report.h"
+#include "advisors/risk.h"
 #include "backends/backend.h"
 #include "cli/commands.h"
 #include "core/json.h"
@@ -118,8 +119,22 @@ int cmd_advise(int argc, char **argv)
         }
         kp_json_arena_end();
         kp_arena_free(&tree);
-        for (size_t i = 0; i < n && strict; i++)
-            if (designs[i]->defect_count) status = KP_EXIT_CHECK;
+        /* --strict counts what compare counts: the design's defects and the limits it passes */
+        for (size_t i = 0; i < n && strict; i++) {
+            kp_risks risks = {0};
+            kp_error risk_err;
+            if (kp_risk_check(designs[i], mix, NULL, &risks, &risk_err)) {
+                if (designs[i]->defect_count) status = KP_EXIT_CHECK;
+                continue;
+            }
+            for (size_t k = 0; k < risks.count; k++) {
+                if (risks.items[k].severity != KP_RISK_DEFECT) continue;
+                status = KP_EXIT_CHECK;
+                fprintf(stderr, "keyplan advise: --strict: %s/%s has a defect: %s\n", designs[i]->backend->name,
+                        designs[i]->candidate, risks.items[k].message);
+            }
+            kp_risks_free(&risks);
+        }
     }
     for (size_t i = 0; i < n; i++) kp_design_list_free(&lists[i]);
     kp_model_free(model);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "advisors/compare.h"
+#include "advisors/risk.h"
 #include "cli/commands.h"
 #include "cli/live.h"
 #include "migrations/seed.h"
@@ -61,6 +62,9 @@ typedef struct run_db {
     cJSON *seed;                /* seed report JSON, or NULL */
     kp_verify_report verify;
     int has_verify;
+    kp_risks risks;             /* the design's risks as compare finds them: its defects are those
+                                   of severity KP_RISK_DEFECT (advise --strict and compare count the same) */
+    size_t defect_count;
     char error[600];            /* what stopped this database, or "" */
     int is_pass;
 } run_db;
@@ -82,7 +86,7 @@ static void write_markdown(FILE *f, const kp_model *model, run_db *dbs, size_t n
         run_db *d = &dbs[i];
         const cJSON *items = d->seed ? cJSON_GetObjectItem(d->seed, "items") : NULL;
         fprintf(f, "| %s | %s | %zu | %.0f | %d | %d | %d | %d | %d | %s |\n", d->backend->title,
-                d->design ? d->design->candidate : "—", d->design ? d->design->defect_count : 0,
+                d->design ? d->design->candidate : "—", d->design ? d->defect_count : 0,
                 cJSON_IsNumber(items) ? items->valuedouble : 0, d->has_verify ? d->verify.patterns_passed : 0,
                 d->has_verify ? d->verify.patterns_failed : 0, d->has_verify ? d->verify.patterns_skipped : 0,
                 d->has_verify ? d->verify.writes_passed : 0, d->has_verify ? d->verify.writes_failed : 0,
@@ -93,7 +97,8 @@ static void write_markdown(FILE *f, const kp_model *model, run_db *dbs, size_t n
         int header = 0;
 #define HEADER() do { if (!header) { fprintf(f, "\n## %s\n\n", d->backend->title); header = 1; } } while (0)
         if (d->error[0]) { HEADER(); fprintf(f, "- stopped: %s\n", d->error); }
-        for (size_t k = 0; d->design && k < d->design->defect_count; k++) { HEADER(); fprintf(f, "- defect: %s\n", d->design->defects[k]); }
+        for (size_t k = 0; d->design && k < d->risks.count; k++)
+            if (d->risks.items[k].severity == KP_RISK_DEFECT) { HEADER(); fprintf(f, "- defect: %s\n", d->risks.items[k].message); }
         for (size_t k = 0; d->has_verify && k < d->verify.pattern_count; k++) {
             const kp_verify_pattern *p = &d->verify.patterns[k];
             if (p->is_pass) continue;
@@ -226,6 +231,8 @@ int cmd_run(int argc, char **argv)
             continue;
         }
         d->design = d->designs.items[0];
+        if (kp_risk_check(d->design, NULL, NULL, &d->risks, &err) == 0) d->defect_count = kp_risks_count(&d->risks, KP_RISK_DEFECT);
+        else d->defect_count = d->design->defect_count;
         kp_seed_options so = {.model = live.model, .data = live.data, .data_dir = args.data_dir, .design = d->design,
                               .backend = d->backend, .target = &live.targets[i], .force = force, .dry_run = dry_run,
                               .progress = quiet ? NULL : stderr, .interrupted = &kp_live_interrupted};
@@ -240,7 +247,7 @@ int cmd_run(int argc, char **argv)
             kp_live_fail(&status, &err);
             continue;
         }
-        if (dry_run) { d->is_pass = d->design->defect_count == 0; continue; }
+        if (dry_run) { d->is_pass = d->defect_count == 0; continue; }
         kp_verify_options vo = {.model = live.model, .data = live.data, .design = d->design, .backend = d->backend,
                                 .target = &live.targets[i], .samples = (int)samples, .max_pages = (int)pages, .seed = draw_seed, .writes = 1,
                                 .write_ops = (int)write_ops, .progress = quiet ? NULL : stderr,
@@ -253,12 +260,12 @@ int cmd_run(int argc, char **argv)
             kp_live_fail(&status, &err);
         }
         d->is_pass = rc == 0 && d->verify.patterns_failed == 0 && d->verify.patterns_skipped == 0 && d->verify.writes_failed == 0 &&
-                     d->design->defect_count == 0;
+                     d->defect_count == 0;
     }
     int passed = n == live.backend_count && !kp_live_interrupted;
     for (size_t i = 0; i < n; i++) {
         passed &= dbs[i].is_pass;
-        if (dbs[i].design && dbs[i].design->defect_count && status == KP_EXIT_OK) status = KP_EXIT_CHECK;
+        if (dbs[i].design && dbs[i].defect_count && status == KP_EXIT_OK) status = KP_EXIT_CHECK;
         if (dbs[i].has_verify && dbs[i].verify.patterns_skipped && status == KP_EXIT_OK) status = KP_EXIT_CHECK;
     }
     if (!passed && status == KP_EXIT_OK) status = KP_EXIT_CHECK;
@@ -280,7 +287,8 @@ int cmd_run(int argc, char **argv)
         cJSON_AddStringToObject(o, "database", d->backend->name);
         if (d->design) cJSON_AddStringToObject(o, "design", d->design->candidate);
         cJSON *defects = cJSON_AddArrayToObject(o, "defects");
-        for (size_t k = 0; d->design && k < d->design->defect_count; k++) cJSON_AddItemToArray(defects, cJSON_CreateString(d->design->defects[k]));
+        for (size_t k = 0; d->design && k < d->risks.count; k++)
+            if (d->risks.items[k].severity == KP_RISK_DEFECT) cJSON_AddItemToArray(defects, cJSON_CreateString(d->risks.items[k].message));
         cJSON_AddBoolToObject(o, "passed", d->is_pass);
         if (d->error[0]) cJSON_AddStringToObject(o, "error", d->error);
         if (d->seed) cJSON_AddItemToObject(o, "seed", cJSON_Duplicate(d->seed, 1));
@@ -318,6 +326,7 @@ int cmd_run(int argc, char **argv)
         if (dbs[i].has_verify) kp_verify_report_free(&dbs[i].verify);
         cJSON_Delete(dbs[i].seed);
         kp_design_list_free(&dbs[i].designs);
+        kp_risks_free(&dbs[i].risks);
     }
     kp_live_close(&live);
     return status;
