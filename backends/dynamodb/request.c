@@ -310,7 +310,12 @@ int64_t kp_ddb_request_limit(const ddb_request_ctx *c, const ddb_fetch *f)
      * conditions the client tests through other records): a cut before the test would
      * drop matches that lie further on */
     if (!s || s->kind != KP_SHAPE_EACH || !f->is_server_ordered || f->filter_count || f->is_client_filtered) return 0;
-    int64_t limit = s->limit_param ? kp_ddb_param_int(c->params, s->limit_param, s->limit) : s->limit;
+    /* a page size given by a parameter: its value, else its declared default (an emitted
+     * request carries the default, as the README says: the same request verify sends) */
+    int64_t fallback = s->limit;
+    if (s->limit_param && fallback <= 0 && cJSON_IsNumber(s->limit_param->default_value))
+        fallback = (int64_t)s->limit_param->default_value->valuedouble;
+    int64_t limit = s->limit_param ? kp_ddb_param_int(c->params, s->limit_param, fallback) : s->limit;
     if (limit <= 0) return 0;
     if (s->page == KP_PAGE_OFFSET) limit += kp_ddb_param_int(c->params, s->offset_param, 0);
     return limit;
