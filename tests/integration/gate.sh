@@ -71,7 +71,11 @@ for name, d in dbs.items():
     assert len(w) == writes and set(w) <= {"pass"}, f"{name}: write results {w} for {writes} writes"
 root = ET.parse(os.path.join(out, "junit.xml")).getroot()
 tests, failures = int(root.get("tests")), int(root.get("failures"))
-assert tests == 3 * (patterns + writes) and failures == 0, f"junit: {tests} tests, {failures} failures"
+# one case per pattern and write, and one per container read back against the data
+containers = sum(len(d["verify"].get("containers") or []) for d in dbs.values())
+assert containers >= 3 and all(c["result"] == "pass" for d in dbs.values() for c in d["verify"]["containers"]), \
+    f"containers read back: {containers}"
+assert tests == 3 * (patterns + writes) + containers and failures == 0, f"junit: {tests} tests, {failures} failures"
 md = open(os.path.join(out, "report.md")).read()
 assert len(md) <= 65536 and "PASSED" in md.splitlines()[0], f"report.md: {len(md)} characters, first line {md.splitlines()[0]!r}"
 print(f"3 databases x ({patterns} patterns + {writes} writes) passed; {records} records seeded in each; report.md {len(md)} characters")
