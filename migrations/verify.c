@@ -484,39 +484,64 @@ static kp_verify_container *container_entry(kp_verify_report *r, const char *nam
     return c;
 }
 
-static int check_containers(kp_vctx *v, kp_error *err)
+int kp_verify_each_item(kp_vctx *v, kp_verify_item_fn fn, void *ctx, kp_error *err)
 {
-    kp_verify_report *r = v->r;
     const kp_model *m = v->o->model;
-    uint64_t *sums = NULL;
-    size_t sum_cap = 0;
     kp_item_list items = {0};
     int rc = 0;
-    kp_verify_progress(v, "  reading every container back");
     for (size_t e = 0; e < m->entity_count && rc == 0; e++) {
         size_t n = 0;
         kp_record *const *records = kp_dataset_records(v->data, m->entities[e], &n);
         for (size_t i = 0; i < n && rc == 0; i++) {
             kp_item_list_clear(&items);
             if (v->b->transform(v->design, v->data, records[i], &items, err)) { rc = -1; break; }
-            for (size_t k = 0; k < items.count; k++) {
-                kp_verify_container *c = container_entry(r, items.items[k].container);
-                if (!c) { rc = nomem(err); break; }
-                size_t at = (size_t)(c - r->containers);
-                if (at >= sum_cap) {
-                    size_t cap = at + 16;
-                    uint64_t *bigger = realloc(sums, cap * sizeof *bigger);
-                    if (!bigger) { rc = nomem(err); break; }
-                    memset(bigger + sum_cap, 0, (cap - sum_cap) * sizeof *bigger);
-                    sums = bigger;
-                    sum_cap = cap;
-                }
-                c->items_expected++;
-                if (v->b->item_checksum) sums[at] ^= v->b->item_checksum(items.items[k].body);
+            for (size_t k = 0; k < items.count && rc == 0; k++) {
+                if (!items.items[k].id)
+                    rc = kp_error_set(err, KP_ERR_INTERNAL, NULL, 0, 0, "the %s backend's transform made an item "
+                                      "without an id; verify needs ids to compare and undo", v->b->name);
+                else rc = fn(ctx, &items.items[k], err);
             }
         }
     }
     kp_item_list_free(&items);
+    return rc;
+}
+
+typedef struct expected_ctx {
+    kp_vctx *v;
+    uint64_t *sums;             /* per container of the report, in its order */
+    size_t cap;
+} expected_ctx;
+
+/* One item the data makes: counted, and its checksum folded into its container's. */
+static int expect_item(void *ctx, kp_item *item, kp_error *err)
+{
+    expected_ctx *x = ctx;
+    kp_verify_report *r = x->v->r;
+    kp_verify_container *c = container_entry(r, item->container);
+    if (!c) return nomem(err);
+    size_t at = (size_t)(c - r->containers);
+    if (at >= x->cap) {
+        size_t cap = at + 16;
+        uint64_t *bigger = realloc(x->sums, cap * sizeof *bigger);
+        if (!bigger) return nomem(err);
+        memset(bigger + x->cap, 0, (cap - x->cap) * sizeof *bigger);
+        x->sums = bigger;
+        x->cap = cap;
+    }
+    c->items_expected++;
+    if (x->v->b->item_checksum) x->sums[at] ^= x->v->b->item_checksum(item->body);
+    return 0;
+}
+
+static int check_containers(kp_vctx *v, kp_error *err)
+{
+    kp_verify_report *r = v->r;
+    expected_ctx x = {v, NULL, 0};
+    kp_verify_progress(v, "  reading every container back");
+    int rc = kp_verify_each_item(v, expect_item, &x, err);
+    uint64_t *sums = x.sums;
+    size_t sum_cap = x.cap;
     kp_readback rb = {0};
     if (rc == 0 && v->b->read_back(v->conn, v->design, &rb, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; rc = -1; }
     for (size_t i = 0; rc == 0 && i < rb.count; i++)

@@ -32,6 +32,11 @@ typedef struct kp_vctx {
 int kp_verify_sample(kp_vctx *v, const kp_pattern *pattern, const kp_params *params, kp_verify_pattern *measure,
                      int sample, kp_verify_difference *diff, kp_error *err);
 
+/* Calls fn for every item the data makes under the design (backend transform, each item
+ * with its id); stops at the first non-zero return. */
+typedef int (*kp_verify_item_fn)(void *ctx, kp_item *item, kp_error *err);
+int kp_verify_each_item(kp_vctx *v, kp_verify_item_fn fn, void *ctx, kp_error *err);
+
 /* A sampler for a phase of the run: the seed mixed with a name. */
 int kp_verify_sampler(kp_vctx *v, const char *name, kp_sampler **out, kp_error *err);
 

@@ -86,32 +86,6 @@ static int fp_put(fingerprints *f, const char *id, uint64_t hash)
     return 0;
 }
 
-/* Calls fn for every item the data makes under the design. */
-typedef int (*item_fn)(void *ctx, kp_item *item, kp_error *err);
-
-static int each_item(kp_vctx *v, item_fn fn, void *ctx, kp_error *err)
-{
-    const kp_model *m = v->o->model;
-    kp_item_list items = {0};
-    int rc = 0;
-    for (size_t e = 0; e < m->entity_count && rc == 0; e++) {
-        size_t n = 0;
-        kp_record *const *records = kp_dataset_records(v->data, m->entities[e], &n);
-        for (size_t i = 0; i < n && rc == 0; i++) {
-            kp_item_list_clear(&items);
-            if (v->b->transform(v->design, v->data, records[i], &items, err)) { rc = -1; break; }
-            for (size_t k = 0; k < items.count && rc == 0; k++) {
-                if (!items.items[k].id)
-                    rc = kp_error_set(err, KP_ERR_INTERNAL, NULL, 0, 0, "the %s backend's transform made an item "
-                                      "without an id; verify --writes needs ids to undo", v->b->name);
-                else rc = fn(ctx, &items.items[k], err);
-            }
-        }
-    }
-    kp_item_list_free(&items);
-    return rc;
-}
-
 typedef struct fp_ctx {
     fingerprints *into;
     const fingerprints *before;     /* items not in it are moved to fresh */
@@ -196,7 +170,7 @@ static int restore_target(kp_vctx *v, const fingerprints *changed, kp_item_list 
     c.v = v;
     c.changed = changed;
     c.batch_size = v->b->limits && v->b->limits->max_batch_write > 0 ? v->b->limits->max_batch_write : 25;
-    int rc = each_item(v, put_back_item, &c, err);
+    int rc = kp_verify_each_item(v, put_back_item, &c, err);
     if (rc == 0) rc = put_flush(&c, err);
     kp_item_list_free(&c.batch);
     *puts = c.sent;
@@ -520,7 +494,7 @@ static int run_write(kp_vctx *v, wgen *g, kp_dataset *shadow, const fingerprints
     kp_error undo_err;
     kp_error_clear(&undo_err);
     fp_ctx fc = {&changed, seeded, &fresh};
-    int urc = each_item(v, fingerprint_item, &fc, &undo_err);
+    int urc = kp_verify_each_item(v, fingerprint_item, &fc, &undo_err);
     kp_error data_undo_err;
     if (kp_change_log_undo(v->data, &log, 0, &data_undo_err)) {
         if (urc == 0) undo_err = data_undo_err;
@@ -597,7 +571,7 @@ int kp_verify_writes(kp_vctx *v, kp_error *err)
     kp_readback before = {0}, after = {0};
     int rc = copy_dataset(v->data, &shadow, err);
     fp_ctx fc = {&seeded, NULL, NULL};
-    if (rc == 0) rc = each_item(v, fingerprint_item, &fc, err);
+    if (rc == 0) rc = kp_verify_each_item(v, fingerprint_item, &fc, err);
     if (rc == 0 && v->b->read_back(v->conn, v->design, &before, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; rc = -1; }
     int is_marked = 0;
     if (rc == 0) {
