@@ -56,11 +56,16 @@ void kp_verify_progress(kp_vctx *v, const char *fmt, ...)
     fflush(v->o->progress);
 }
 
+/* FNV-1a of a name, from `h` on. */
+static uint64_t name_hash(uint64_t h, const char *name)
+{
+    for (const char *p = name; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    return h;
+}
+
 int kp_verify_sampler(kp_vctx *v, const char *name, kp_sampler **out, kp_error *err)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (const char *p = name; *p; p++) { h ^= (unsigned char)*p; h *= 1099511628211ULL; }
-    uint64_t z = v->o->seed ^ h;
+    uint64_t z = v->o->seed ^ name_hash(1469598103934665603ULL, name);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     z ^= z >> 31;
@@ -364,8 +369,7 @@ static size_t *choose_anchors(kp_vctx *v, const kp_pattern *p, size_t total, siz
     size_t hot = skew > 0 ? n / 4 : 0, k = 0;
     for (; k < hot; k++) ranks[k] = k;
     size_t rest = n - hot, span = total - hot;
-    uint64_t h = v->o->seed ^ 0x9e3779b97f4a7c15ULL;
-    for (const char *c = p->name; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    uint64_t h = name_hash(v->o->seed ^ 0x9e3779b97f4a7c15ULL, p->name);
     double step = (double)span / (double)rest, offset = (double)(h % 1000003) / 1000003.0 * step;
     for (size_t i = 0; i < rest; i++) {
         size_t r = hot + (size_t)(offset + step * (double)i);
@@ -379,12 +383,9 @@ static size_t *choose_anchors(kp_vctx *v, const kp_pattern *p, size_t total, siz
 static int remember(uint64_t *set, size_t cap, const kp_params *params, int *is_new)
 {
     cJSON *json = kp_params_to_json(params);
-    char *text = json ? cJSON_PrintUnformatted(json) : NULL;
+    if (!json) return -1;
+    uint64_t h = kp_item_hash(json); /* canonical: member order and number spelling do not count */
     cJSON_Delete(json);
-    if (!text) return -1;
-    uint64_t h = 1469598103934665603ULL;
-    for (const char *c = text; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ULL;
-    cJSON_free(text);
     if (h == 0) h = 1;
     size_t i = (size_t)(h % cap);
     while (set[i] && set[i] != h) i = (i + 1) % cap;
@@ -507,41 +508,22 @@ int kp_verify_each_item(kp_vctx *v, kp_verify_item_fn fn, void *ctx, kp_error *e
     return rc;
 }
 
-typedef struct expected_ctx {
-    kp_vctx *v;
-    uint64_t *sums;             /* per container of the report, in its order */
-    size_t cap;
-} expected_ctx;
-
 /* One item the data makes: counted, and its checksum folded into its container's. */
 static int expect_item(void *ctx, kp_item *item, kp_error *err)
 {
-    expected_ctx *x = ctx;
-    kp_verify_report *r = x->v->r;
-    kp_verify_container *c = container_entry(r, item->container);
+    kp_vctx *v = ctx;
+    kp_verify_container *c = container_entry(v->r, item->container);
     if (!c) return nomem(err);
-    size_t at = (size_t)(c - r->containers);
-    if (at >= x->cap) {
-        size_t cap = at + 16;
-        uint64_t *bigger = realloc(x->sums, cap * sizeof *bigger);
-        if (!bigger) return nomem(err);
-        memset(bigger + x->cap, 0, (cap - x->cap) * sizeof *bigger);
-        x->sums = bigger;
-        x->cap = cap;
-    }
     c->items_expected++;
-    if (x->v->b->item_checksum) x->sums[at] ^= x->v->b->item_checksum(item->body);
+    if (v->b->item_checksum) c->checksum_expected ^= v->b->item_checksum(item->body);
     return 0;
 }
 
 static int check_containers(kp_vctx *v, kp_error *err)
 {
     kp_verify_report *r = v->r;
-    expected_ctx x = {v, NULL, 0};
     kp_verify_progress(v, "  reading every container back");
-    int rc = kp_verify_each_item(v, expect_item, &x, err);
-    uint64_t *sums = x.sums;
-    size_t sum_cap = x.cap;
+    int rc = kp_verify_each_item(v, expect_item, v, err);
     kp_readback rb = {0};
     if (rc == 0 && v->b->read_back(v->conn, v->design, &rb, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; rc = -1; }
     for (size_t i = 0; rc == 0 && i < rb.count; i++)
@@ -553,13 +535,12 @@ static int check_containers(kp_vctx *v, kp_error *err)
             if (strcmp(rb.entries[k].container, c->name) == 0) got = &rb.entries[k];
         c->items = got ? got->items : 0;
         c->is_content_checked = v->b->item_checksum != NULL;
-        uint64_t want = i < sum_cap ? sums[i] : 0;
-        c->is_match = c->items == c->items_expected && (!c->is_content_checked || (got ? got->checksum : 0) == want);
+        c->is_match = c->items == c->items_expected &&
+                      (!c->is_content_checked || (got ? got->checksum : 0) == c->checksum_expected);
         if (!c->is_match) r->containers_failed++;
     }
     r->is_read_back = rc == 0;
     kp_readback_free(&rb);
-    free(sums);
     return rc;
 }
 

@@ -150,6 +150,7 @@ typedef struct kp_verify_write {
 typedef struct kp_verify_container {
     char *name;                     /* without the prefix */
     long items_expected;            /* the items transform makes of the data */
+    uint64_t checksum_expected;     /* the XOR of item_checksum over them */
     long items;                     /* what read_back counted */
     int is_content_checked;         /* the backend gives checksums (item_checksum) */
     int is_match;                   /* same count and, when checked, the same content */

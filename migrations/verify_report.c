@@ -128,6 +128,13 @@ static cJSON *difference_json(const kp_verify_difference *d)
     return o;
 }
 
+/* A measured figure, or null when the backend does not measure it. */
+static void add_measured(cJSON *o, const char *name, int is_measured, double value)
+{
+    if (is_measured) cJSON_AddNumberToObject(o, name, value);
+    else cJSON_AddNullToObject(o, name);
+}
+
 cJSON *kp_verify_report_to_json(const kp_verify_report *r)
 {
     cJSON *o = cJSON_CreateObject();
@@ -179,8 +186,7 @@ cJSON *kp_verify_report_to_json(const kp_verify_report *r)
         }
         cJSON_AddBoolToObject(x, "claims_hold", !p->is_claim_mismatch && !p->is_bound_exceeded);
         cJSON_AddNumberToObject(x, "items_returned", (double)p->items_returned);
-        if (p->items_read >= 0) cJSON_AddNumberToObject(x, "items_read", (double)p->items_read);
-        else cJSON_AddNullToObject(x, "items_read");
+        add_measured(x, "items_read", p->items_read >= 0, (double)p->items_read);
         /* one page: the plan's claim and the measured figures under the same names */
         if (p->claimed_requests >= 0) {
             cJSON *c = cJSON_AddObjectToObject(x, "claimed");
@@ -202,15 +208,11 @@ cJSON *kp_verify_report_to_json(const kp_verify_report *r)
             cJSON_AddNumberToObject(m, "pages", (double)p->pages);
             cJSON_AddNumberToObject(m, "requests", (double)p->requests / pages);
             cJSON_AddNumberToObject(m, "sequential_steps", p->first_steps_max);
-            if (p->items_read >= 0) cJSON_AddNumberToObject(m, "items_read", (double)p->items_read / pages);
-            else cJSON_AddNullToObject(m, "items_read");
-            if (p->bytes_read >= 0) cJSON_AddNumberToObject(m, "bytes_read", (double)p->bytes_read / pages);
-            else cJSON_AddNullToObject(m, "bytes_read");
+            add_measured(m, "items_read", p->items_read >= 0, (double)p->items_read / pages);
+            add_measured(m, "bytes_read", p->bytes_read >= 0, (double)p->bytes_read / pages);
             cJSON_AddNumberToObject(m, "requests_max", (double)p->page_requests_max);
-            if (p->items_read >= 0) cJSON_AddNumberToObject(m, "items_read_max", (double)p->page_items_max);
-            else cJSON_AddNullToObject(m, "items_read_max");
-            if (p->bytes_read >= 0) cJSON_AddNumberToObject(m, "bytes_read_max", (double)p->page_bytes_max);
-            else cJSON_AddNullToObject(m, "bytes_read_max");
+            add_measured(m, "items_read_max", p->items_read >= 0, (double)p->page_items_max);
+            add_measured(m, "bytes_read_max", p->bytes_read >= 0, (double)p->page_bytes_max);
         }
         cJSON *lat = cJSON_AddObjectToObject(x, "latency_ms");
         if (lat) {

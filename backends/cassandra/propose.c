@@ -109,19 +109,14 @@ static double attr_bytes(const kp_attr *a)
     }
 }
 
-static double record_bytes(const kp_entity *e)
+/* A row on average, or at its largest (`at_max`, what a plan's bytes bound prices): every
+ * column present, each at kp_attr_max_ratio times its average size. */
+static double record_bytes(const kp_entity *e, int at_max)
 {
     double b = 16; /* row overhead */
-    for (size_t i = 0; i < e->attr_count; i++) b += (attr_bytes(e->attrs[i]) + 4) * e->attrs[i]->presence;
-    return b;
-}
-
-/* A row at its largest (what a plan's bytes bound prices): every column present, each at
- * kp_attr_max_ratio times its average size. */
-static double record_bytes_max(const kp_entity *e)
-{
-    double b = 16;
-    for (size_t i = 0; i < e->attr_count; i++) b += attr_bytes(e->attrs[i]) * kp_attr_max_ratio(e->attrs[i]) + 4;
+    for (size_t i = 0; i < e->attr_count; i++)
+        b += at_max ? attr_bytes(e->attrs[i]) * kp_attr_max_ratio(e->attrs[i]) + 4
+                    : (attr_bytes(e->attrs[i]) + 4) * e->attrs[i]->presence;
     return b;
 }
 
@@ -180,8 +175,8 @@ static void cause(builder *B, cq_table *t, const kp_pattern *p)
 static cq_table *finish_table(builder *B, cq_table *t, const kp_pattern *p, double partition_rows)
 {
     const kp_entity *e = t->entity;
-    t->row_bytes = record_bytes(e);
-    t->row_bytes_max = record_bytes_max(e);
+    t->row_bytes = record_bytes(e, 0);
+    t->row_bytes_max = record_bytes(e, 1);
     t->max_partition_rows = partition_rows;
     if (!t->is_base && partition_rows > 1) {
         double by_rows = partition_rows / KP_CQ_PARTITION_ROWS, by_bytes = partition_rows * t->row_bytes / KP_CQ_PARTITION_BYTES;
@@ -1118,18 +1113,12 @@ static void add_ops(opctx *O, cq_fetch *f, double parents, double parents_max, i
             o->requests_max = inputs_max * buckets * (pages_max > 1 ? pages_max : 1);
             /* more than one page of 5,000 rows: the request count follows the data */
             if (pages_max > 1) plan->is_requests_exact = 0;
-        } else if (buckets > 1 && lim > 0 && is_root_set && !per_element) {
-            /* a root set spread over buckets: every bucket answers up to LIMIT rows */
-            double rows = f->table->max_partition_rows > 0 ? f->table->max_partition_rows : per;
-            double each = rows / buckets, cut_max = lim_max > 0 ? lim_max : (double)lim;
-            o->items = inputs * buckets * (each < (double)lim ? each : (double)lim);
-            o->items_max = inputs_max * buckets * cut_max;
-            o->bytes = o->items * f->table->row_bytes;
-            o->bytes_max = o->items_max * f->table->row_bytes_max;
-        } else if (buckets > 1 && lim > 0 && f->rel && f->rel->is_many && f->rel->fanout && !per_element) {
-            /* every bucket answers up to LIMIT rows before the client merges them */
-            double each = f->rel->fanout->avg / buckets, each_max = f->rel->fanout->max / buckets;
+        } else if (buckets > 1 && lim > 0 && !per_element && (is_root_set || (f->rel && f->rel->is_many && f->rel->fanout))) {
+            /* every bucket answers up to LIMIT rows before the client merges them; a root
+             * set's bucket may hold any share of the root */
+            double rows = is_root_set ? (f->table->max_partition_rows > 0 ? f->table->max_partition_rows : per) : f->rel->fanout->avg;
             double cut_max = lim_max > 0 ? lim_max : (double)lim;
+            double each = rows / buckets, each_max = is_root_set ? cut_max : f->rel->fanout->max / buckets;
             o->items = inputs * buckets * (each < (double)lim ? each : (double)lim);
             o->items_max = inputs_max * buckets * (each_max < cut_max ? each_max : cut_max);
             o->bytes = o->items * f->table->row_bytes;

@@ -316,6 +316,14 @@ static double item_bytes(builder *B, const kp_entity *e) { return entity_item_by
 
 static double item_bytes_max(builder *B, const kp_entity *e) { return entity_item_bytes(B, e, 1); }
 
+/* The bytes `count` items of a fetch take for `inputs` inputs: a header Query returns one
+ * parent item per input besides the children. */
+static double fetch_bytes(builder *B, const ddb_fetch *f, double count, double inputs, int at_max)
+{
+    double child = entity_item_bytes(B, f->entity->entity, at_max);
+    return f->header ? (count - inputs) * child + inputs * entity_item_bytes(B, f->header->entity, at_max) : count * child;
+}
+
 static double read_units(double bytes)
 {
     /* eventually consistent reads: half a unit per 4 KB, rounded up per request */
@@ -1361,11 +1369,11 @@ static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fe
     if (parents != 1 || f->kind == DDB_BATCH_GET || (f->kind == DDB_QUERY && !f->limit && f->rel)) plan->is_requests_exact = 0;
     double per = 1;
     const kp_shape *s = f->shape;
-    if (f->kind == DDB_GET) per = 1;
     /* a BatchGetItem after a join's Query reads one item per join item (its inputs); on an
      * array of references, the array's elements */
-    else if (f->kind == DDB_BATCH_GET)
-        per = f->rel && f->rel->fanout && f->rel->relation->link != KP_LINK_THROUGH ? f->rel->fanout->avg : 1;
+    const kp_fanout *refs = f->kind == DDB_BATCH_GET && f->rel && f->rel->relation->link != KP_LINK_THROUGH ? f->rel->fanout : NULL;
+    if (f->kind == DDB_GET) per = 1;
+    else if (f->kind == DDB_BATCH_GET) per = refs ? refs->avg : 1;
     else if (f->rel) per = expected_items(s && s->kind == KP_SHAPE_EACH ? s : NULL, f->rel);
     else per = expected_items(s, NULL);
     if (!f->rel && !s) per = 1;
@@ -1387,8 +1395,7 @@ static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fe
     }
     /* the most one input can yield: the page size at its largest, else the fan-out max */
     double per_max = 1;
-    if (f->kind == DDB_BATCH_GET)
-        per_max = f->rel && f->rel->fanout && f->rel->relation->link != KP_LINK_THROUGH ? f->rel->fanout->max : 1;
+    if (f->kind == DDB_BATCH_GET) per_max = refs ? refs->max : 1;
     else if (f->kind != DDB_GET && (f->rel || s)) per_max = kp_shape_items_max(s && s->kind == KP_SHAPE_EACH ? s : (f->rel ? NULL : s), f->rel);
     if (f->kind == DDB_QUERY && !f->rel && s && s->is_root_set && f->expected > per_max && !kp_shape_limit_max(s)) per_max = f->expected;
     if (per_max < per) per_max = per;
@@ -1409,9 +1416,7 @@ static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fe
     if (f->header) { per += 1; per_max += 1; }
     if (parents_max < parents) parents_max = parents;
     double count = parents * per;
-    /* a header Query returns one parent item per input besides the children */
-    double bytes = f->header ? (count - parents) * item_bytes(B, f->entity->entity) + parents * item_bytes(B, f->header->entity)
-                             : count * item_bytes(B, f->entity->entity);
+    double bytes = fetch_bytes(B, f, count, parents, 0);
     o->items = count; /* a COUNT reads (and pays for) every item it counts: ScannedCount */
     o->bytes = bytes;
     double requests = f->kind == DDB_BATCH_GET || batched ? ceil(parents * per / 100.0) : parents * f->shards;
@@ -1425,9 +1430,7 @@ static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fe
      * its items on the server (ScannedCount) but sends none back */
     double max_count = parents_max * per_max;
     o->items_max = max_count;
-    double bytes_max = f->header ? (max_count - parents_max) * item_bytes_max(B, f->entity->entity) +
-                                       parents_max * item_bytes_max(B, f->header->entity)
-                                 : max_count * item_bytes_max(B, f->entity->entity);
+    double bytes_max = fetch_bytes(B, f, max_count, parents_max, 1);
     o->bytes_max = f->kind == DDB_COUNT ? 0 : bytes_max;
     double per_parent = bytes_max / (parents_max > 0 ? parents_max : 1);
     int is_batched_max = f->kind == DDB_BATCH_GET || (f->kind == DDB_GET && parents_max > 1);

@@ -992,21 +992,25 @@ static double per_parent_items(const mg_fetch *f)
     return n;
 }
 
-/* The most documents one parent can yield: the fan-out max (or $expect max), capped by
- * the largest page when the server cuts it; a token-paged find reads one more to know
- * whether another page follows (execute.c). Never below the expected `per`. */
+/* n documents cut at the largest page when the server cuts it (`paged`: the shape whose
+ * page kind counts); a token-paged find reads one more to know whether another page
+ * follows (execute.c). */
+static double cut_at_page(const mg_fetch *f, const kp_shape *s, const kp_shape *paged, double n)
+{
+    double lim = s && s->kind == KP_SHAPE_EACH ? kp_shape_limit_max(s) : 0;
+    if (lim <= 0 || n <= lim || !(f->is_server_ordered || f->kind == MG_NESTED)) return n;
+    return lim + (f->kind == MG_FIND && f->is_paged && paged && paged->page == KP_PAGE_TOKEN ? 1 : 0);
+}
+
+/* The most documents one parent can yield: the fan-out max (or $expect max), cut at the
+ * largest page. Never below the expected `per`. */
 static double per_parent_items_max(const mg_fetch *f, double per)
 {
     const kp_shape *s = f->shape ? f->shape : f->order_shape;
-    int is_each = s && s->kind == KP_SHAPE_EACH;
     double n = f->rel && f->rel->fanout ? f->rel->fanout->max : per;
     if (f->match == MG_MATCH_KEY && !(f->rel && f->rel->relation->link == KP_LINK_ARRAY)) n = 1;
-    if (is_each && s->expect.is_given && s->expect.max > 0) n = s->expect.max;
-    double lim = is_each ? kp_shape_limit_max(s) : 0;
-    if (lim > 0 && n > lim && (f->is_server_ordered || f->kind == MG_NESTED)) {
-        n = lim;
-        if (f->kind == MG_FIND && f->is_paged && f->order_shape && f->order_shape->page == KP_PAGE_TOKEN) n += 1;
-    }
+    if (s && s->kind == KP_SHAPE_EACH && s->expect.is_given && s->expect.max > 0) n = s->expect.max;
+    n = cut_at_page(f, s, f->order_shape, n);
     return n > per ? n : per;
 }
 
@@ -1031,10 +1035,7 @@ static void add_ops(opctx *O, const mg_fetch *f, double parents, double parents_
         int64_t lim = s->limit_param && s->limit_param->default_value ? (int64_t)s->limit_param->default_value->valuedouble : s->limit;
         double whole = per;
         if (lim > 0 && per > (double)lim && f->is_server_ordered) per = (double)lim;
-        double lim_max = kp_shape_limit_max(s);
-        per_max = lim_max > 0 && f->is_server_ordered && whole > lim_max ? lim_max : whole;
-        if (lim_max > 0 && f->is_server_ordered && whole > lim_max && f->kind == MG_FIND && f->is_paged && s->page == KP_PAGE_TOKEN)
-            per_max += 1;
+        per_max = f->is_server_ordered ? cut_at_page(f, s, s, whole) : whole;
         if (per_max < per) per_max = per;
     }
     if (!f->rel && f->next_hop) per = per_max = 1; /* the parent documents of embedded roots */

@@ -97,13 +97,24 @@ double mg_attr_bytes(const kp_attr *a)
     return name + v;
 }
 
-/* One record's own fields (no _id, nothing nested). */
-double mg_record_bytes(const kp_entity *e)
+/* A field at the largest a read can find it (what a plan's bytes bound prices): present,
+ * its value kp_attr_max_ratio times the average. */
+static double attr_bound_bytes(const kp_attr *a)
+{
+    double name = (double)strlen(a->name) + 2;
+    return name + (mg_attr_bytes(a) - name) * kp_attr_max_ratio(a);
+}
+
+/* One record's own fields (no _id, nothing nested): on average, or each at its bound. */
+static double record_sized(const kp_entity *e, int bound)
 {
     double t = 5;
-    for (size_t i = 0; i < e->attr_count; i++) t += mg_attr_bytes(e->attrs[i]) * e->attrs[i]->presence;
+    for (size_t i = 0; i < e->attr_count; i++)
+        t += bound ? attr_bound_bytes(e->attrs[i]) : mg_attr_bytes(e->attrs[i]) * e->attrs[i]->presence;
     return t;
 }
+
+double mg_record_bytes(const kp_entity *e) { return record_sized(e, 0); }
 
 static double id_bytes(const kp_entity *e)
 {
@@ -113,72 +124,44 @@ static double id_bytes(const kp_entity *e)
 }
 
 /* An element as stored in a parent (its fields and extended references). */
-double mg_element_bytes(const mg_entity *me)
+static double element_sized(const mg_entity *me, int bound)
 {
-    double t = mg_record_bytes(me->entity);
+    double t = record_sized(me->entity, bound);
     for (size_t i = 0; i < me->extref_count; i++) {
         t += (double)strlen(me->extrefs[i].field) + 7;
-        for (size_t k = 0; k < me->extrefs[i].attr_count; k++) t += mg_attr_bytes(me->extrefs[i].attrs[k]);
+        for (size_t k = 0; k < me->extrefs[i].attr_count; k++)
+            t += bound ? attr_bound_bytes(me->extrefs[i].attrs[k]) : mg_attr_bytes(me->extrefs[i].attrs[k]);
     }
     return t;
 }
 
-static double nested_bytes(const mg_nested *n, int at_max)
+double mg_element_bytes(const mg_entity *me) { return element_sized(me, 0); }
+
+/* An embedded array or object: its elements at the fan-out average or max (`at_max`), each
+ * on average or at its bound. */
+static double nested_bytes(const mg_nested *n, int at_max, int bound)
 {
-    double per = mg_element_bytes(n->child) + 4;
+    double per = element_sized(n->child, bound) + 4;
     double count = n->rel->fanout ? (at_max ? n->rel->fanout->max : n->rel->fanout->avg) : 1;
     if (n->subset > 0 && count > (double)n->subset) count = (double)n->subset;
     if (!n->is_array && count > 1) count = 1;
     return (double)strlen(n->field) + 7 + count * per;
 }
 
-double mg_document_bytes(const mg_entity *me)
+static double document_sized(const mg_entity *me, int with_id, int at_max, int bound)
 {
-    double t = mg_element_bytes(me) + (me->collection ? id_bytes(me->entity) : 0);
-    for (size_t i = 0; i < me->nested_count; i++) t += nested_bytes(&me->nested[i], 0);
+    double t = element_sized(me, bound) + (with_id ? id_bytes(me->entity) : 0);
+    for (size_t i = 0; i < me->nested_count; i++) t += nested_bytes(&me->nested[i], at_max, bound);
     return t;
 }
 
-static double document_max_bytes(const mg_entity *me)
-{
-    double t = mg_element_bytes(me) + id_bytes(me->entity);
-    for (size_t i = 0; i < me->nested_count; i++) t += nested_bytes(&me->nested[i], 1);
-    return t;
-}
+double mg_document_bytes(const mg_entity *me) { return document_sized(me, me->collection != NULL, 0, 0); }
+
+static double document_max_bytes(const mg_entity *me) { return document_sized(me, 1, 1, 0); }
 
 double mg_document_max_bytes(const mg_entity *me) { return document_max_bytes(me); }
 
-/* ---- the largest a read can find: every field present, each at its size model's maximum */
-
-static double attr_bound_bytes(const kp_attr *a)
-{
-    double name = (double)strlen(a->name) + 2;
-    return name + (mg_attr_bytes(a) - name) * kp_attr_max_ratio(a);
-}
-
-static double element_bound_bytes(const mg_entity *me)
-{
-    double t = 5;
-    for (size_t i = 0; i < me->entity->attr_count; i++) t += attr_bound_bytes(me->entity->attrs[i]);
-    for (size_t i = 0; i < me->extref_count; i++) {
-        t += (double)strlen(me->extrefs[i].field) + 7;
-        for (size_t k = 0; k < me->extrefs[i].attr_count; k++) t += attr_bound_bytes(me->extrefs[i].attrs[k]);
-    }
-    return t;
-}
-
-double mg_document_bound_bytes(const mg_entity *me)
-{
-    double t = element_bound_bytes(me) + (me->collection ? id_bytes(me->entity) : 0);
-    for (size_t i = 0; i < me->nested_count; i++) {
-        const mg_nested *n = &me->nested[i];
-        double count = n->rel->fanout ? n->rel->fanout->max : 1;
-        if (n->subset > 0 && count > (double)n->subset) count = (double)n->subset;
-        if (!n->is_array && count > 1) count = 1;
-        t += (double)strlen(n->field) + 7 + count * (element_bound_bytes(n->child) + 4);
-    }
-    return t;
-}
+double mg_document_bound_bytes(const mg_entity *me) { return document_sized(me, me->collection != NULL, 1, 1); }
 
 /* ---- walking the patterns' hops ------------------------------------------------------------ */
 
