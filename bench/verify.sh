@@ -30,14 +30,8 @@ printf '%-10s %-24s %-11s %15s %9s %8s %9s %8s %5s\n' db example mode anchors re
 IFS=, read -ra dblist <<<"$dbs"
 IFS=, read -ra exlist <<<"$examples"
 for db in "${dblist[@]}"; do
-    case $db in
-        dynamodb) script=target-dynalite.sh ;;
-        mongodb) script=target-ferretdb.sh ;;
-        cassandra) script=target-cassandra.sh ;;
-    esac
-    "$root/scripts/$script" start >/dev/null 2>&1 || { echo "$db: the server did not start" >&2; continue; }
-    url=$("$root/scripts/$script" url)
-    url=${url#cassandra://}
+    "$root/scripts/targets.sh" start "$db" >/dev/null 2>&1 || { echo "$db: the server did not start" >&2; continue; }
+    url=$("$root/scripts/targets.sh" url "$db" | awk '{print $2}')
     for name in "${exlist[@]}"; do
         scale=${scale_ddb[$name]}
         [[ $db == mongodb ]] && scale=${scale_mongo[$name]}

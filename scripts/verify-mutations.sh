@@ -33,16 +33,9 @@ echo "verify-mutations: $runs run(s) per database, seed $seed (--seed $seed repl
 status=0
 IFS=, read -ra list <<<"$dbs"
 for db in "${list[@]}"; do
-    case $db in
-        dynamodb) script=target-dynalite.sh ;;
-        mongodb) script=target-ferretdb.sh ;;
-        cassandra) script=target-cassandra.sh ;;
-        *) echo "verify-mutations.sh: unknown database $db" >&2; exit 2 ;;
-    esac
-    "$root/scripts/$script" install >/dev/null && "$root/scripts/$script" start >/dev/null ||
+    "$root/scripts/targets.sh" install "$db" >/dev/null && "$root/scripts/targets.sh" start "$db" >/dev/null ||
         { echo "FAIL: $db: the server could not be installed or started"; status=1; continue; }
-    url=$("$root/scripts/$script" url)
-    url=${url#cassandra://}
+    url=$("$root/scripts/targets.sh" url "$db" | awk '{print $2}')
     "$venv/bin/python" "$root/tests/integration/mutations.py" --db "$db" --keyplan "$build/keyplan" --url "$url" \
         --work "$work" --runs "$runs" --seed "$seed" ${examples:+--examples "$examples"} || status=1
 done
