@@ -540,7 +540,12 @@ static int check_containers(kp_vctx *v, kp_error *err)
         if (!c->is_match) r->containers_failed++;
     }
     r->is_read_back = rc == 0;
-    kp_readback_free(&rb);
+    if (rc == 0) {
+        v->readback = rb;
+        v->has_readback = 1;
+    } else {
+        kp_readback_free(&rb);
+    }
     return rc;
 }
 
@@ -704,6 +709,7 @@ int kp_verify_run(const kp_verify_options *o, kp_verify_report *r, kp_error *err
     if (rc && err->code != KP_ERR_CHECK) snprintf(r->stopped, sizeof r->stopped, "%s", err->message);
     print_summary(&v, rc, err);
     cJSON_Delete(v.marker);
+    if (v.has_readback) kp_readback_free(&v.readback);
     free(v.latencies);
     if (is_own_conn) v.b->disconnect(v.conn);
     return rc;

@@ -20,6 +20,9 @@ typedef struct kp_vctx {
     int samples;
     int is_tty;
     double last_line;
+    kp_readback readback;       /* the containers as the read-back check found them, kept for
+                                   --writes' "before" (nothing is written in between) */
+    int has_readback;
     double *latencies;          /* ms per page, of the pattern being checked */
     size_t latency_count, latency_cap;
 } kp_vctx;
