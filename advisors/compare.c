@@ -123,9 +123,8 @@ static cJSON *recommend(entry *e, size_t n, const kp_mix *mix)
     } else {
         cJSON_AddItemToArray(reasons, cJSON_CreateString("the only design compared"));
     }
-    if (b->cost.is_priced) {
-        snprintf(buf, sizeof buf, "%s on-demand: about $%.2f a month (reads $%.2f, writes $%.2f, storage $%.2f)",
-                 b->design->backend->title, b->cost.month_total, b->cost.month_reads, b->cost.month_writes, b->cost.month_storage);
+    if (b->cost.is_priced || b->cost.price_note[0]) {
+        kp_cost_price_sentence(&b->cost, buf, sizeof buf);
         cJSON_AddItemToArray(reasons, cJSON_CreateString(buf));
     }
     size_t warnings = kp_risks_count(&b->risks, KP_RISK_WARNING);
@@ -476,6 +475,10 @@ void kp_compare_print_text(FILE *out, const cJSON *doc, int use_color)
                     short_num(f, sizeof f, num(t, "io_units_per_s")), human_bytes(g, sizeof g, num(t, "storage_bytes")),
                     num(t, "duplication"), price);
         }
+        for (const cJSON *d = ds ? ds->child : NULL; d; d = d->next) {
+            const cJSON *note = cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "price_note");
+            if (cJSON_IsString(note)) fprintf(out, "  %s: %s\n", str(d, "design"), note->valuestring);
+        }
     }
     fprintf(out, "\n%srisks%s\n", bold, reset);
     int any = 0;
@@ -561,6 +564,10 @@ static void render_markdown(FILE *f, const cJSON *doc)
                     short_num(c, sizeof c, num(t, "write_requests_per_s")), short_num(e, sizeof e, num(t, "items_written_per_s")),
                     short_num(g, sizeof g, num(t, "io_units_per_s")), human_bytes(h, sizeof h, num(t, "storage_bytes")),
                     num(t, "duplication"), price);
+        }
+        for (const cJSON *d = ds ? ds->child : NULL; d; d = d->next) {
+            const cJSON *note = cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "price_note");
+            if (cJSON_IsString(note)) { fprintf(f, "\n`%s`: ", str(d, "design")); md_escape(f, note->valuestring); fputc('\n', f); }
         }
     }
     fprintf(f, "\n### Risks (mix %s)\n\n", mix_title(first));

@@ -82,6 +82,87 @@ static double write_rows(const kp_write *w)
     return rows > 0 ? rows : 1;
 }
 
+/* The service's unit prices for the region asked (the first one by default); NULL when
+ * the table does not know it — then every unit price must be given. */
+static const kp_region_prices *region_prices(const kp_pricing *P, const char *region)
+{
+    for (size_t i = 0; i < P->region_count; i++)
+        if (!region || strcmp(P->regions[i].region, region) == 0) return &P->regions[i];
+    return NULL;
+}
+
+static double given_or(double given, double table) { return given >= 0 ? given : table; }
+
+static void price_units(const kp_pricing *P, const kp_prices *o, kp_cost *out)
+{
+    const kp_region_prices *r = region_prices(P, o->region);
+    int all_given = o->per_million_reads >= 0 && o->per_million_writes >= 0 && o->per_gb_month >= 0;
+    if (!r && !all_given) {
+        /* not priced, and said so: a region one service's table lacks must not stop the others */
+        char known[256] = "";
+        size_t n = 0;
+        for (size_t i = 0; i < P->region_count && n < sizeof known; i++)
+            n += (size_t)snprintf(known + n, sizeof known - n, "%s%s", i ? ", " : "", P->regions[i].region);
+        out->is_priced = 0;
+        snprintf(out->price_note, sizeof out->price_note,
+                 "%s is not priced: its prices for region '%s' are not in keyplan's table (it has %s); give --price-read, "
+                 "--price-write and --price-storage for it (%s)", P->service, o->region, known, P->source);
+        return;
+    }
+    out->price_region = r ? r->region : o->region;
+    out->is_provisioned = o->is_provisioned;
+    double reads = P->units_are_neutral ? out->read_io : out->read_units;
+    double writes = P->units_are_neutral ? out->write_io : out->write_units;
+    if (o->is_provisioned) {
+        /* capacity units kept for the whole month, sized at the rates over the target utilisation */
+        double hours = KP_SECONDS_PER_MONTH / 3600;
+        out->price_reads = given_or(o->per_million_reads, r ? r->per_read_unit_hour : 0);
+        out->price_writes = given_or(o->per_million_writes, r ? r->per_write_unit_hour : 0);
+        out->month_reads = ceil(reads / KP_PROVISIONED_UTILISATION) * hours * out->price_reads;
+        out->month_writes = ceil(writes / KP_PROVISIONED_UTILISATION) * hours * out->price_writes;
+    } else {
+        out->price_reads = given_or(o->per_million_reads, r ? r->per_million_reads : 0);
+        out->price_writes = given_or(o->per_million_writes, r ? r->per_million_writes : 0);
+        out->month_reads = reads * KP_SECONDS_PER_MONTH / 1e6 * out->price_reads;
+        out->month_writes = writes * KP_SECONDS_PER_MONTH / 1e6 * out->price_writes;
+    }
+    out->price_storage = given_or(o->per_gb_month, r ? r->per_gb_month : 0);
+    out->month_storage = out->storage_bytes / (1024.0 * 1024 * 1024) * out->price_storage;
+    out->month_total = out->month_reads + out->month_writes + out->month_storage;
+}
+
+/* The smallest tier that holds the data (disk with headroom, a share of it in memory);
+ * past the largest, as many shards of the largest as the data needs. */
+static void price_tier(const kp_pricing *P, const kp_prices *o, kp_cost *out)
+{
+    double gb = out->storage_bytes / 1e9;
+    double disk = gb * KP_TIER_DISK_HEADROOM, ram = gb * KP_TIER_MEMORY_SHARE;
+    const kp_tier_price *t = &P->tiers[P->tier_count - 1];
+    int shards = 1;
+    for (size_t i = 0; i < P->tier_count; i++)
+        if (P->tiers[i].disk_gb >= disk && P->tiers[i].ram_gb >= ram) { t = &P->tiers[i]; break; }
+    if (t->disk_gb < disk || t->ram_gb < ram) {
+        double by_disk = ceil(disk / t->disk_gb), by_ram = ceil(ram / t->ram_gb);
+        shards = (int)(by_disk > by_ram ? by_disk : by_ram);
+    }
+    out->tier = t;
+    out->shards = shards;
+    out->price_region = P->tier_region;
+    out->price_hour = given_or(o->per_hour, t->usd_per_hour);
+    out->month_total = out->price_hour * shards * (KP_SECONDS_PER_MONTH / 3600);
+}
+
+static void price(const kp_backend *b, const kp_prices *given, kp_cost *out)
+{
+    const kp_pricing *P = b->limits ? b->limits->pricing : NULL;
+    if (!P) return;
+    kp_prices o = given ? *given : KP_PRICES_DEFAULT;
+    out->is_priced = 1;
+    out->pricing = P;
+    if (P->tier_count) price_tier(P, &o, out);
+    else price_units(P, &o, out);
+}
+
 int kp_cost_compute(const kp_design *d, const kp_mix *mix, const kp_prices *prices, kp_cost *out, kp_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -141,18 +222,24 @@ int kp_cost_compute(const kp_design *d, const kp_mix *mix, const kp_prices *pric
     for (size_t i = 0; i < d->model->entity_count; i++)
         out->base_bytes += d->model->entities[i]->count * kp_record_bytes(d->model->entities[i]);
     out->duplication = out->base_bytes > 0 ? out->storage_bytes / out->base_bytes : 1;
-    const kp_limits *L = d->backend->limits;
-    if (L && (L->price_per_million_reads > 0 || L->price_per_million_writes > 0 || L->price_per_gb_month > 0)) {
-        out->is_priced = 1;
-        out->price_reads = prices && prices->per_million_reads >= 0 ? prices->per_million_reads : L->price_per_million_reads;
-        out->price_writes = prices && prices->per_million_writes >= 0 ? prices->per_million_writes : L->price_per_million_writes;
-        out->price_storage = prices && prices->per_gb_month >= 0 ? prices->per_gb_month : L->price_per_gb_month;
-        out->month_reads = out->read_units * KP_SECONDS_PER_MONTH / 1e6 * out->price_reads;
-        out->month_writes = out->write_units * KP_SECONDS_PER_MONTH / 1e6 * out->price_writes;
-        out->month_storage = out->storage_bytes / (1024.0 * 1024 * 1024) * out->price_storage;
-        out->month_total = out->month_reads + out->month_writes + out->month_storage;
-    }
+    price(d->backend, prices, out);
     return 0;
+    return 0;
+}
+
+void kp_cost_price_sentence(const kp_cost *c, char *buf, size_t size)
+{
+    if (!c->is_priced) { snprintf(buf, size, "%s", c->price_note[0] ? c->price_note : "not priced"); return; }
+    const kp_pricing *P = c->pricing;
+    if (c->tier)
+        snprintf(buf, size, "%s (%s, prices of %s): about $%.2f a month for %d x %s (a three-node replica set each, "
+                 "$%.2f an hour; %.0f GB memory, %.0f GB disk; sized by the %.1f GB stored, not by load)",
+                 P->service, c->price_region, P->as_of, c->month_total, c->shards, c->tier->name, c->price_hour,
+                 c->tier->ram_gb, c->tier->disk_gb, c->storage_bytes / 1e9);
+    else
+        snprintf(buf, size, "%s %s (%s, prices of %s): about $%.2f a month (reads $%.2f, writes $%.2f, storage $%.2f)",
+                 P->service, c->is_provisioned ? "provisioned" : "on-demand", c->price_region, P->as_of, c->month_total,
+                 c->month_reads, c->month_writes, c->month_storage);
 }
 
 void kp_cost_free(kp_cost *cost)
@@ -222,16 +309,32 @@ cJSON *kp_cost_to_json(const kp_cost *c)
     cJSON_AddNumberToObject(t, "duplication", round2(c->duplication));
     if (c->is_priced) {
         cJSON *m = cJSON_AddObjectToObject(o, "monthly_usd");
-        cJSON_AddNumberToObject(m, "reads", round2(c->month_reads));
-        cJSON_AddNumberToObject(m, "writes", round2(c->month_writes));
-        cJSON_AddNumberToObject(m, "storage", round2(c->month_storage));
+        cJSON_AddStringToObject(m, "service", c->pricing->service);
+        cJSON_AddStringToObject(m, "region", c->price_region);
+        cJSON_AddStringToObject(m, "capacity", c->tier ? "cluster" : c->is_provisioned ? "provisioned" : "on-demand");
+        cJSON_AddStringToObject(m, "prices_as_of", c->pricing->as_of);
+        cJSON_AddStringToObject(m, "source", c->pricing->source);
+        if (c->tier) {
+            cJSON_AddStringToObject(m, "tier", c->tier->name);
+            cJSON_AddNumberToObject(m, "shards", c->shards);
+            cJSON_AddNumberToObject(m, "per_hour", c->price_hour);
+        } else {
+            cJSON_AddNumberToObject(m, "reads", round2(c->month_reads));
+            cJSON_AddNumberToObject(m, "writes", round2(c->month_writes));
+            cJSON_AddNumberToObject(m, "storage", round2(c->month_storage));
+            cJSON *p = cJSON_AddObjectToObject(m, "prices");
+            const char *unit = c->is_provisioned ? "per_unit_hour" : "per_million";
+            char key[32];
+            snprintf(key, sizeof key, "%s_reads", unit);
+            cJSON_AddNumberToObject(p, key, c->price_reads);
+            snprintf(key, sizeof key, "%s_writes", unit);
+            cJSON_AddNumberToObject(p, key, c->price_writes);
+            cJSON_AddNumberToObject(p, "per_gb_month", c->price_storage);
+        }
         cJSON_AddNumberToObject(m, "total", round2(c->month_total));
-        cJSON *p = cJSON_AddObjectToObject(m, "prices");
-        cJSON_AddNumberToObject(p, "per_million_reads", c->price_reads);
-        cJSON_AddNumberToObject(p, "per_million_writes", c->price_writes);
-        cJSON_AddNumberToObject(p, "per_gb_month", c->price_storage);
     } else {
         cJSON_AddNullToObject(o, "monthly_usd");
+        if (c->price_note[0]) cJSON_AddStringToObject(o, "price_note", c->price_note);
     }
     return o;
 }

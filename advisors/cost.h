@@ -2,7 +2,8 @@
  * cost.h — what a design costs under a workload mix: per access pattern the round
  * trips, requests, items and bytes read; per write the items written (index entries and
  * denormalised copies included); storage with its duplication; and, for a database
- * whose limits carry unit prices, the on-demand price per month.
+ * priced as a managed service (DynamoDB, Amazon Keyspaces, MongoDB Atlas), a month's
+ * price from the backend's dated table (kp_pricing).
  *
  * Invariant: every figure comes from the design's plans and write plans (what the
  * backend claims and verify measures) times the mix's rates; nothing here knows a
@@ -26,14 +27,28 @@
 #define KP_WRITE_UNIT_BYTES 1024.0
 #define KP_WRITE_WEIGHT 5.0
 
-/* Unit prices in USD; a negative value keeps the backend's default (kp_limits). */
+/* How a design is priced: the region and capacity mode of the service's price table
+ * (kp_pricing), and overrides in USD — a negative value keeps the table's figure. The
+ * unit overrides are on-demand prices per million units (per unit-hour when provisioned)
+ * and apply to unit-priced services; per_hour replaces the chosen cluster tier's price. */
 typedef struct kp_prices {
     double per_million_reads;
     double per_million_writes;
     double per_gb_month;
+    double per_hour;
+    const char *region;              /* NULL: the table's first region */
+    int is_provisioned;              /* provisioned capacity instead of on-demand */
 } kp_prices;
 
-#define KP_PRICES_DEFAULT ((kp_prices){-1, -1, -1})
+#define KP_PRICES_DEFAULT ((kp_prices){.per_million_reads = -1, .per_million_writes = -1, .per_gb_month = -1, .per_hour = -1})
+/* Provisioned capacity is sized at the mix's rates over this target utilisation (the
+ * auto-scaling default), for the 720 hours of a 30-day month. */
+#define KP_PROVISIONED_UTILISATION 0.7
+/* A cluster tier is chosen by data: the smallest whose disk holds the stored bytes with
+ * this headroom and whose memory holds this share of them (indexes and hot documents);
+ * past the largest tier, shards of it. Load is not used to size it. */
+#define KP_TIER_DISK_HEADROOM 1.3
+#define KP_TIER_MEMORY_SHARE 0.25
 
 typedef struct kp_pattern_cost {
     const kp_pattern *pattern;
@@ -73,9 +88,20 @@ typedef struct kp_cost {
     double duplication;              /* storage_bytes / base_bytes */
     /* price (is_priced only) */
     int is_priced;
-    double price_reads, price_writes, price_storage;     /* the unit prices used */
+    const kp_pricing *pricing;       /* the service's table */
+    const char *price_region;        /* the region priced */
+    int is_provisioned;
+    double price_reads, price_writes, price_storage;     /* unit-priced: the unit prices used */
+    const kp_tier_price *tier;       /* cluster-priced: the tier chosen, its shards and hourly price */
+    int shards;
+    double price_hour;
     double month_reads, month_writes, month_storage, month_total;
+    char price_note[512];            /* why a priced service is not priced here (a region its table lacks) */
 } kp_cost;
+
+/* The month's price in one sentence: "DynamoDB on-demand (us-east-1, prices of 2024-11):
+ * about $12.00 a month (reads $…, writes $…, storage $…)", or the cluster tier chosen. */
+void kp_cost_price_sentence(const kp_cost *cost, char *buf, size_t size);
 
 /* Costs `design` under `mix` (NULL: the declared rates). prices may be NULL. */
 int kp_cost_compute(const kp_design *design, const kp_mix *mix, const kp_prices *prices, kp_cost *out, kp_error *err);

@@ -51,10 +51,40 @@ typedef struct kp_limits {
     int max_local_indexes;           /* LSIs per table (5) */
     const char *read_unit;           /* "RCU" or NULL when reads are not priced in units */
     const char *write_unit;          /* "WCU" or NULL */
-    double price_per_million_writes; /* on-demand price of a million write units in USD (0: not priced) */
-    double price_per_million_reads;  /* the same for read units */
-    double price_per_gb_month;       /* storage */
+    const struct kp_pricing *pricing;/* the managed service a design of this database is priced as (NULL: none) */
 } kp_limits;
+
+/* ---- list prices, as data with their date ------------------------------------------
+ * A design is priced as the managed service that runs it: DynamoDB itself, Amazon
+ * Keyspaces for Cassandra, MongoDB Atlas for MongoDB. The tables are small, dated and
+ * overridable (compare --region, --capacity, --price-*); the first region is the default. */
+
+typedef struct kp_region_prices {
+    const char *region;              /* "us-east-1" */
+    double per_million_reads;        /* on-demand: a million read (request) units, USD */
+    double per_million_writes;       /* on-demand: a million write (request) units */
+    double per_read_unit_hour;       /* provisioned: one read capacity unit for an hour */
+    double per_write_unit_hour;      /* provisioned: one write capacity unit for an hour */
+    double per_gb_month;             /* storage, a GiB for a month */
+} kp_region_prices;
+
+typedef struct kp_tier_price {
+    const char *name;                /* "M30" */
+    double ram_gb, disk_gb;          /* per node: memory, and the storage the tier includes */
+    double usd_per_hour;             /* a three-node replica set (a shard) for an hour */
+} kp_tier_price;
+
+typedef struct kp_pricing {
+    const char *service;             /* "DynamoDB", "Amazon Keyspaces", "MongoDB Atlas" */
+    const char *as_of;               /* when the figures were published: "2024-11" */
+    const char *source;              /* where to check them */
+    int units_are_neutral;           /* the service bills the neutral I/O units (4 KB read, 1 KB write), not the plan's own */
+    const kp_region_prices *regions; /* unit-priced services */
+    size_t region_count;
+    const kp_tier_price *tiers;      /* cluster-priced services, smallest first (region: tier_region) */
+    size_t tier_count;
+    const char *tier_region;
+} kp_pricing;
 
 /* ---- the neutral description of a design -------------------------------------------- */
 

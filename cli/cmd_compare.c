@@ -19,7 +19,8 @@
 const char cmd_compare_help[] =
     "usage: keyplan compare MODEL [--db LIST] [--mix NAME] [--format text|md|json|html] [--out FILE]\n"
     "                       [--data DIR] [--samples N] [--seed N] [--scale F] [--single]\n"
-    "                       [--price-read USD] [--price-write USD] [--price-storage USD] [--strict]\n\n"
+    "                       [--region NAME] [--capacity on-demand|provisioned] [--price-read USD]\n"
+    "                       [--price-write USD] [--price-storage USD] [--price-hour USD] [--strict]\n\n"
     "Compares the designs of each database — the recommended one and the alternatives the\n"
     "backend proposes (DynamoDB single-table vs normalised, MongoDB documents vs embed vs\n"
     "reference) — per access pattern (round trips, requests, items and bytes read, read\n"
@@ -29,10 +30,15 @@ const char cmd_compare_help[] =
     "model declares (or the one --mix names). No server is needed.\n\n"
     "Load is compared in neutral I/O units: a read unit per 4 KB read (at least one per\n"
     "request), a write unit per 1 KB written (at least one per item, index entry or copy),\n"
-    "a write unit weighing 5 read units. Prices apply where the database has unit prices\n"
-    "(DynamoDB on-demand, us-east-1, defaults: $0.125 per million read units, $0.625 per million write\n"
-    "units, $0.25 per GB-month; a month is 30 days).\n\n"
-    "options:\n"
+    "a write unit weighing 5 read units.\n\n"
+    "Each design is priced as the managed service that runs it, from a dated table of list\n"
+    "prices (2024-11; a month is 30 days): DynamoDB on-demand or provisioned per region\n"
+    "(us-east-1 by default: $0.125 per million read units, $0.625 per million write units,\n"
+    "$0.25 per GB-month), Cassandra as Amazon Keyspaces (its request units are the neutral\n"
+    "units above), MongoDB as an Atlas cluster on AWS (the smallest tier whose disk holds the\n"
+    "data with 30 % headroom and whose memory a quarter of it; shards of the largest beyond).\n"
+    "Provisioned capacity is sized at the mix's rates at 70 % utilisation. Check the figures\n"
+    "against the providers' pages before quoting them; the options below override them.\n\n"    "options:\n"
     "  --db LIST            dynamodb, mongodb, cassandra, a comma list, or all (default: all)\n"
     "  --mix NAME           only this workload mix (default: every declared mix, the default first)\n"
     "  --format FORMAT      text (default), md (GitHub Markdown, at most 65,536 characters),\n"
@@ -44,9 +50,13 @@ const char cmd_compare_help[] =
     "  --seed N             the simulation's seed (default 1)\n"
     "  --scale F            multiply every entity count by F\n"
     "  --single             only each database's recommended design (no alternatives)\n"
-    "  --price-read USD     price of a million read units\n"
-    "  --price-write USD    price of a million write units\n"
+    "  --region NAME        price DynamoDB and Keyspaces in this region (DynamoDB's table: us-east-1,\n"
+    "                       us-west-2, eu-west-1, eu-central-1, ap-northeast-1; others need --price-*)\n"
+    "  --capacity MODE      on-demand (default) or provisioned read and write capacity\n"
+    "  --price-read USD     price of a million read units (of a read unit-hour when provisioned)\n"
+    "  --price-write USD    price of a million write units (of a write unit-hour when provisioned)\n"
     "  --price-storage USD  price of a GB-month of storage\n"
+    "  --price-hour USD     price of an hour of the MongoDB Atlas tier chosen (per shard)\n"
     "  --strict             exit 1 when the recommended design has a defect\n\n"
     "examples:\n"
     "  keyplan compare examples/auction-mixes/model.json\n"
@@ -67,7 +77,9 @@ int cmd_compare(int argc, char **argv)
         {"seed", required_argument, NULL, 'e'},        {"scale", required_argument, NULL, 's'},
         {"single", no_argument, NULL, '1'},            {"price-read", required_argument, NULL, 'R'},
         {"price-write", required_argument, NULL, 'W'}, {"price-storage", required_argument, NULL, 'G'},
-        {"strict", no_argument, NULL, 'S'},            {NULL, 0, NULL, 0}};
+        {"price-hour", required_argument, NULL, 'H'},  {"region", required_argument, NULL, 'r'},
+        {"capacity", required_argument, NULL, 'c'},    {"strict", no_argument, NULL, 'S'},
+        {NULL, 0, NULL, 0}};
     static const char *const formats[] = {"text", "md", "json", "html", NULL};
     const char *db = "all", *mix_name = NULL, *out_path = NULL, *data_dir = NULL;
     int format = 0, strict = 0;
@@ -108,15 +120,25 @@ int cmd_compare(int argc, char **argv)
                 return KP_EXIT_INPUT;
             }
             break;
-        case 'R': case 'W': case 'G': {
-            double *slot = c == 'R' ? &co.prices.per_million_reads : c == 'W' ? &co.prices.per_million_writes : &co.prices.per_gb_month;
+        case 'R': case 'W': case 'G': case 'H': {
+            double *slot = c == 'R' ? &co.prices.per_million_reads : c == 'W' ? &co.prices.per_million_writes
+                         : c == 'G' ? &co.prices.per_gb_month : &co.prices.per_hour;
             if (parse_price(optarg, slot)) {
                 fprintf(stderr, "keyplan compare: error: %s takes a price in USD of 0 or more, not '%s'\n",
-                        c == 'R' ? "--price-read" : c == 'W' ? "--price-write" : "--price-storage", optarg);
+                        c == 'R' ? "--price-read" : c == 'W' ? "--price-write" : c == 'G' ? "--price-storage" : "--price-hour",
+                        optarg);
                 return KP_EXIT_INPUT;
             }
             break;
         }
+        case 'r': co.prices.region = optarg; break;
+        case 'c':
+            if (strcmp(optarg, "on-demand") != 0 && strcmp(optarg, "provisioned") != 0) {
+                fprintf(stderr, "keyplan compare: error: --capacity is on-demand or provisioned, not '%s'\n", optarg);
+                return KP_EXIT_INPUT;
+            }
+            co.prices.is_provisioned = strcmp(optarg, "provisioned") == 0;
+            break;
         default: fprintf(stderr, "keyplan compare: see `keyplan compare --help`\n"); return KP_EXIT_INPUT;
         }
     }

@@ -1018,9 +1018,10 @@ void kp_seed_report_print(FILE *out, const kp_seed_report *r)
         fprintf(out, "\n");
         const kp_backend *backend = r->backend ? kp_backend_find(r->backend) : NULL;
         const kp_limits *lim = backend ? backend->limits : NULL;
-        if (r->write_unit && lim && lim->price_per_million_writes > 0)
-            fprintf(out, "  on-demand cost of the writes: about $%.4f (at $%.2f per million %s)\n",
-                    r->write_units / 1e6 * lim->price_per_million_writes, lim->price_per_million_writes, r->write_unit);
+        const kp_region_prices *price = lim && lim->pricing && lim->pricing->region_count ? &lim->pricing->regions[0] : NULL;
+        if (r->write_unit && price && price->per_million_writes > 0)
+            fprintf(out, "  on-demand cost of the writes: about $%.4f (at $%.3f per million %s, %s)\n",
+                    r->write_units / 1e6 * price->per_million_writes, price->per_million_writes, r->write_unit, price->region);
         return;
     }
     fprintf(out, "  %-*s %10s %10s %10s %12s %10s\n", (int)w, "container", "items", "resumed", "sent", "acknowledged",

@@ -7,6 +7,23 @@
  */
 #include "backends/cassandra/cql.h"
 
+/* A Cassandra design is priced as Amazon Keyspaces runs it: on-demand per million request
+ * units (a read unit is 4 KB read at LOCAL_QUORUM, a write unit 1 KB written per row —
+ * the neutral I/O units), provisioned per capacity unit-hour, storage per GB-month; as
+ * published after the on-demand price reduction of 2024-11-14. */
+static const kp_region_prices cq_regions[] = {
+    {"us-east-1", 0.125, 0.625, 0.00015, 0.00075, 0.25},
+};
+
+static const kp_pricing cq_pricing = {
+    .service = "Amazon Keyspaces",
+    .as_of = "2024-11",
+    .source = "https://aws.amazon.com/keyspaces/pricing/",
+    .units_are_neutral = 1,
+    .regions = cq_regions,
+    .region_count = sizeof cq_regions / sizeof cq_regions[0],
+};
+
 static const kp_limits cq_limits = {
     .max_item_bytes = 16.0 * 1024 * 1024,           /* half the default 32 MB commit log segment; a node that announces a lower max_mutation_size lowers it (server_item_limit) */
     .max_collection_bytes = KP_CQ_PARTITION_BYTES,  /* a partition should stay under ~100 MB */
@@ -20,6 +37,7 @@ static const kp_limits cq_limits = {
     .max_local_indexes = 0,
     .read_unit = NULL,
     .write_unit = NULL,
+    .pricing = &cq_pricing,
 };
 
 const kp_backend kp_cassandra_backend = {

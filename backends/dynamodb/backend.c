@@ -14,6 +14,25 @@
 #include "backends/dynamodb/conn.h"
 #include "core/mutate.h"
 
+/* List prices of the standard table class, as AWS publishes them since it halved on-demand
+ * throughput prices on 2024-11-01: on-demand per million request units, provisioned per
+ * capacity unit-hour, storage per GB-month. The first region is the default. */
+static const kp_region_prices ddb_regions[] = {
+    {"us-east-1", 0.125, 0.625, 0.00013, 0.00065, 0.25},
+    {"us-west-2", 0.125, 0.625, 0.00013, 0.00065, 0.25},
+    {"eu-west-1", 0.1415, 0.7068, 0.0001471, 0.000735, 0.283},
+    {"eu-central-1", 0.1525, 0.7625, 0.0001586, 0.000793, 0.306},
+    {"ap-northeast-1", 0.1427, 0.7135, 0.0001484, 0.000742, 0.285},
+};
+
+static const kp_pricing ddb_pricing = {
+    .service = "DynamoDB",
+    .as_of = "2024-11",
+    .source = "https://aws.amazon.com/dynamodb/pricing/",
+    .regions = ddb_regions,
+    .region_count = sizeof ddb_regions / sizeof ddb_regions[0],
+};
+
 static const kp_limits ddb_limits = {
     .max_item_bytes = 400 * 1024,
     .max_collection_bytes = 10e9,
@@ -27,14 +46,7 @@ static const kp_limits ddb_limits = {
     .max_local_indexes = KP_DDB_MAX_LSI,
     .read_unit = "RCU",
     .write_unit = "WCU",
-    /* on-demand list prices, us-east-1, standard table class, as published since AWS halved
-     * on-demand throughput prices on 2024-11-01 (checked 2026-12-04): $0.625 per million
-     * write request units, $0.125 per million read request units, $0.25 per GB-month
-     * stored. Other regions and provisioned capacity: compare --price-read/--price-write/
-     * --price-storage. */
-    .price_per_million_writes = 0.625,
-    .price_per_million_reads = 0.125,
-    .price_per_gb_month = 0.25,
+    .pricing = &ddb_pricing,
 };
 
 /* A put costs one write unit per started KB of the item, and the same again for every

@@ -14,6 +14,23 @@
 
 #include "backends/mongodb/conn.h"
 
+/* A MongoDB design is priced as a MongoDB Atlas dedicated cluster on AWS: a three-node
+ * replica set per shard, by the hour, storage included up to the tier's disk. Figures
+ * of 2024-11 for us-east-1 (tier: memory GB, disk GB, USD per hour). */
+static const kp_tier_price mg_tiers[] = {
+    {"M10", 2, 10, 0.08},   {"M20", 4, 20, 0.20},    {"M30", 8, 40, 0.54},     {"M40", 16, 80, 1.04},
+    {"M50", 32, 160, 2.00}, {"M60", 64, 320, 3.95},  {"M80", 128, 750, 7.30},  {"M200", 256, 1500, 14.59},
+};
+
+static const kp_pricing mg_pricing = {
+    .service = "MongoDB Atlas",
+    .as_of = "2024-11",
+    .source = "https://www.mongodb.com/pricing",
+    .tiers = mg_tiers,
+    .tier_count = sizeof mg_tiers / sizeof mg_tiers[0],
+    .tier_region = "us-east-1",
+};
+
 static const kp_limits mg_limits = {
     .max_item_bytes = KP_MG_MAX_DOC_BYTES,
     .max_collection_bytes = 0,
@@ -27,6 +44,7 @@ static const kp_limits mg_limits = {
     .max_local_indexes = 0,
     .read_unit = NULL,
     .write_unit = NULL,
+    .pricing = &mg_pricing,
 };
 
 static int mg_transform(const kp_design *d, const kp_dataset *data, const kp_record *r, kp_item_list *out, kp_error *err)

@@ -92,10 +92,39 @@ static void test_saas_dynamodb_costs_by_hand(void **state)
     NEAR(c.month_writes, c.write_units * 2592000.0 / 1e6 * 0.625);
     NEAR(c.month_storage, c.storage_bytes / 1073741824.0 * 0.25);
     kp_cost_free(&c);
-    kp_prices prices = {0.5, -1, 0};
+    kp_prices prices = KP_PRICES_DEFAULT;
+    prices.per_million_reads = 0.5;
+    prices.per_gb_month = 0;
     assert_int_equal(kp_cost_compute(d, NULL, &prices, &c, &err), 0);
     NEAR(c.month_reads, 825 * 2.592 * 0.5);
     NEAR(c.month_storage, 0);
+    kp_cost_free(&c);
+    /* another region of the table: eu-west-1's own unit prices */
+    prices = KP_PRICES_DEFAULT;
+    prices.region = "eu-west-1";
+    assert_int_equal(kp_cost_compute(d, NULL, &prices, &c, &err), 0);
+    assert_string_equal(c.price_region, "eu-west-1");
+    NEAR(c.month_reads, 825 * 2.592 * 0.1415);
+    NEAR(c.month_storage, c.storage_bytes / 1073741824.0 * 0.283);
+    kp_cost_free(&c);
+    /* provisioned: 825 RCU/s at 70 % utilisation is 1,179 RCU kept for 720 hours */
+    prices = KP_PRICES_DEFAULT;
+    prices.is_provisioned = 1;
+    assert_int_equal(kp_cost_compute(d, NULL, &prices, &c, &err), 0);
+    NEAR(c.month_reads, 1179 * 720 * 0.00013);
+    NEAR(c.month_writes, ceil(c.write_units / 0.7) * 720 * 0.00065);
+    kp_cost_free(&c);
+    /* a region the table does not know needs every unit price, and says which it knows */
+    prices = KP_PRICES_DEFAULT;
+    prices.region = "sa-east-1";
+    assert_int_equal(kp_cost_compute(d, NULL, &prices, &c, &err), 0);
+    assert_false(c.is_priced);
+    assert_non_null(strstr(c.price_note, "eu-central-1"));
+    kp_cost_free(&c);
+    prices.per_million_reads = 0.2; prices.per_million_writes = 1; prices.per_gb_month = 0.3;
+    assert_int_equal(kp_cost_compute(d, NULL, &prices, &c, &err), 0);
+    assert_string_equal(c.price_region, "sa-east-1");
+    NEAR(c.month_reads, 825 * 2.592 * 0.2);
     kp_cost_free(&c);
     kp_design_list_free(&list);
     kp_model_free(m);
@@ -111,7 +140,18 @@ static void test_saas_mongodb_costs_by_hand(void **state)
     kp_cost c;
     kp_error err;
     assert_int_equal(kp_cost_compute(d, NULL, NULL, &c, &err), 0);
-    assert_false(c.is_priced);
+    /* priced as an Atlas cluster: 2,010,000 documents of a few hundred bytes (~0.7 GB) fit
+     * the smallest tier whose disk holds them with headroom and whose memory a quarter */
+    assert_true(c.is_priced);
+    assert_non_null(c.tier);
+    double gb = c.storage_bytes / 1e9;
+    assert_true(c.tier->disk_gb >= gb * 1.3 && c.tier->ram_gb >= gb * 0.25);
+    assert_int_equal(c.shards, 1);
+    NEAR(c.month_total, c.tier->usd_per_hour * 720);
+    char sentence[512];
+    kp_cost_price_sentence(&c, sentence, sizeof sentence);
+    assert_non_null(strstr(sentence, "MongoDB Atlas"));
+    assert_non_null(strstr(sentence, c.tier->name));
     const kp_pattern_cost *p = pattern_cost(&c, "workspace-settings");   /* find by _id */
     NEAR(p->requests, 1); NEAR(p->items, 1); NEAR(p->read_units, 0); NEAR(p->io_units, 1);
     p = pattern_cost(&c, "list-projects-newest");  /* the workspace and its 20 projects: two finds side by side */
@@ -123,6 +163,41 @@ static void test_saas_mongodb_costs_by_hand(void **state)
     kp_cost_free(&c);
     kp_design_list_free(&list);
     kp_model_free(m);
+}
+
+/* An Atlas cluster grows with the data: a larger tier, then shards of the largest. */
+static void test_atlas_tier_grows_with_the_data(void **state)
+{
+    (void)state;
+    double last_total = 0;
+    const double scales[] = {1, 100, 2000};
+    for (size_t i = 0; i < 3; i++) {
+        kp_model_options mo = {.scale = scales[i]};
+        kp_model *m = NULL;
+        kp_error err;
+        if (kp_model_load("examples/saas-control-plane/model.json", &mo, &m, &err)) fail_msg("%s", err.message);
+        kp_design_list list;
+        kp_design *d = design_of(m, "mongodb", NULL, &list);
+        kp_cost c;
+        assert_int_equal(kp_cost_compute(d, NULL, NULL, &c, &err), 0);
+        double gb = c.storage_bytes / 1e9;
+        /* the tier chosen holds its share of the data, and no smaller tier would */
+        assert_true(c.shards * c.tier->disk_gb >= gb * 1.3 && c.shards * c.tier->ram_gb >= gb * 0.25);
+        if (c.shards == 1 && c.tier != d->backend->limits->pricing->tiers)
+            assert_false(c.tier[-1].disk_gb >= gb * 1.3 && c.tier[-1].ram_gb >= gb * 0.25);
+        if (i == 2) assert_true(c.shards > 1);
+        assert_true(c.month_total > last_total);
+        last_total = c.month_total;
+        /* --price-hour replaces the tier's hourly price */
+        kp_prices prices = KP_PRICES_DEFAULT;
+        prices.per_hour = 1;
+        kp_cost_free(&c);
+        assert_int_equal(kp_cost_compute(d, NULL, &prices, &c, &err), 0);
+        NEAR(c.month_total, c.shards * 720.0);
+        kp_cost_free(&c);
+        kp_design_list_free(&list);
+        kp_model_free(m);
+    }
 }
 
 /* Saas on Cassandra: one query table per listing; projects of a workspace in 10 buckets. */
@@ -151,6 +226,13 @@ static void test_saas_cassandra_costs_by_hand(void **state)
     NEAR(p->requests, 10); NEAR(p->items, 500); NEAR(p->io_units, ceil(p->bytes / 4096.0));
     double active_io = p->io_units;
     NEAR(c.read_io, 500 * 1 + 200 * listing_io + 300 * 1 + 5 * active_io);
+    /* priced as Amazon Keyspaces: its request units are the neutral units (4 KB read at
+     * LOCAL_QUORUM, 1 KB written per row) */
+    assert_true(c.is_priced);
+    assert_null(c.tier);
+    NEAR(c.month_reads, c.read_io * 2.592 * 0.125);
+    NEAR(c.month_writes, c.write_io * 2.592 * 0.625);
+    NEAR(c.month_storage, c.storage_bytes / 1073741824.0 * 0.25);
     kp_cost_free(&c);
     kp_design_list_free(&list);
     kp_model_free(m);
@@ -382,6 +464,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_saas_dynamodb_costs_by_hand),
         cmocka_unit_test(test_saas_mongodb_costs_by_hand),
+        cmocka_unit_test(test_atlas_tier_grows_with_the_data),
         cmocka_unit_test(test_saas_cassandra_costs_by_hand),
         cmocka_unit_test(test_saas_active_listing_is_hot_without_shards),
         cmocka_unit_test(test_active_listing_share_on_databases_without_a_partition_limit),
