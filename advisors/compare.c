@@ -134,8 +134,10 @@ static cJSON *recommend(entry *e, size_t n, const kp_mix *mix)
                 snprintf(buf, sizeof buf, "%zu warning%s to review, first: %s", warnings, warnings == 1 ? "" : "s", b->risks.items[i].message);
                 break;
             }
-        cJSON_AddItemToArray(reasons, cJSON_CreateString(buf));
+        /* beside the reasons, not among them: a report that lists the risks links to them instead */
+        cJSON_AddStringToObject(r, "to_review", buf);
     }
+    cJSON_AddNumberToObject(r, "warnings", (double)warnings);
     if (kp_risks_count(&b->risks, KP_RISK_DEFECT))
         cJSON_AddItemToArray(reasons, cJSON_CreateString("every design compared has a defect: fix the model or add a hint first"));
     return r;
@@ -269,6 +271,19 @@ cJSON *kp_compare(const kp_model *m, const kp_compare_options *o, kp_error *err)
     cJSON_AddBoolToObject(doc, "simulated", o->data != NULL);
     cJSON *patterns = cJSON_AddArrayToObject(doc, "patterns");
     for (size_t i = 0; i < m->pattern_count; i++) cJSON_AddItemToArray(patterns, cJSON_CreateString(m->patterns[i]->name));
+    /* what each pattern returns, for a reader of the report: its description and the
+     * JSON it answers with, types in place of values */
+    cJSON *responses = cJSON_AddArrayToObject(doc, "responses");
+    char outline[16384];
+    for (size_t i = 0; i < m->pattern_count; i++) {
+        const kp_pattern *p = m->patterns[i];
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddStringToObject(r, "pattern", p->name);
+        if (p->description) cJSON_AddStringToObject(r, "description", p->description);
+        kp_shape_outline(p->returns, outline, sizeof outline);
+        cJSON_AddStringToObject(r, "returns", outline);
+        cJSON_AddItemToArray(responses, r);
+    }
     cJSON *writes = cJSON_AddArrayToObject(doc, "writes");
     for (size_t i = 0; i < m->write_count; i++) cJSON_AddItemToArray(writes, cJSON_CreateString(m->writes[i]->name));
     cJSON *mixes = cJSON_AddArrayToObject(doc, "mixes");
@@ -496,6 +511,7 @@ void kp_compare_print_text(FILE *out, const cJSON *doc, int use_color)
         fprintf(out, "\n%srecommendation — mix %s: %s%s\n", bold, mix_title(mo), str(r, "design"), reset);
         const cJSON *reasons = cJSON_GetObjectItem(r, "reasons");
         for (const cJSON *x = reasons ? reasons->child : NULL; x; x = x->next) fprintf(out, "  - %s\n", x->valuestring);
+        if (*str(r, "to_review")) fprintf(out, "  - %s\n", str(r, "to_review"));
     }
     if (cJSON_IsTrue(cJSON_GetObjectItem(doc, "mix_changes_recommendation"))) {
         fprintf(out, "\n%sthe workload mix changes the recommendation%s\n", bold, reset);
@@ -528,6 +544,7 @@ static void render_markdown(FILE *f, const cJSON *doc)
     fprintf(f, "**Recommendation (mix %s): `%s`**\n\n", mix_title(first), str(rec, "design"));
     const cJSON *reasons = cJSON_GetObjectItem(rec, "reasons");
     for (const cJSON *x = reasons ? reasons->child : NULL; x; x = x->next) { fputs("- ", f); md_escape(f, x->valuestring); fputc('\n', f); }
+    if (*str(rec, "to_review")) { fputs("- ", f); md_escape(f, str(rec, "to_review")); fputc('\n', f); }
     const cJSON *by = cJSON_GetObjectItem(doc, "recommendation_by_mix");
     for (const cJSON *x = by ? by->child : NULL; x; x = x->next) {
         const cJSON *dif = cJSON_GetObjectItem(x, "differences");
@@ -542,6 +559,7 @@ static void render_markdown(FILE *f, const cJSON *doc)
         fprintf(f, "\n**Under mix %s: `%s`**\n\n", mix_title(mo), str(r, "design"));
         const cJSON *rs = cJSON_GetObjectItem(r, "reasons");
         for (const cJSON *x = rs ? rs->child : NULL; x; x = x->next) { fputs("- ", f); md_escape(f, x->valuestring); fputc('\n', f); }
+        if (*str(r, "to_review")) { fputs("- ", f); md_escape(f, str(r, "to_review")); fputc('\n', f); }
     }
     fprintf(f, "\n### Designs\n\n| design | default | summary |\n|---|---|---|\n");
     for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {

@@ -58,8 +58,8 @@ static void esc(FILE *f, const char *s)
 
 #define BOX_W 190
 #define ROW_H 16
-#define GAP_X 70
-#define GAP_Y 50
+#define GAP_X 150
+#define GAP_Y 90
 
 static void er_diagram(FILE *f, const cJSON *m)
 {
@@ -79,7 +79,10 @@ static void er_diagram(FILE *f, const cJSON *m)
     int width = cols * (BOX_W + GAP_X) + GAP_X, height = rows * (box_h + GAP_Y) + GAP_Y;
     fprintf(f, "<svg class=\"diagram\" data-diagram=\"model\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
                "viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"entities and relations\">\n", width, height, width, height);
-    /* relations first, under the boxes */
+    /* relations first, under the boxes; their labels after the boxes, on top */
+    enum { MAX_LABELS = 256 };
+    struct { double x, y, w; char text[160]; } labels[MAX_LABELS];
+    int label_count = 0;
     for (const cJSON *r = rels ? rels->child : NULL; r; r = r->next) {
         int a = -1, b = -1, i = 0;
         for (const cJSON *e = ents->child; e; e = e->next, i++) {
@@ -89,12 +92,57 @@ static void er_diagram(FILE *f, const cJSON *m)
         if (a < 0 || b < 0) continue;
         double ax = GAP_X + (a % cols) * (BOX_W + GAP_X) + BOX_W / 2.0, ay = GAP_Y + (a / cols) * (box_h + GAP_Y) + box_h / 2.0;
         double bx = GAP_X + (b % cols) * (BOX_W + GAP_X) + BOX_W / 2.0, by = GAP_Y + (b / cols) * (box_h + GAP_Y) + box_h / 2.0;
-        if (a == b) { bx += BOX_W / 2.0 + 20; by -= 20; ax += BOX_W / 2.0; }
-        fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" class=\"rel\"/>", ax, ay, bx, by);
-        fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" class=\"rel-label\">", (ax + bx) / 2, (ay + by) / 2 - 4);
-        esc(f, str(r, "name"));
-        fprintf(f, " %s%s (avg %g)</text>\n", str(r, "cardinality"), cJSON_IsTrue(cJSON_GetObjectItem(r, "unbounded")) ? " ∞" : "",
-                num(r, "fanout_avg"));
+        double lx, ly;
+        if (a == b) {
+            /* a loop on the box's right side */
+            double x0 = ax + BOX_W / 2.0, y0 = ay - 30;
+            fprintf(f, "<path d=\"M%.0f %.0f h30 v40 h-30\" class=\"rel\" fill=\"none\"/>", x0, y0);
+            lx = x0 + 6;
+            ly = y0 - 6;
+        } else if (a / cols == b / cols && abs(a - b) > 1) {
+            /* the same row with boxes between: an arc over the row, its label at the top */
+            double top = GAP_Y + (a / cols) * (box_h + GAP_Y), rise = fmin(24 + 8 * (abs(a - b) - 2), 40);
+            fprintf(f, "<path d=\"M%.0f %.0f C%.0f %.0f %.0f %.0f %.0f %.0f\" class=\"rel\" fill=\"none\"/>", ax, top, ax,
+                    top - 2 * rise, bx, top - 2 * rise, bx, top);
+            lx = (ax + bx) / 2;
+            ly = top - 1.5 * rise + 4;
+        } else {
+            fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" class=\"rel\"/>", ax, ay, bx, by);
+            /* the label sits on the part of the line between the two boxes, nearest its middle
+             * outside every other box */
+            double dx = bx - ax, dy = by - ay;
+            double ta = fmin(dx ? (BOX_W / 2.0) / fabs(dx) : 1e9, dy ? (box_h / 2.0) / fabs(dy) : 1e9);
+            double best = 0.5;
+            for (double off = 0; off <= 0.5 - ta; off += 0.025) {
+                int clear[2] = {1, 1};
+                for (int side = 0; side < 2; side++) {
+                    double t = 0.5 + (side ? -off : off), px = ax + dx * t, py = ay + dy * t;
+                    for (int k = 0; k < n && clear[side]; k++) {
+                        double x0 = GAP_X + (k % cols) * (BOX_W + GAP_X), y0 = GAP_Y + (k / cols) * (box_h + GAP_Y);
+                        clear[side] = !(px > x0 - 10 && px < x0 + BOX_W + 10 && py > y0 - 6 && py < y0 + box_h + 16);
+                    }
+                    if (clear[side]) { best = t; break; }
+                }
+                if (clear[0] || clear[1]) break;
+            }
+            lx = ax + dx * best;
+            ly = ay + dy * best;
+        }
+        if (label_count == MAX_LABELS) continue;
+        snprintf(labels[label_count].text, sizeof labels[label_count].text, "%s %s%s avg %g", str(r, "name"),
+                 str(r, "cardinality"), cJSON_IsTrue(cJSON_GetObjectItem(r, "unbounded")) ? " ∞" : "", num(r, "fanout_avg"));
+        double w = 7.2 * (double)strlen(labels[label_count].text);
+        double x = a == b ? lx : lx - w / 2, y = ly;
+        /* shift down past any label already placed that it would overlap */
+        for (int moved = 1, guard = 0; moved && guard < 50; guard++) {
+            moved = 0;
+            for (int k = 0; k < label_count; k++)
+                if (x < labels[k].x + labels[k].w && labels[k].x < x + w && fabs(y - labels[k].y) < 15) { y = labels[k].y + 15; moved = 1; }
+        }
+        labels[label_count].x = x < 2 ? 2 : x;
+        labels[label_count].y = y;
+        labels[label_count].w = w;
+        label_count++;
     }
     int i = 0;
     for (const cJSON *e = ents->child; e; e = e->next, i++) {
@@ -116,6 +164,11 @@ static void er_diagram(FILE *f, const cJSON *m)
             fputs("</text>", f);
         }
         fputs("</g>\n", f);
+    }
+    for (int k = 0; k < label_count; k++) {
+        fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" class=\"rel-label\">", labels[k].x, labels[k].y);
+        esc(f, labels[k].text);
+        fputs("</text>\n", f);
     }
     fputs("</svg>\n", f);
 }
@@ -254,26 +307,310 @@ static void design_diagram(FILE *f, const cJSON *d)
     fputs("</svg>\n", f);
 }
 
+/* ---- load and cost: one bar chart per mix ----------------------------------------------------- */
+
+/* A bar's length: linear, or on a log scale from 1 to the largest figure. */
+static int bar_length(double v, double max, int is_log, int full)
+{
+    if (max <= 0 || v <= 0) return 0;
+    double share = is_log ? log10(1 + v) / log10(1 + max) : v / max;
+    return (int)(full * share + 0.5);
+}
+
+/* Two bars per design — its I/O units per second and its price a month — each scaled to
+ * the largest of the mix, with the figure written at the bar's end. */
+static void load_chart(FILE *f, const cJSON *mix)
+{
+    const cJSON *ds = cJSON_GetObjectItem(mix, "designs");
+    double max_io = 0, max_usd = 0;
+    int n = 0;
+    for (const cJSON *d = ds ? ds->child : NULL; d; d = d->next, n++) {
+        const cJSON *cost = cJSON_GetObjectItem(d, "cost");
+        double io = num(cJSON_GetObjectItem(cost, "totals"), "io_units_per_s");
+        double usd = num(cJSON_GetObjectItem(cost, "monthly_usd"), "total");
+        if (io > max_io) max_io = io;
+        if (usd > max_usd) max_usd = usd;
+    }
+    if (n == 0) return;
+    /* figures that differ by more than 100 times are drawn on a log scale, or the small ones vanish */
+    double min_io = max_io, min_usd = max_usd;
+    for (const cJSON *d = ds->child; d; d = d->next) {
+        const cJSON *cost = cJSON_GetObjectItem(d, "cost");
+        double io = num(cJSON_GetObjectItem(cost, "totals"), "io_units_per_s");
+        const cJSON *money = cJSON_GetObjectItem(cost, "monthly_usd");
+        if (io > 0 && io < min_io) min_io = io;
+        if (cJSON_IsObject(money) && num(money, "total") > 0 && num(money, "total") < min_usd) min_usd = num(money, "total");
+    }
+    int log_io = min_io > 0 && max_io / min_io > 100, log_usd = min_usd > 0 && max_usd / min_usd > 100;
+    const int label_w = 230, bar_w = 300, gap = 150, row = 26, top = 30;
+    int width = label_w + 2 * (bar_w + gap), height = top + n * row + 10;
+    fprintf(f, "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+               "role=\"img\" aria-label=\"load and price per design\">\n", width, height, width, height);
+    fprintf(f, "<text x=\"%d\" y=\"18\" class=\"title\">I/O units per second%s</text>", label_w, log_io ? " (log scale)" : "");
+    fprintf(f, "<text x=\"%d\" y=\"18\" class=\"title\">USD a month%s</text>", label_w + bar_w + gap, log_usd ? " (log scale)" : "");
+    int y = top;
+    for (const cJSON *d = ds ? ds->child : NULL; d; d = d->next, y += row) {
+        const cJSON *cost = cJSON_GetObjectItem(d, "cost"), *money = cJSON_GetObjectItem(cost, "monthly_usd");
+        double io = num(cJSON_GetObjectItem(cost, "totals"), "io_units_per_s");
+        fprintf(f, "<g class=\"bar\" data-design=\"");
+        esc(f, str(d, "design"));
+        fprintf(f, "\"><text x=\"0\" y=\"%d\">", y + 14);
+        esc(f, str(d, "design"));
+        int w = bar_length(io, max_io, log_io, bar_w);
+        fprintf(f, "</text><rect class=\"io\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"18\"/><text x=\"%d\" y=\"%d\">",
+                label_w, y, w > 1 ? w : 1, label_w + (w > 1 ? w : 1) + 6, y + 14);
+        print_count(f, round(io));
+        fputs("</text>", f);
+        if (cJSON_IsObject(money)) {
+            double usd = num(money, "total");
+            w = bar_length(usd, max_usd, log_usd, bar_w);
+            fprintf(f, "<rect class=\"usd\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"18\"/><text x=\"%d\" y=\"%d\">$",
+                    label_w + bar_w + gap, y, w > 1 ? w : 1, label_w + bar_w + gap + (w > 1 ? w : 1) + 6, y + 14);
+            print_count(f, round(usd));
+            fprintf(f, " %s</text>", str(money, "tier"));
+        } else {
+            fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"note\">not priced</text>", label_w + bar_w + gap, y + 14);
+        }
+        fputs("</g>\n", f);
+    }
+    fputs("</svg>\n", f);
+}
+
 /* ---- the page ----------------------------------------------------------------------------------- */
 
 static const char style[] =
-    "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}h1{font-size:22px}h2{font-size:18px;margin-top:32px}"
+    "body{font:14px/1.4 system-ui,sans-serif;margin:24px auto;max-width:1400px;padding:0 24px;color:#222}"
+    "h1{font-size:22px;margin-bottom:2px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd}h3{font-size:15px}"
+    ".meta{color:#666;margin-top:0}nav a{margin-right:14px}"
     "table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
     "td:first-child,th:first-child{text-align:left}.scan{color:#b00;font-weight:bold}.defect{color:#b00}.warning{color:#a60}"
-    ".rec{background:#eef7ee;border:1px solid #9c9;padding:8px 12px}svg{border:1px solid #ddd;margin:8px 0;background:#fff}"
+    ".info{color:#555}td.priced,th.priced{text-align:left;font-size:12px}tr.plan td{background:#fafafa;text-align:left}tr.plan summary{cursor:pointer;color:#036}"
+    "pre{background:#f4f4f4;padding:8px;overflow:auto;font-size:12px}.ops li{font-family:monospace;font-size:12px}"
+    ".rec{background:#eef7ee;border:1px solid #9c9;padding:8px 12px;margin:8px 0}"
+    "svg{border:1px solid #ddd;margin:8px 0;background:#fff;max-width:100%;height:auto}"
     "svg text{font:12px monospace;fill:#222}svg .title{font-weight:bold}svg .key{fill:#036}svg .note{fill:#666}"
-    "svg .index{fill:#630}svg rect{fill:#f8f8ff;stroke:#557}svg .rel{stroke:#999;stroke-width:1.5}svg .rel-label{fill:#555}svg .drawing{white-space:pre;font-size:11px}";
+    "svg .index{fill:#630}svg rect{fill:#f8f8ff;stroke:#557}svg .rel{stroke:#999;stroke-width:1.5}svg .rel-label{fill:#333;paint-order:stroke;stroke:#fff;stroke-width:4px;stroke-linejoin:round}"
+    "svg .drawing{white-space:pre;font-size:11px}svg rect.io{fill:#7a9cc6;stroke:none}svg rect.usd{fill:#c6a27a;stroke:none}"
+    "@media print{body{margin:0;max-width:none;font-size:10px}nav,tr.plan summary{display:none}"
+    "h2{break-after:avoid}svg,table,.rec{break-inside:avoid}a{color:inherit;text-decoration:none}"
+    "details::details-content{content-visibility:visible;display:block}}";
+
+static void section(FILE *f, const char *id, const char *title)
+{
+    fprintf(f, "<section id=\"%s\"><h2>%s</h2>\n", id, title);
+}
+
+/* The plan of a pattern in one full design: each operation with its condition and figures. */
+static void plan_ops(FILE *f, const cJSON *design, const char *pattern)
+{
+    const cJSON *p = kp_compare_find_named(cJSON_GetObjectItem(design, "patterns"), pattern, NULL);
+    if (!p) return;
+    fputs("<h4>", f);
+    esc(f, str(design, "title"));
+    fputs(" (", f);
+    esc(f, str(design, "candidate"));
+    fputs(")", f);
+    if (*str(p, "why")) { fputs(" — ", f); esc(f, str(p, "why")); }
+    fputs("</h4><ol class=\"ops\">", f);
+    const cJSON *ops = cJSON_GetObjectItem(p, "operations");
+    for (const cJSON *o = ops ? ops->child : NULL; o; o = o->next) {
+        fputs("<li>", f);
+        esc(f, str(o, "op"));
+        fputs(" ", f);
+        esc(f, str(o, "container"));
+        if (*str(o, "index")) { fputs(".", f); esc(f, str(o, "index")); }
+        if (*str(o, "condition")) { fputs(": ", f); esc(f, str(o, "condition")); }
+        fprintf(f, " — %g request%s, %g item%s, ", num(o, "requests"), num(o, "requests") == 1 ? "" : "s", num(o, "items"),
+                num(o, "items") == 1 ? "" : "s");
+        print_count(f, round(num(o, "bytes")));
+        fprintf(f, " B%s%s</li>", cJSON_IsTrue(cJSON_GetObjectItem(o, "waits_for_previous")) ? " (after the previous)" : "",
+                cJSON_IsTrue(cJSON_GetObjectItem(o, "scan")) ? " <b class=\"scan\">SCAN</b>" : "");
+    }
+    fputs("</ol>", f);
+}
+
+static void patterns_table(FILE *f, const cJSON *doc, const cJSON *designs)
+{
+    section(f, "patterns", "Access patterns: round trips / requests / items read");
+    fputs("<p>Open a pattern to see the JSON it returns and each database's requests.</p>\n"
+          "<table id=\"patterns-table\"><thead><tr><th>pattern</th><th>req/s</th>", f);
+    int columns = 2;
+    for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next, columns++) {
+        fputs("<th>", f);
+        esc(f, str(d, "design"));
+        fputs("</th>", f);
+    }
+    fputs("</tr></thead>\n", f);
+    const cJSON *patterns = cJSON_GetObjectItem(doc, "patterns"), *responses = cJSON_GetObjectItem(doc, "responses");
+    const cJSON *full = cJSON_GetObjectItem(doc, "designs");
+    kp_named_cursors cur = {{0}};
+    for (const cJSON *pn = patterns ? patterns->child : NULL; pn; pn = pn->next) {
+        fputs("<tbody><tr class=\"pattern\"><td>", f);
+        esc(f, pn->valuestring);
+        fputs("</td>", f);
+        double rps = -1;
+        size_t di = 0;
+        char cells[8192];
+        size_t used = 0;
+        cells[0] = '\0';
+        for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next, di++) {
+            const cJSON *p = kp_compare_find_named(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "patterns"), pn->valuestring, KP_CURSOR(&cur, di));
+            int n;
+            if (!p) n = snprintf(cells + used, sizeof cells - used, "<td>—</td>");
+            else {
+                if (rps < 0) rps = num(p, "rps");
+                int scan = cJSON_IsTrue(cJSON_GetObjectItem(p, "scan"));
+                n = snprintf(cells + used, sizeof cells - used, "<td%s>%g / %g / %g%s</td>", scan ? " class=\"scan\"" : "",
+                             num(p, "round_trips"), num(p, "requests"), num(p, "items_read"), scan ? " SCAN" : "");
+            }
+            if (n > 0 && used + (size_t)n < sizeof cells) used += (size_t)n;
+        }
+        if (rps >= 0) fprintf(f, "<td>%g</td>", rps);
+        else fputs("<td></td>", f);
+        fputs(cells, f);
+        fprintf(f, "</tr>\n<tr class=\"plan\"><td colspan=\"%d\"><details><summary>what it returns and how each database reads it"
+                   "</summary>", columns);
+        const cJSON *r = NULL;
+        for (const cJSON *x = responses ? responses->child : NULL; x && !r; x = x->next)
+            if (strcmp(str(x, "pattern"), pn->valuestring) == 0) r = x;
+        if (r && *str(r, "description")) { fputs("<p>", f); esc(f, str(r, "description")); fputs("</p>", f); }
+        if (r) { fputs("<pre class=\"returns\">", f); esc(f, str(r, "returns")); fputs("</pre>", f); }
+        for (const cJSON *d = full ? full->child : NULL; d; d = d->next) plan_ops(f, d, pn->valuestring);
+        fputs("</details></td></tr></tbody>\n", f);
+    }
+    fputs("</table></section>\n", f);
+}
+
+static void writes_table(FILE *f, const cJSON *doc, const cJSON *designs)
+{
+    const cJSON *writes = cJSON_GetObjectItem(doc, "writes");
+    if (!writes || !writes->child) return;
+    section(f, "writes", "Writes: items written per operation (amplification)");
+    fputs("<table id=\"writes-table\"><thead><tr><th>write</th>", f);
+    for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) { fputs("<th>", f); esc(f, str(d, "design")); fputs("</th>", f); }
+    fputs("</tr></thead><tbody>\n", f);
+    kp_named_cursors cur = {{0}};
+    for (const cJSON *wn = writes->child; wn; wn = wn->next) {
+        fputs("<tr class=\"write\"><td>", f);
+        esc(f, wn->valuestring);
+        fputs("</td>", f);
+        size_t di = 0;
+        for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next, di++) {
+            const cJSON *w = kp_compare_find_named(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "writes"), wn->valuestring, KP_CURSOR(&cur, di));
+            fprintf(f, "<td>%g (x%g)</td>", w ? num(w, "items_written") : 0, w ? num(w, "amplification") : 0);
+        }
+        fputs("</tr>\n", f);
+    }
+    fputs("</tbody></table></section>\n", f);
+}
+
+static void load_section(FILE *f, const cJSON *first)
+{
+    section(f, "load", "Load and cost per design");
+    for (const cJSON *mo = first; mo; mo = mo->next) {
+        const cJSON *name = cJSON_GetObjectItem(mo, "name");
+        fputs("<h3>Totals per second", f);
+        if (cJSON_IsString(name)) { fputs(", mix ", f); esc(f, name->valuestring); }
+        fputs("</h3>\n", f);
+        load_chart(f, mo);
+        fputs("<table class=\"totals\"><thead><tr><th>design</th><th>reads</th><th>items read</th><th>writes</th>"
+              "<th>items written</th><th>I/O units</th><th>storage GB</th><th>duplication</th><th>$/month</th><th class=\"priced\">priced as</th>"
+              "</tr></thead><tbody>\n", f);
+        const cJSON *ds = cJSON_GetObjectItem(mo, "designs");
+        for (const cJSON *d = ds ? ds->child : NULL; d; d = d->next) {
+            const cJSON *cost = cJSON_GetObjectItem(d, "cost"), *t = cJSON_GetObjectItem(cost, "totals");
+            const cJSON *money = cJSON_GetObjectItem(cost, "monthly_usd");
+            fputs("<tr><td>", f);
+            esc(f, str(d, "design"));
+            fprintf(f, "</td><td>%.1f</td><td>%.1f</td><td>%.1f</td><td>%.1f</td><td>%.0f</td><td>%.2f</td><td>%.2f</td><td>",
+                    num(t, "read_requests_per_s"), num(t, "items_read_per_s"), num(t, "write_requests_per_s"),
+                    num(t, "items_written_per_s"), num(t, "io_units_per_s"), num(t, "storage_bytes") / 1e9, num(t, "duplication"));
+            if (cJSON_IsObject(money)) {
+                fprintf(f, "%.2f</td><td class=\"priced\">", num(money, "total"));
+                esc(f, str(money, "service"));
+                fputs(" ", f);
+                esc(f, *str(money, "tier") ? str(money, "tier") : str(money, "capacity"));
+                fputs(", ", f);
+                esc(f, str(money, "region"));
+                fputs(", prices of ", f);
+                esc(f, str(money, "prices_as_of"));
+            } else {
+                fputs("—</td><td class=\"priced\">", f);
+                esc(f, str(cost, "price_note"));
+            }
+            fputs("</td></tr>\n", f);
+        }
+        fputs("</tbody></table>\n", f);
+    }
+    fputs("</section>\n", f);
+}
+
+/* Every risk of every design once, by severity; a message several designs share names them all. */
+static void risks_section(FILE *f, const cJSON *designs)
+{
+    static const char *const severities[] = {"defect", "warning", "info"};
+    static const char *const titles[] = {"Defects", "Warnings", "Notes"};
+    section(f, "risks", "Risks");
+    int any = 0;
+    for (int s = 0; s < 3; s++) {
+        int count = 0;
+        for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
+            const cJSON *risks = cJSON_GetObjectItem(d, "risks");
+            for (const cJSON *r = risks ? risks->child : NULL; r; r = r->next) {
+                if (strcmp(str(r, "severity"), severities[s]) != 0) continue;
+                /* shown already with an earlier design? */
+                int seen = 0;
+                for (const cJSON *e = designs->child; e != d && !seen; e = e->next) {
+                    const cJSON *rs = cJSON_GetObjectItem(e, "risks");
+                    for (const cJSON *x = rs ? rs->child : NULL; x && !seen; x = x->next)
+                        seen = strcmp(str(x, "severity"), severities[s]) == 0 && strcmp(str(x, "message"), str(r, "message")) == 0;
+                }
+                if (seen) continue;
+                if (count++ == 0) fprintf(f, "<h3 class=\"%s\">%s</h3>\n<ul class=\"risks %s\">", severities[s], titles[s], severities[s]);
+                fprintf(f, "<li class=\"%s\"><b>", severities[s]);
+                int names = 0;
+                for (const cJSON *e = d; e; e = e->next) {
+                    const cJSON *rs = cJSON_GetObjectItem(e, "risks");
+                    int has = 0;
+                    for (const cJSON *x = rs ? rs->child : NULL; x && !has; x = x->next)
+                        has = strcmp(str(x, "severity"), severities[s]) == 0 && strcmp(str(x, "message"), str(r, "message")) == 0;
+                    if (!has) continue;
+                    if (names++) fputs(", ", f);
+                    esc(f, str(e, "design"));
+                }
+                fputs("</b>: ", f);
+                esc(f, str(r, "message"));
+                fputs("</li>\n", f);
+            }
+        }
+        if (count) fputs("</ul>\n", f);
+        any |= count > 0;
+    }
+    if (!any) fputs("<p>none found</p>\n", f);
+    fputs("</section>\n", f);
+}
 
 void kp_compare_print_html(FILE *f, const cJSON *doc)
 {
     const cJSON *mixes = cJSON_GetObjectItem(doc, "mixes");
     const cJSON *first = mixes ? mixes->child : NULL;
     const cJSON *designs = first ? cJSON_GetObjectItem(first, "designs") : NULL;
+    /* what made the page: a review names the tool, the model version and when */
+    char when[32] = "";
+    const char *epoch = getenv("SOURCE_DATE_EPOCH");   /* reproducible pages, as reproducible builds do */
+    time_t t = epoch && *epoch ? (time_t)strtoll(epoch, NULL, 10) : time(NULL);
+    struct tm tm;
+    if (gmtime_r(&t, &tm)) strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>keyplan compare: ", f);
     esc(f, str(doc, "model"));
-    fprintf(f, "</title><style>%s</style></head><body>\n<h1>keyplan compare: ", style);
+    fprintf(f, "</title><style>%s</style></head><body>\n<header><h1>keyplan compare: ", style);
     esc(f, str(doc, "model"));
-    fputs("</h1>\n", f);
+    fprintf(f, "</h1><p class=\"meta\">keyplan %s &middot; model hash ", KP_VERSION);
+    esc(f, str(doc, "model_hash"));
+    fprintf(f, " &middot; %s</p>\n<nav><a href=\"#recommendation\">Recommendation</a><a href=\"#model\">Model</a>"
+               "<a href=\"#load\">Load and cost</a><a href=\"#patterns\">Access patterns</a><a href=\"#writes\">Writes</a>"
+               "<a href=\"#risks\">Risks</a><a href=\"#designs\">Designs</a></nav></header>\n", when);
+    section(f, "recommendation", "Recommendation");
     for (const cJSON *mo = first; mo; mo = mo->next) {
         const cJSON *r = cJSON_GetObjectItem(mo, "recommendation");
         const cJSON *name = cJSON_GetObjectItem(mo, "name");
@@ -284,6 +621,8 @@ void kp_compare_print_html(FILE *f, const cJSON *doc)
         fputs("</b><ul>", f);
         const cJSON *reasons = cJSON_GetObjectItem(r, "reasons");
         for (const cJSON *x = reasons ? reasons->child : NULL; x; x = x->next) { fputs("<li>", f); esc(f, x->valuestring); fputs("</li>", f); }
+        int warnings = (int)num(r, "warnings");
+        if (warnings) fprintf(f, "<li><a href=\"#risks\">%d warning%s to review</a></li>", warnings, warnings == 1 ? "" : "s");
         fputs("</ul></div>\n", f);
     }
     const cJSON *by = cJSON_GetObjectItem(doc, "recommendation_by_mix");
@@ -297,107 +636,27 @@ void kp_compare_print_html(FILE *f, const cJSON *doc)
             fputs("</p>\n", f);
         }
     }
-    fputs("<h2>Access patterns: round trips / requests / items read</h2>\n<table id=\"patterns\"><thead><tr><th>pattern</th><th>req/s</th>", f);
-    for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) { fputs("<th>", f); esc(f, str(d, "design")); fputs("</th>", f); }
-    fputs("</tr></thead><tbody>\n", f);
-    const cJSON *patterns = cJSON_GetObjectItem(doc, "patterns");
-    kp_named_cursors cur1 = {{0}}, cur2 = {{0}}, cur3 = {{0}};
-    for (const cJSON *pn = patterns ? patterns->child : NULL; pn; pn = pn->next) {
-        fputs("<tr class=\"pattern\"><td>", f);
-        esc(f, pn->valuestring);
-        fputs("</td>", f);
-        int has_rps = 0;
-        size_t di1 = 0;
-        for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next, di1++) {
-            const cJSON *p = kp_compare_find_named(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "patterns"), pn->valuestring, KP_CURSOR(&cur1, di1));
-            if (p && !has_rps) { fprintf(f, "<td>%g</td>", num(p, "rps")); has_rps = 1; }
-        }
-        if (!has_rps) fputs("<td></td>", f);
-        size_t di2 = 0;
-        for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next, di2++) {
-            const cJSON *p = kp_compare_find_named(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "patterns"), pn->valuestring, KP_CURSOR(&cur2, di2));
-            if (!p) { fputs("<td>—</td>", f); continue; }
-            int scan = cJSON_IsTrue(cJSON_GetObjectItem(p, "scan"));
-            fprintf(f, "<td%s>%g / %g / %g%s</td>", scan ? " class=\"scan\"" : "", num(p, "round_trips"), num(p, "requests"),
-                    num(p, "items_read"), scan ? " SCAN" : "");
-        }
-        fputs("</tr>\n", f);
-    }
-    fputs("</tbody></table>\n", f);
-    const cJSON *writes = cJSON_GetObjectItem(doc, "writes");
-    if (writes && writes->child) {
-        fputs("<h2>Writes: items written per operation (amplification)</h2>\n<table id=\"writes\"><thead><tr><th>write</th>", f);
-        for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) { fputs("<th>", f); esc(f, str(d, "design")); fputs("</th>", f); }
-        fputs("</tr></thead><tbody>\n", f);
-        for (const cJSON *wn = writes->child; wn; wn = wn->next) {
-            fputs("<tr class=\"write\"><td>", f);
-            esc(f, wn->valuestring);
-            fputs("</td>", f);
-            size_t di3 = 0;
-            for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next, di3++) {
-                const cJSON *w = kp_compare_find_named(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "writes"), wn->valuestring, KP_CURSOR(&cur3, di3));
-                fprintf(f, "<td>%g (x%g)</td>", w ? num(w, "items_written") : 0, w ? num(w, "amplification") : 0);
-            }
-            fputs("</tr>\n", f);
-        }
-        fputs("</tbody></table>\n", f);
-    }
-    for (const cJSON *mo = first; mo; mo = mo->next) {
-        const cJSON *name = cJSON_GetObjectItem(mo, "name");
-        fputs("<h2>Totals per second", f);
-        if (cJSON_IsString(name)) { fputs(", mix ", f); esc(f, name->valuestring); }
-        fputs("</h2>\n<table class=\"totals\"><thead><tr><th>design</th><th>reads</th><th>items read</th><th>writes</th>"
-              "<th>items written</th><th>I/O units</th><th>storage GB</th><th>duplication</th><th>$/month</th></tr></thead><tbody>\n", f);
-        const cJSON *ds = cJSON_GetObjectItem(mo, "designs");
-        for (const cJSON *d = ds ? ds->child : NULL; d; d = d->next) {
-            const cJSON *cost = cJSON_GetObjectItem(d, "cost"), *t = cJSON_GetObjectItem(cost, "totals");
-            const cJSON *money = cJSON_GetObjectItem(cost, "monthly_usd");
-            fputs("<tr><td>", f);
-            esc(f, str(d, "design"));
-            fprintf(f, "</td><td>%.1f</td><td>%.1f</td><td>%.1f</td><td>%.1f</td><td>%.0f</td><td>%.2f</td><td>%.2f</td><td>",
-                    num(t, "read_requests_per_s"), num(t, "items_read_per_s"), num(t, "write_requests_per_s"),
-                    num(t, "items_written_per_s"), num(t, "io_units_per_s"), num(t, "storage_bytes") / 1e9, num(t, "duplication"));
-            if (cJSON_IsObject(money)) fprintf(f, "%.2f", num(money, "total"));
-            else fputs("—", f);
-            fputs("</td></tr>\n", f);
-        }
-        fputs("</tbody></table>\n", f);
-    }
-    fputs("<h2>Risks</h2>\n<ul id=\"risks\">", f);
-    int any = 0;
-    for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
-        const cJSON *risks = cJSON_GetObjectItem(d, "risks");
-        for (const cJSON *r = risks ? risks->child : NULL; r; r = r->next) {
-            fprintf(f, "<li class=\"%s\"><b>", str(r, "severity"));
-            esc(f, str(d, "design"));
-            fputs("</b> ", f);
-            esc(f, str(r, "severity"));
-            fputs(": ", f);
-            esc(f, str(r, "message"));
-            fputs("</li>\n", f);
-            any = 1;
-        }
-    }
-    if (!any) fputs("<li>none found</li>", f);
-    fputs("</ul>\n<h2>Model: entities and relations</h2>\n", f);
+    fputs("</section>\n", f);
+    section(f, "model", "Model: entities and relations");
     er_diagram(f, cJSON_GetObjectItem(doc, "model_diagram"));
+    fputs("</section>\n", f);
+    load_section(f, first);
+    patterns_table(f, doc, designs);
+    writes_table(f, doc, designs);
+    risks_section(f, designs);
+    section(f, "designs", "Designs");
     const cJSON *full = cJSON_GetObjectItem(doc, "designs");
     for (const cJSON *d = full ? full->child : NULL; d; d = d->next) {
-        fputs("<h2>", f);
+        fputs("<h3>", f);
         esc(f, str(d, "title"));
         fputs(": ", f);
         esc(f, str(d, "candidate"));
-        fputs("</h2>\n<p>", f);
+        fputs("</h3>\n<p>", f);
         esc(f, str(d, "summary"));
         fputs("</p>\n", f);
         design_diagram(f, d);
     }
-    /* what made the page: a review names the tool, the model version and when */
-    char when[32] = "";
-    const char *epoch = getenv("SOURCE_DATE_EPOCH");   /* reproducible pages, as reproducible builds do */
-    time_t t = epoch && *epoch ? (time_t)strtoll(epoch, NULL, 10) : time(NULL);
-    struct tm tm;
-    if (gmtime_r(&t, &tm)) strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
+    fputs("</section>\n", f);
     fprintf(f, "<footer><p>keyplan %s &middot; model ", KP_VERSION);
     esc(f, str(doc, "model"));
     fputs(" (hash ", f);

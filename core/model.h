@@ -474,6 +474,9 @@ cJSON *kp_model_to_json(const kp_model *model);
 void kp_model_print_summary(FILE *out, const kp_model *model);
 /* A one-line rendering of a response shape ("{ id, projects[<=20 by createdAt desc] }"). */
 void kp_shape_describe(const kp_shape *shape, char *buf, size_t size);
+/* The response as the JSON a pattern returns, types in place of values, pretty-printed:
+ * {"projects": [  // up to 20, by createdAt desc\n    {"id": string, ...}, ...]} */
+void kp_shape_outline(const kp_shape *shape, char *buf, size_t size);
 
 /* The version of the JSON documents keyplan writes (docs/output.md). */
 #define KP_SCHEMA_VERSION 1

@@ -99,6 +99,62 @@ void kp_shape_describe(const kp_shape *shape, char *buf, size_t size)
     describe(&b, shape);
 }
 
+/* ---- outline: the response as the JSON it returns, with types in place of values ---- */
+
+static void outline(sbuf *b, const kp_shape *s, int depth);
+
+static void indent(sbuf *b, int depth) { put(b, "\n%*s", depth * 2, ""); }
+
+static void outline_members(sbuf *b, const kp_shape *s, int depth)
+{
+    put(b, "{");
+    for (size_t i = 0; i < s->member_count; i++) {
+        indent(b, depth + 1);
+        put(b, "\"%s\": ", s->members[i]->name);
+        outline(b, s->members[i], depth + 1);
+        if (i + 1 < s->member_count) put(b, ",");
+    }
+    indent(b, depth);
+    put(b, "}");
+}
+
+static void outline(sbuf *b, const kp_shape *s, int depth)
+{
+    switch (s->kind) {
+    case KP_SHAPE_ATTR:
+        put(b, "%s%s", kp_type_name(s->attr->type.kind), s->attr->is_optional || s->path_len ? " | null" : "");
+        break;
+    case KP_SHAPE_PARAM: put(b, "%s (:%s)", s->param->type ? kp_type_name(s->param->type->kind) : "value", s->param->name); break;
+    case KP_SHAPE_TOKEN: put(b, "token | null"); break;
+    case KP_SHAPE_COUNT: put(b, "int (count of "); put_path(b, s->hops, s->hop_count); put(b, ")"); break;
+    case KP_SHAPE_OBJECT: outline_members(b, s, depth); break;
+    case KP_SHAPE_ONE: outline_members(b, s, depth); put(b, " | null"); break;
+    case KP_SHAPE_EACH:
+        put(b, "[");
+        if (s->limit_param) put(b, "  // up to :%s (default %lld)", s->limit_param->name, (long long)s->limit);
+        else if (s->limit) put(b, "  // up to %lld", (long long)s->limit);
+        if (s->declared_order_count) {
+            put(b, "%s by", s->limit || s->limit_param ? "," : "  //");
+            for (size_t i = 0; i < s->declared_order_count; i++)
+                put(b, "%s %s %s", i ? "," : "", s->order[i].attr->name, s->order[i].is_desc ? "desc" : "asc");
+        }
+        indent(b, depth + 1);
+        if (s->value) outline(b, s->value, depth + 1);
+        else outline_members(b, s, depth + 1);
+        put(b, ", ...");
+        indent(b, depth);
+        put(b, "]");
+        break;
+    }
+}
+
+void kp_shape_outline(const kp_shape *shape, char *buf, size_t size)
+{
+    sbuf b = {buf, size, 0};
+    buf[0] = '\0';
+    outline(&b, shape, 0);
+}
+
 /* ---- summary ------------------------------------------------------------------------- */
 
 static void format_count(double v, char *out, size_t size)

@@ -3,9 +3,12 @@
 # report_browser.sh [BUILD_DIR] — checks `keyplan compare --format html` in a real
 # headless browser: Debian's chromium, driven by playwright-core from npm (pinned in
 # tests/integration/browser/package-lock.json; no browser download). For every example
-# the rendered page must hold one SVG per diagram (the model, then one per database
-# compared), one table row per access pattern, a recommendation, and no console error;
-# a screenshot of each is kept in BUILD_DIR/report-browser/.
+# the rendered page must hold one SVG per diagram (the model first, then one per database
+# compared), one table row per access pattern opening to its response and requests, a
+# load chart per mix, risks once by severity, a recommendation that does not repeat
+# them, a print stylesheet, and no console error (browser/check_report.mjs);
+# a screenshot of each is kept in BUILD_DIR/report-browser/ (NAME.png the whole page,
+# NAME-top.png its top with the first pattern open: docs/report-*.png are these).
 #
 # Installs what is missing: chromium with apt-get (as root or through sudo), the npm
 # package with `npm ci`. A missing browser or package is a failure, never a skip.
@@ -43,7 +46,7 @@ for model in "$root"/examples/*/model.json; do
         node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).access_patterns.length))')
     echo "-- $name: $patterns access patterns, $((databases + 1)) diagrams"
     KP_CHROMIUM=$chromium node "$here/browser/check_report.mjs" "$out/$name.html" "$out/$name.png" "$patterns" \
-        "$((databases + 1))" || status=1
+        "$((databases + 1))" "$out/$name-top.png" || status=1
 done
 [[ $status == 0 ]] && echo "report_browser.sh: every report renders (screenshots in $out)"
 exit $status
