@@ -39,5 +39,21 @@ if "$prefix/bin/keyplan" init "$prefix/start" --from leaderboard >/dev/null 2>&1
 else
     bad "installed init --from leaderboard"
 fi
+# the packaging recipe: a tarball of the same files, whose keyplan runs
+if command -v cpack >/dev/null; then
+    if (cd "$build" && cpack -G TGZ -B "$prefix/pkg" >"$prefix/cpack.log" 2>&1); then
+        tarball=$(ls "$prefix"/pkg/keyplan-*.tar.gz 2>/dev/null | head -1)
+        mkdir -p "$prefix/unpacked"
+        if [[ -n $tarball ]] && tar -xzf "$tarball" -C "$prefix/unpacked" &&
+           "$(ls -d "$prefix"/unpacked/keyplan-*/bin/keyplan)" --version >/dev/null 2>&1 &&
+           [[ -s $(ls -d "$prefix"/unpacked/keyplan-*)/share/man/man1/keyplan.1 ]]; then
+            ok "cpack -G TGZ packs keyplan, its man page and the rest; the packed keyplan runs"
+        else
+            bad "the cpack tarball ($tarball) lacks keyplan or its man page"
+        fi
+    else
+        bad "cpack -G TGZ"; cat "$prefix/cpack.log"
+    fi
+fi
 echo "install: $passed passed, $failed failed"
 [[ $failed == 0 ]]
