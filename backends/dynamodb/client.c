@@ -250,7 +250,7 @@ static int operation_is_valid(const char *operation)
 static void request_free(kp_ddb_request *req)
 {
     if (!req) return;
-    curl_slist_free_all(req->headers);
+    CU(curl_slist_free_all)(req->headers);
     free(req->body);
     free(req->response);
     free(req);
@@ -373,7 +373,7 @@ static int configure_handle(kp_ddb_client *c, CURL *easy)
 {
     const kp_ddb_settings *s = &c->settings;
     CURLcode rc = CURLE_OK;
-#define SET(option, value) do { if (rc == CURLE_OK) rc = curl_easy_setopt(easy, option, value); } while (0)
+#define SET(option, value) do { if (rc == CURLE_OK) rc = CU(curl_easy_setopt)(easy, option, value); } while (0)
     SET(CURLOPT_URL, s->endpoint);
     SET(CURLOPT_PROTOCOLS_STR, "http,https");
     SET(CURLOPT_NOSIGNAL, 1L);
@@ -427,31 +427,31 @@ static void start_request(kp_ddb_client *c, kp_ddb_request *req)
     }
     char target[96];
     snprintf(target, sizeof target, "X-Amz-Target: DynamoDB_20120810.%s", req->operation);
-    struct curl_slist *headers = curl_slist_append(NULL, "Content-Type: application/x-amz-json-1.0");
-    struct curl_slist *more = headers ? curl_slist_append(headers, target) : NULL;
-    if (more && c->token_header) more = curl_slist_append(more, c->token_header);
+    struct curl_slist *headers = CU(curl_slist_append)(NULL, "Content-Type: application/x-amz-json-1.0");
+    struct curl_slist *more = headers ? CU(curl_slist_append)(headers, target) : NULL;
+    if (more && c->token_header) more = CU(curl_slist_append)(more, c->token_header);
     if (!more) {
-        curl_slist_free_all(headers);
+        CU(curl_slist_free_all)(headers);
         fail_plain(c, req, KP_ERR_NOMEM, "out of memory preparing a DynamoDB request");
         return;
     }
-    curl_slist_free_all(req->headers);
+    CU(curl_slist_free_all)(req->headers);
     req->headers = headers;
     req->response_len = 0;
     req->is_response_too_large = 0;
     req->errbuf[0] = '\0';
     CURL *easy = slot->easy;
-    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, req->headers);
-    curl_easy_setopt(easy, CURLOPT_POSTFIELDS, req->body);
-    curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
-    curl_easy_setopt(easy, CURLOPT_WRITEDATA, req);
-    curl_easy_setopt(easy, CURLOPT_PRIVATE, slot);
-    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, req->errbuf);
-    CURLMcode mc = curl_multi_add_handle(c->multi, easy);
+    CU(curl_easy_setopt)(easy, CURLOPT_HTTPHEADER, req->headers);
+    CU(curl_easy_setopt)(easy, CURLOPT_POSTFIELDS, req->body);
+    CU(curl_easy_setopt)(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+    CU(curl_easy_setopt)(easy, CURLOPT_WRITEDATA, req);
+    CU(curl_easy_setopt)(easy, CURLOPT_PRIVATE, slot);
+    CU(curl_easy_setopt)(easy, CURLOPT_ERRORBUFFER, req->errbuf);
+    CURLMcode mc = CU(curl_multi_add_handle)(c->multi, easy);
     if (mc != CURLM_OK) {
         char message[200];
         snprintf(message, sizeof message, "the transfer engine refused a DynamoDB %s request: %s", req->operation,
-                 curl_multi_strerror(mc));
+                 CU(curl_multi_strerror)(mc));
         fail_plain(c, req, KP_ERR_INTERNAL, message);
         return;
     }
@@ -556,7 +556,7 @@ static void header_value(CURL *easy, const char *name, char *out, size_t size)
 {
     struct curl_header *h = NULL;
     out[0] = '\0';
-    if (curl_easy_header(easy, name, 0, CURLH_HEADER, -1, &h) == CURLHE_OK && h && h->value)
+    if (CU(curl_easy_header)(easy, name, 0, CURLH_HEADER, -1, &h) == CURLHE_OK && h && h->value)
         copy_text(out, size, h->value, strlen(h->value));
 }
 
@@ -566,16 +566,16 @@ static int finish_transfer(kp_ddb_client *c, kp_ddb_slot *slot, CURLcode result)
     CURL *easy = slot->easy;
     kp_ddb_request *req = slot->request;
     long status = 0, connects = 0;
-    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_getinfo(easy, CURLINFO_NUM_CONNECTS, &connects);
+    CU(curl_easy_getinfo)(easy, CURLINFO_RESPONSE_CODE, &status);
+    CU(curl_easy_getinfo)(easy, CURLINFO_NUM_CONNECTS, &connects);
     c->stats.connections_opened += connects;
     char request_id[80], crc_text[24];
     header_value(easy, "x-amzn-RequestId", request_id, sizeof request_id);
     header_value(easy, "x-amz-crc32", crc_text, sizeof crc_text);
-    curl_multi_remove_handle(c->multi, easy);
+    CU(curl_multi_remove_handle)(c->multi, easy);
     slot->request = NULL;
     c->running--;
-    curl_slist_free_all(req->headers);
+    CU(curl_slist_free_all)(req->headers);
     req->headers = NULL;
     c->stats.bytes_received += (long)req->response_len;
 
@@ -586,7 +586,7 @@ static int finish_transfer(kp_ddb_client *c, kp_ddb_slot *slot, CURLcode result)
         if (req->is_response_too_large)
             snprintf(detail, sizeof detail, "the answer is larger than %d MiB", KP_DDB_MAX_RESPONSE >> 20);
         else
-            snprintf(detail, sizeof detail, "%s", req->errbuf[0] ? req->errbuf : curl_easy_strerror(result));
+            snprintf(detail, sizeof detail, "%s", req->errbuf[0] ? req->errbuf : CU(curl_easy_strerror)(result));
         fail_request(c, req, "", 0, detail, sizeof detail, is_retryable, result, request_id);
         return 1;
     }
@@ -641,12 +641,12 @@ static int drain_finished(kp_ddb_client *c)
 {
     int completed = 0, left = 0;
     CURLMsg *msg;
-    while ((msg = curl_multi_info_read(c->multi, &left))) {
+    while ((msg = CU(curl_multi_info_read)(c->multi, &left))) {
         if (msg->msg != CURLMSG_DONE) continue;
         CURL *easy = msg->easy_handle;
         CURLcode result = msg->data.result;
         kp_ddb_slot *slot = NULL;
-        curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&slot);
+        CU(curl_easy_getinfo)(easy, CURLINFO_PRIVATE, (char **)&slot);
         if (slot && slot->request) completed += finish_transfer(c, slot, result);
     }
     return completed;
@@ -658,7 +658,7 @@ static void cancel_all(kp_ddb_client *c, const char *message)
     for (int i = 0; i < c->max_in_flight; i++) {
         kp_ddb_request *req = c->slots[i].request;
         if (!req) continue;
-        curl_multi_remove_handle(c->multi, c->slots[i].easy);
+        CU(curl_multi_remove_handle)(c->multi, c->slots[i].easy);
         c->slots[i].request = NULL;
         c->running--;
         fail_plain(c, req, KP_ERR_TARGET, message);
@@ -677,7 +677,7 @@ static int engine_failure(kp_ddb_client *c, CURLMcode code, kp_error *err)
 {
     char message[256];
     snprintf(message, sizeof message, "the HTTP transfer engine failed (%s); the request was abandoned",
-             curl_multi_strerror(code));
+             CU(curl_multi_strerror)(code));
     cancel_all(c, message);
     return kp_error_set(err, KP_ERR_INTERNAL, NULL, 0, 0, "%s", message);
 }
@@ -691,12 +691,12 @@ int kp_ddb_poll(kp_ddb_client *c, int timeout_ms, kp_error *err)
     for (;;) {
         start_due(c);
         int still_running = 0;
-        CURLMcode mc = curl_multi_perform(c->multi, &still_running);
+        CURLMcode mc = CU(curl_multi_perform)(c->multi, &still_running);
         if (mc != CURLM_OK) return engine_failure(c, mc, err);
         if (drain_finished(c) > 0) {
             /* what the callbacks queued starts now, while the caller works */
             start_due(c);
-            mc = curl_multi_perform(c->multi, &still_running);
+            mc = CU(curl_multi_perform)(c->multi, &still_running);
             if (mc != CURLM_OK) return engine_failure(c, mc, err);
             return c->pending;
         }
@@ -710,7 +710,7 @@ int kp_ddb_poll(kp_ddb_client *c, int timeout_ms, kp_error *err)
                 wait = c->retry_head->due_ms > now ? c->retry_head->due_ms - now : 0;
         }
         if (wait > 1000) wait = 1000;
-        mc = curl_multi_poll(c->multi, NULL, 0, (int)wait, NULL);
+        mc = CU(curl_multi_poll)(c->multi, NULL, 0, (int)wait, NULL);
         if (mc != CURLM_OK) return engine_failure(c, mc, err);
     }
 }
@@ -824,16 +824,17 @@ int kp_ddb_client_open(const kp_ddb_config *cfg, kp_ddb_client **out, kp_error *
     static const kp_ddb_config defaults;
     *out = NULL;
     if (!cfg) cfg = &defaults;
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+    if (kp_curl_load(err)) return -1;
+    if (CU(curl_global_init)(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return kp_error_set(err, KP_ERR_INTERNAL, NULL, 0, 0, "libcurl could not be initialised");
     kp_ddb_client *c = calloc(1, sizeof *c);
     if (!c) {
-        curl_global_cleanup();
+        CU(curl_global_cleanup)();
         return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory opening the DynamoDB client");
     }
     if (kp_ddb_settings_resolve(cfg, &c->settings, err) != 0) {
         free(c);
-        curl_global_cleanup();
+        CU(curl_global_cleanup)();
         return -1;
     }
     const kp_ddb_settings *s = &c->settings;
@@ -860,18 +861,18 @@ int kp_ddb_client_open(const kp_ddb_config *cfg, kp_ddb_client **out, kp_error *
     if (c->description)
         snprintf(c->description, describe_size, "endpoint %s (from %s), region %s (from %s), credentials: %s",
                  s->endpoint, s->endpoint_source, s->region, s->region_source, s->credential_source);
-    c->multi = curl_multi_init();
+    c->multi = CU(curl_multi_init)();
     c->slots = calloc((size_t)c->max_in_flight, sizeof *c->slots);
     if (!c->sigv4 || (s->session_token && !c->token_header) || !c->description || !c->multi || !c->slots) {
         kp_ddb_client_close(c);
         return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory opening the DynamoDB client");
     }
     /* Exactly max_in_flight connections, kept alive between requests. */
-    curl_multi_setopt(c->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)c->max_in_flight);
-    curl_multi_setopt(c->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)c->max_in_flight);
-    curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, (long)c->max_in_flight);
+    CU(curl_multi_setopt)(c->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)c->max_in_flight);
+    CU(curl_multi_setopt)(c->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)c->max_in_flight);
+    CU(curl_multi_setopt)(c->multi, CURLMOPT_MAXCONNECTS, (long)c->max_in_flight);
     for (int i = 0; i < c->max_in_flight; i++) {
-        c->slots[i].easy = curl_easy_init();
+        c->slots[i].easy = CU(curl_easy_init)();
         if (!c->slots[i].easy || configure_handle(c, c->slots[i].easy) != 0) {
             kp_ddb_client_close(c);
             return kp_error_set(err, KP_ERR_INTERNAL, NULL, 0, 0,
@@ -889,9 +890,9 @@ void kp_ddb_client_close(kp_ddb_client *c)
     c->is_closing = 1;
     if (c->slots) cancel_all(c, "the DynamoDB client was closed before the request completed");
     for (int i = 0; c->slots && i < c->max_in_flight; i++)
-        if (c->slots[i].easy) curl_easy_cleanup(c->slots[i].easy);
+        if (c->slots[i].easy) CU(curl_easy_cleanup)(c->slots[i].easy);
     free(c->slots);
-    if (c->multi) curl_multi_cleanup(c->multi);
+    if (c->multi) CU(curl_multi_cleanup)(c->multi);
     free(c->sigv4);
     free(c->description);
     if (c->token_header) {
@@ -901,7 +902,7 @@ void kp_ddb_client_close(kp_ddb_client *c)
     }
     kp_ddb_settings_clear(&c->settings);
     free(c);
-    curl_global_cleanup();
+    CU(curl_global_cleanup)();
 }
 
 const char *kp_ddb_client_describe(const kp_ddb_client *c)

@@ -10,10 +10,49 @@
 #ifndef KP_DDB_CLIENT_INTERNAL_H
 #define KP_DDB_CLIENT_INTERNAL_H
 
+#include <curl/curl.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "backends/dynamodb/client.h"
+#include "core/dynlib.h"
+
+/* libcurl is loaded when a command first talks to DynamoDB (core/dynlib.h): the commands
+ * that need no server do not pay for it and the libraries it pulls in. Every function of
+ * it keyplan calls: */
+#define KP_CURL_FUNCTIONS(X) \
+    X(curl_easy_cleanup) \
+    X(curl_easy_getinfo) \
+    X(curl_easy_header) \
+    X(curl_easy_init) \
+    X(curl_easy_setopt) \
+    X(curl_easy_strerror) \
+    X(curl_free) \
+    X(curl_global_cleanup) \
+    X(curl_global_init) \
+    X(curl_multi_add_handle) \
+    X(curl_multi_cleanup) \
+    X(curl_multi_info_read) \
+    X(curl_multi_init) \
+    X(curl_multi_perform) \
+    X(curl_multi_poll) \
+    X(curl_multi_remove_handle) \
+    X(curl_multi_setopt) \
+    X(curl_multi_strerror) \
+    X(curl_slist_append) \
+    X(curl_slist_free_all) \
+    X(curl_url) \
+    X(curl_url_cleanup) \
+    X(curl_url_get) \
+    X(curl_url_set)
+
+typedef struct kp_curl_api {
+    KP_CURL_FUNCTIONS(KP_DYNLIB_FIELD)
+} kp_curl_api;
+extern kp_curl_api kp_curl;
+/* Loads libcurl once; every entry point that calls it first calls this. */
+int kp_curl_load(kp_error *err);
+#define CU(f) (kp_curl.f)
 
 enum {
     KP_DDB_BACKOFF_BASE_MS = 50,

@@ -61,6 +61,13 @@ static void wipe_free(char *secret)
     free(secret);
 }
 
+kp_curl_api kp_curl;
+static const char *const curl_names[] = {KP_CURL_FUNCTIONS(KP_DYNLIB_NAME)};
+static const char *const curl_sonames[] = {"libcurl.so.4", "libcurl-gnutls.so.4", "libcurl.so", NULL};
+static kp_dynlib curl_lib = {curl_sonames, "DynamoDB commands", "libcurl4", NULL, 0, ""};
+
+int kp_curl_load(kp_error *err) { return KP_DYNLIB_LOAD(curl_lib, kp_curl, curl_names, err); }
+
 void kp_ddb_settings_clear(kp_ddb_settings *s)
 {
     if (!s) return;
@@ -108,18 +115,19 @@ static int host_is_loopback(const char *host)
 int kp_ddb_check_endpoint(const char *url, const char *source, int *is_loopback, int *is_https, kp_error *err)
 {
     /* The URL is quoted only when it carries no user information (a password). */
-    CURLU *u = curl_url();
+    if (kp_curl_load(err)) return -1;
+    CURLU *u = CU(curl_url)();
     if (!u) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory parsing the DynamoDB endpoint");
     char *scheme = NULL, *host = NULL, *user = NULL, *password = NULL, *query = NULL, *fragment = NULL;
     int rc = -1;
-    if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK) {
+    if (CU(curl_url_set)(u, CURLUPART_URL, url, 0) != CURLUE_OK) {
         kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0,
                      "the DynamoDB endpoint from %s is not a URL; give one like http://127.0.0.1:18000 or "
                      "https://dynamodb.eu-west-1.amazonaws.com", source);
         goto done;
     }
-    curl_url_get(u, CURLUPART_USER, &user, 0);
-    curl_url_get(u, CURLUPART_PASSWORD, &password, 0);
+    CU(curl_url_get)(u, CURLUPART_USER, &user, 0);
+    CU(curl_url_get)(u, CURLUPART_PASSWORD, &password, 0);
     if (user || password) {
         kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0,
                      "the DynamoDB endpoint from %s carries user information (user:password@); remove it "
@@ -127,10 +135,10 @@ int kp_ddb_check_endpoint(const char *url, const char *source, int *is_loopback,
                      source);
         goto done;
     }
-    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
-    curl_url_get(u, CURLUPART_HOST, &host, 0);
-    curl_url_get(u, CURLUPART_QUERY, &query, 0);
-    curl_url_get(u, CURLUPART_FRAGMENT, &fragment, 0);
+    CU(curl_url_get)(u, CURLUPART_SCHEME, &scheme, 0);
+    CU(curl_url_get)(u, CURLUPART_HOST, &host, 0);
+    CU(curl_url_get)(u, CURLUPART_QUERY, &query, 0);
+    CU(curl_url_get)(u, CURLUPART_FRAGMENT, &fragment, 0);
     if (!scheme || (strcasecmp(scheme, "http") != 0 && strcasecmp(scheme, "https") != 0)) {
         kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0,
                      "the DynamoDB endpoint '%s' from %s must start with http:// or https://", url, source);
@@ -150,13 +158,13 @@ int kp_ddb_check_endpoint(const char *url, const char *source, int *is_loopback,
     *is_loopback = host_is_loopback(host);
     rc = 0;
 done:
-    curl_free(scheme);
-    curl_free(host);
-    curl_free(user);
-    curl_free(password);
-    curl_free(query);
-    curl_free(fragment);
-    curl_url_cleanup(u);
+    CU(curl_free)(scheme);
+    CU(curl_free)(host);
+    CU(curl_free)(user);
+    CU(curl_free)(password);
+    CU(curl_free)(query);
+    CU(curl_free)(fragment);
+    CU(curl_url_cleanup)(u);
     return rc;
 }
 

@@ -24,6 +24,66 @@
 #include <time.h>
 
 #include "backends/mongodb/mongo.h"
+#include "core/dynlib.h"
+
+/* libmongoc is loaded when a command first connects (core/dynlib.h): the commands that
+ * need no server do not pay for its start-up. Every function of it called here: */
+#define MONGOC_FUNCTIONS(X) \
+    X(mongoc_apm_callbacks_destroy) \
+    X(mongoc_apm_callbacks_new) \
+    X(mongoc_apm_command_started_get_command) \
+    X(mongoc_apm_command_started_get_command_name) \
+    X(mongoc_apm_command_started_get_context) \
+    X(mongoc_apm_set_command_started_cb) \
+    X(mongoc_bulk_operation_destroy) \
+    X(mongoc_bulk_operation_execute) \
+    X(mongoc_bulk_operation_insert_with_opts) \
+    X(mongoc_bulk_operation_replace_one_with_opts) \
+    X(mongoc_client_command_simple) \
+    X(mongoc_client_destroy) \
+    X(mongoc_client_get_database) \
+    X(mongoc_client_new_from_uri_with_error) \
+    X(mongoc_client_set_apm_callbacks) \
+    X(mongoc_client_set_error_api) \
+    X(mongoc_client_set_write_concern) \
+    X(mongoc_collection_create_bulk_operation_with_opts) \
+    X(mongoc_collection_destroy) \
+    X(mongoc_collection_find_with_opts) \
+    X(mongoc_cursor_destroy) \
+    X(mongoc_cursor_error) \
+    X(mongoc_cursor_next) \
+    X(mongoc_database_command_simple) \
+    X(mongoc_database_destroy) \
+    X(mongoc_database_get_collection) \
+    X(mongoc_init) \
+    X(mongoc_log_set_handler) \
+    X(mongoc_uri_destroy) \
+    X(mongoc_uri_get_database) \
+    X(mongoc_uri_get_hosts) \
+    X(mongoc_uri_get_tls) \
+    X(mongoc_uri_get_write_concern) \
+    X(mongoc_uri_has_option) \
+    X(mongoc_uri_new_with_error) \
+    X(mongoc_uri_set_option_as_bool) \
+    X(mongoc_uri_set_option_as_int32) \
+    X(mongoc_uri_set_option_as_utf8) \
+    X(mongoc_write_concern_destroy) \
+    X(mongoc_write_concern_get_w) \
+    X(mongoc_write_concern_get_wtag) \
+    X(mongoc_write_concern_journal_is_set) \
+    X(mongoc_write_concern_new) \
+    X(mongoc_write_concern_set_journal) \
+    X(mongoc_write_concern_set_wmajority)
+
+static struct {
+    MONGOC_FUNCTIONS(KP_DYNLIB_FIELD)
+} mongoc_api;
+static const char *const mongoc_names[] = {MONGOC_FUNCTIONS(KP_DYNLIB_NAME)};
+static const char *const mongoc_sonames[] = {"libmongoc-1.0.so.0", "libmongoc-1.0.so", NULL};
+static kp_dynlib mongoc_lib = {mongoc_sonames, "MongoDB commands", "libmongoc-1.0-0", NULL, 0, ""};
+#define MG(f) (mongoc_api.f)
+
+static int load_driver(kp_error *err) { return KP_DYNLIB_LOAD(mongoc_lib, mongoc_api, mongoc_names, err); }
 
 #define RETRIES 5
 #define REPLACES_PER_COMMAND 50
@@ -51,18 +111,18 @@ static int initialised;
 static void init_driver(void)
 {
     if (initialised) return;
-    mongoc_log_set_handler(quiet_log, NULL);
-    mongoc_init();
+    MG(mongoc_log_set_handler)(quiet_log, NULL);
+    MG(mongoc_init)();
     initialised = 1;
 }
 
 static void on_started(const mongoc_apm_command_started_t *event)
 {
-    kp_mg_client *c = mongoc_apm_command_started_get_context(event);
+    kp_mg_client *c = MG(mongoc_apm_command_started_get_context)(event);
     c->requests++;
     if (getenv("KP_TRACE_REQUESTS")) {
-        char *json = bson_as_relaxed_extended_json(mongoc_apm_command_started_get_command(event), NULL);
-        fprintf(stderr, "mongodb %s %s\n", mongoc_apm_command_started_get_command_name(event), json ? json : "");
+        char *json = bson_as_relaxed_extended_json(MG(mongoc_apm_command_started_get_command)(event), NULL);
+        fprintf(stderr, "mongodb %s %s\n", MG(mongoc_apm_command_started_get_command_name)(event), json ? json : "");
         bson_free(json);
     }
 }
@@ -100,8 +160,9 @@ static int is_loopback_host(const char *host)
 
 int kp_mg_uri_check(const mongoc_uri_t *uri, int is_insecure, const char *redacted, kp_error *err)
 {
-    if (is_insecure || mongoc_uri_get_tls(uri)) return 0;   /* libmongoc verifies TLS unless told not to */
-    for (const mongoc_host_list_t *h = mongoc_uri_get_hosts(uri); h; h = h->next) {
+    if (load_driver(err)) return -1;
+    if (is_insecure || MG(mongoc_uri_get_tls)(uri)) return 0;   /* libmongoc verifies TLS unless told not to */
+    for (const mongoc_host_list_t *h = MG(mongoc_uri_get_hosts)(uri); h; h = h->next) {
         if (h->family == AF_UNIX || is_loopback_host(h->host)) continue;
         return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0,
                             "refusing a plain-text connection to the non-loopback MongoDB host %s (%s): credentials and "
@@ -121,53 +182,54 @@ int kp_mg_client_open(const char *uri_text, int is_insecure, kp_mg_client **out,
     if (!uri_text || !uri_text[0])
         return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "no MongoDB server named: pass --target mongodb=URI (for example "
                             "mongodb://127.0.0.1:28017/, what scripts/target-ferretdb.sh start runs) or set MONGODB_URI");
+    if (load_driver(err)) return -1;
     init_driver();
     char redacted[1024];
     kp_mg_redact_uri(uri_text, redacted, sizeof redacted);
     bson_error_t e;
-    mongoc_uri_t *uri = mongoc_uri_new_with_error(uri_text, &e);
+    mongoc_uri_t *uri = MG(mongoc_uri_new_with_error)(uri_text, &e);
     if (!uri) return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "the MongoDB connection string %s is not valid: %s", redacted, e.message);
-    if (!mongoc_uri_has_option(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS))
-        mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, 5000);
-    if (kp_mg_uri_check(uri, is_insecure, redacted, err)) { mongoc_uri_destroy(uri); return -1; }
-    if (is_insecure) mongoc_uri_set_option_as_bool(uri, MONGOC_URI_TLSINSECURE, true);
-    mongoc_uri_set_option_as_utf8(uri, MONGOC_URI_APPNAME, "keyplan");
+    if (!MG(mongoc_uri_has_option)(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS))
+        MG(mongoc_uri_set_option_as_int32)(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, 5000);
+    if (kp_mg_uri_check(uri, is_insecure, redacted, err)) { MG(mongoc_uri_destroy)(uri); return -1; }
+    if (is_insecure) MG(mongoc_uri_set_option_as_bool)(uri, MONGOC_URI_TLSINSECURE, true);
+    MG(mongoc_uri_set_option_as_utf8)(uri, MONGOC_URI_APPNAME, "keyplan");
     kp_mg_client *c = calloc(1, sizeof *c);
-    if (!c) { mongoc_uri_destroy(uri); return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
-    c->client = mongoc_client_new_from_uri_with_error(uri, &e);
-    const char *db = mongoc_uri_get_database(uri);
+    if (!c) { MG(mongoc_uri_destroy)(uri); return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
+    c->client = MG(mongoc_client_new_from_uri_with_error)(uri, &e);
+    const char *db = MG(mongoc_uri_get_database)(uri);
     c->is_database_named = db && db[0];
     /* nothing lost: unless the connection string names a write concern, writes are
      * acknowledged only once a majority has them in its journal (docs/reliability.md) */
-    const mongoc_write_concern_t *uri_wc = mongoc_uri_get_write_concern(uri);
-    int is_write_concern_named = mongoc_write_concern_get_w(uri_wc) != MONGOC_WRITE_CONCERN_W_DEFAULT ||
-                                 mongoc_write_concern_get_wtag(uri_wc) || mongoc_write_concern_journal_is_set(uri_wc);
+    const mongoc_write_concern_t *uri_wc = MG(mongoc_uri_get_write_concern)(uri);
+    int is_write_concern_named = MG(mongoc_write_concern_get_w)(uri_wc) != MONGOC_WRITE_CONCERN_W_DEFAULT ||
+                                 MG(mongoc_write_concern_get_wtag)(uri_wc) || MG(mongoc_write_concern_journal_is_set)(uri_wc);
     c->database = strdup(db && db[0] ? db : "keyplan");
     c->uri = strdup(redacted);
-    mongoc_uri_destroy(uri);
+    MG(mongoc_uri_destroy)(uri);
     if (!c->client) {
         kp_mg_client_close(c);
         return kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "cannot use the MongoDB connection string %s: %s", redacted, e.message);
     }
-    mongoc_client_set_error_api(c->client, MONGOC_ERROR_API_VERSION_2);
+    MG(mongoc_client_set_error_api)(c->client, MONGOC_ERROR_API_VERSION_2);
     if (!is_write_concern_named) {
-        mongoc_write_concern_t *wc = mongoc_write_concern_new();
-        mongoc_write_concern_set_wmajority(wc, 30000);  /* wtimeout: report, never hang, when no majority answers */
-        mongoc_write_concern_set_journal(wc, true);
-        mongoc_client_set_write_concern(c->client, wc);
-        mongoc_write_concern_destroy(wc);
+        mongoc_write_concern_t *wc = MG(mongoc_write_concern_new)();
+        MG(mongoc_write_concern_set_wmajority)(wc, 30000);  /* wtimeout: report, never hang, when no majority answers */
+        MG(mongoc_write_concern_set_journal)(wc, true);
+        MG(mongoc_client_set_write_concern)(c->client, wc);
+        MG(mongoc_write_concern_destroy)(wc);
     }
-    mongoc_apm_callbacks_t *cb = mongoc_apm_callbacks_new();
-    mongoc_apm_set_command_started_cb(cb, on_started);
-    mongoc_client_set_apm_callbacks(c->client, cb, c);
-    mongoc_apm_callbacks_destroy(cb);
-    c->db = mongoc_client_get_database(c->client, c->database);
+    mongoc_apm_callbacks_t *cb = MG(mongoc_apm_callbacks_new)();
+    MG(mongoc_apm_set_command_started_cb)(cb, on_started);
+    MG(mongoc_client_set_apm_callbacks)(c->client, cb, c);
+    MG(mongoc_apm_callbacks_destroy)(cb);
+    c->db = MG(mongoc_client_get_database)(c->client, c->database);
     /* the first command: a connection dropped or cut short is retried like any other
      * (faults_proxy.sh found verify stopping on one dropped ping) */
     bson_t *ping = BCON_NEW("ping", BCON_INT32(1));
     bool ok = false;
     for (int attempt = 0; attempt < RETRIES; attempt++) {
-        ok = mongoc_client_command_simple(c->client, "admin", ping, NULL, NULL, &e);
+        ok = MG(mongoc_client_command_simple)(c->client, "admin", ping, NULL, NULL, &e);
         if (ok || !is_transient(&e)) break;
         pause_ms(100 << attempt);
     }
@@ -184,8 +246,8 @@ int kp_mg_client_open(const char *uri_text, int is_insecure, kp_mg_client **out,
 void kp_mg_client_close(kp_mg_client *c)
 {
     if (!c) return;
-    if (c->db) mongoc_database_destroy(c->db);
-    if (c->client) mongoc_client_destroy(c->client);
+    if (c->db) MG(mongoc_database_destroy)(c->db);
+    if (c->client) MG(mongoc_client_destroy)(c->client);
     free(c->uri);
     free(c->database);
     free(c);
@@ -200,8 +262,8 @@ void kp_mg_client_default_database(kp_mg_client *c, const char *name)
     if (!copy) return;
     free(c->database);
     c->database = copy;
-    mongoc_database_destroy(c->db);
-    c->db = mongoc_client_get_database(c->client, c->database);
+    MG(mongoc_database_destroy)(c->db);
+    c->db = MG(mongoc_client_get_database)(c->client, c->database);
 }
 const char *kp_mg_client_database(const kp_mg_client *c) { return c->database; }
 long kp_mg_client_requests(const kp_mg_client *c) { return c->requests; }
@@ -252,7 +314,7 @@ int kp_mg_command(kp_mg_client *c, const cJSON *command, cJSON **reply, int *ser
     bson_error_t e;
     bool ok = false;
     for (int attempt = 0; attempt < RETRIES; attempt++) {
-        ok = mongoc_database_command_simple(c->db, &cmd, NULL, &out, &e);
+        ok = MG(mongoc_database_command_simple)(c->db, &cmd, NULL, &out, &e);
         if (ok || !is_transient(&e)) break;
         bson_destroy(&out);
         pause_ms(100 << attempt);
@@ -275,15 +337,15 @@ int kp_mg_find(kp_mg_client *c, const char *collection, const cJSON *filter, con
     bson_t f, o;
     if (to_bson(filter, &f, err)) return -1;
     if (to_bson(options, &o, err)) { bson_destroy(&f); return -1; }
-    mongoc_collection_t *coll = mongoc_database_get_collection(c->db, collection);
+    mongoc_collection_t *coll = MG(mongoc_database_get_collection)(c->db, collection);
     cJSON *all = NULL;
     int rc = -1;
     for (int attempt = 0; attempt < RETRIES; attempt++) {
         cJSON_Delete(all);
         all = cJSON_CreateArray();
-        mongoc_cursor_t *cur = mongoc_collection_find_with_opts(coll, &f, &o, NULL);
+        mongoc_cursor_t *cur = MG(mongoc_collection_find_with_opts)(coll, &f, &o, NULL);
         const bson_t *doc;
-        while (mongoc_cursor_next(cur, &doc)) {
+        while (MG(mongoc_cursor_next)(cur, &doc)) {
             cJSON *j = kp_mg_bson_to_ejson(doc);
             if (!j) break;
             cJSON_AddItemToArray(all, j);
@@ -291,17 +353,17 @@ int kp_mg_find(kp_mg_client *c, const char *collection, const cJSON *filter, con
             c->bytes_read += (long)doc->len;
         }
         bson_error_t e;
-        if (mongoc_cursor_error(cur, &e)) {
-            mongoc_cursor_destroy(cur);
+        if (MG(mongoc_cursor_error)(cur, &e)) {
+            MG(mongoc_cursor_destroy)(cur);
             if (is_transient(&e) && attempt + 1 < RETRIES) { pause_ms(100 << attempt); continue; }
             fail(c, err, "find", &e);
             break;
         }
-        mongoc_cursor_destroy(cur);
+        MG(mongoc_cursor_destroy)(cur);
         rc = 0;
         break;
     }
-    mongoc_collection_destroy(coll);
+    MG(mongoc_collection_destroy)(coll);
     bson_destroy(&f);
     bson_destroy(&o);
     if (rc) { cJSON_Delete(all); return -1; }
@@ -345,7 +407,7 @@ static int bulk_pass(kp_mg_client *c, mongoc_collection_t *coll, cJSON *const *d
     bson_t opts;
     bson_init(&opts);
     BSON_APPEND_BOOL(&opts, "ordered", false);
-    mongoc_bulk_operation_t *bulk = mongoc_collection_create_bulk_operation_with_opts(coll, &opts);
+    mongoc_bulk_operation_t *bulk = MG(mongoc_collection_create_bulk_operation_with_opts)(coll, &opts);
     bson_destroy(&opts);
     size_t *index = malloc(sizeof *index * (n ? n : 1));
     size_t m = 0;
@@ -363,23 +425,23 @@ static int bulk_pass(kp_mg_client *c, mongoc_collection_t *coll, cJSON *const *d
             if (bson_iter_init_find(&it, &doc, "_id")) bson_append_iter(&selector, "_id", -1, &it);
             bson_init(&upsert);
             BSON_APPEND_BOOL(&upsert, "upsert", true);
-            ok = mongoc_bulk_operation_replace_one_with_opts(bulk, &selector, &doc, &upsert, &e);
+            ok = MG(mongoc_bulk_operation_replace_one_with_opts)(bulk, &selector, &doc, &upsert, &e);
             bson_destroy(&selector);
             bson_destroy(&upsert);
         } else {
-            ok = mongoc_bulk_operation_insert_with_opts(bulk, &doc, NULL, &e);
+            ok = MG(mongoc_bulk_operation_insert_with_opts)(bulk, &doc, NULL, &e);
         }
         bson_destroy(&doc);
         if (!ok) { state[i] = -1; kp_error_set(err, KP_ERR_DATA, NULL, 0, 0, "a document MongoDB refuses: %s", e.message); continue; }
         index[m++] = i;
     }
-    if (m == 0) { mongoc_bulk_operation_destroy(bulk); free(index); return 0; }
+    if (m == 0) { MG(mongoc_bulk_operation_destroy)(bulk); free(index); return 0; }
     bson_t reply;
     bson_error_t e;
-    uint32_t ok = mongoc_bulk_operation_execute(bulk, &reply, &e);
+    uint32_t ok = MG(mongoc_bulk_operation_execute)(bulk, &reply, &e);
     cJSON *r = kp_mg_bson_to_ejson(&reply);
     bson_destroy(&reply);
-    mongoc_bulk_operation_destroy(bulk);
+    MG(mongoc_bulk_operation_destroy)(bulk);
     const cJSON *errors = cJSON_GetObjectItemCaseSensitive(r, "writeErrors");
     if (!ok && (!errors || !errors->child)) {
         /* the request itself failed */
@@ -414,7 +476,7 @@ int kp_mg_bulk_store(kp_mg_client *c, const char *collection, cJSON *const *docs
 {
     int *state = calloc(n ? n : 1, sizeof *state);
     if (!state) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
-    mongoc_collection_t *coll = mongoc_database_get_collection(c->db, collection);
+    mongoc_collection_t *coll = MG(mongoc_database_get_collection)(c->db, collection);
     int rc = 0;
     kp_error pass_err;
     kp_error_clear(&pass_err);
@@ -435,7 +497,7 @@ int kp_mg_bulk_store(kp_mg_client *c, const char *collection, cJSON *const *docs
             kp_error_set(&pass_err, KP_ERR_TARGET, NULL, 0, 0, "MongoDB at %s still failed a bulk write after %d attempts",
                          c->uri, RETRIES);
     }
-    mongoc_collection_destroy(coll);
+    MG(mongoc_collection_destroy)(coll);
     for (size_t i = 0; i < n; i++) ok[i] = rc == 0 && state[i] == 1;
     int failed = 0;
     for (size_t i = 0; i < n; i++) failed |= !ok[i];
