@@ -126,13 +126,34 @@ void kp_text_append(kp_text *t, const char *s)
     t->len += n;
 }
 
+void kp_text_appendn(kp_text *t, const char *s, size_t n)
+{
+    if (reserve(t, n)) return;
+    memcpy(t->data + t->len, s, n);
+    t->len += n;
+    t->data[t->len] = '\0';
+}
+
+void kp_text_repeat(kp_text *t, char c, size_t n)
+{
+    if (reserve(t, n)) return;
+    memset(t->data + t->len, c, n);
+    t->len += n;
+    t->data[t->len] = '\0';
+}
+
 void kp_text_printf(kp_text *t, const char *fmt, ...)
 {
+    /* formatted once in the common case: straight into the room already there */
+    if (t->is_failed || (!t->data && reserve(t, 0))) return;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    int n = vsnprintf(t->data + t->len, t->cap - t->len, fmt, ap);
     va_end(ap);
-    if (n < 0 || reserve(t, (size_t)n)) return;
+    if (n < 0) { t->data[t->len] = '\0'; return; }
+    if ((size_t)n < t->cap - t->len) { t->len += (size_t)n; return; }
+    t->data[t->len] = '\0';
+    if (reserve(t, (size_t)n)) return;
     va_start(ap, fmt);
     vsnprintf(t->data + t->len, (size_t)n + 1, fmt, ap);
     va_end(ap);

@@ -36,6 +36,9 @@ typedef struct kp_text {
 
 void kp_text_printf(kp_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void kp_text_append(kp_text *t, const char *s);
+/* n bytes of s; c repeated n times. */
+void kp_text_appendn(kp_text *t, const char *s, size_t n);
+void kp_text_repeat(kp_text *t, char c, size_t n);
 /* JSON with two-space indentation, members in tree order, a newline at the end: the
  * layout every emitted .json file has. */
 void kp_text_json(kp_text *t, const cJSON *json);

@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -531,6 +532,239 @@ static int check_syntax(const char *text, size_t len, int max_depth, syntax_erro
     return rc;
 }
 
+/* ---- pass 3: the tree ------------------------------------------------------------
+ * Text that check_syntax accepted, turned into cJSON nodes in the document's arena in
+ * one pass: each value's position, its key's position and a number's source text are
+ * recorded as the node is made (in pre-order, the order the pre-scan counted), so no
+ * second scan and no walk are needed to tie them. The nodes are what cJSON's own parser
+ * makes (types, valueint saturated like cJSON's, an array's first child's prev pointing
+ * at its last) so every cJSON function reads them. */
+
+typedef struct tree_builder {
+    const char *text;
+    size_t len, at;
+    int32_t line;
+    size_t mark;          /* columns are counted lazily from here ... */
+    int32_t mark_column;  /* ... which is at this column */
+    kp_json_doc *doc;
+    const cJSON **order;  /* the nodes in value order */
+    size_t count, numbers, number_bytes;
+    size_t fail_at;       /* where a value could not be made */
+    const char *fail_why;
+} tree_builder;
+
+static int32_t column_at(tree_builder *b, size_t at)
+{
+    const unsigned char *t = (const unsigned char *)b->text;
+    int32_t col = b->mark_column;
+    for (size_t i = b->mark; i < at; i++) col += (t[i] & 0xC0) != 0x80;
+    b->mark = at;
+    b->mark_column = col;
+    return col;
+}
+
+static void tree_space(tree_builder *b)
+{
+    const char *t = b->text;
+    size_t at = b->at, len = b->len;
+    while (at < len) {
+        char c = t[at];
+        if (c == '\n') { b->line++; b->mark = at + 1; b->mark_column = 1; }
+        else if (c != ' ' && c != '\t' && c != '\r') break;
+        at++;
+    }
+    b->at = at;
+}
+
+static cJSON *tree_node(tree_builder *b, int type, int32_t key_line, int32_t key_column)
+{
+    cJSON *n = kp_arena_alloc(&b->doc->nodes, sizeof *n);
+    if (!n) return NULL;
+    n->type = type;
+    value_pos *v = &b->doc->values[b->count];
+    v->line = b->line;
+    v->column = column_at(b, b->at);
+    v->key_line = key_line;
+    v->key_column = key_column;
+    b->order[b->count++] = n;
+    return n;
+}
+
+static unsigned hex4(const char *h)
+{
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = h[i];
+        v = v * 16 + (unsigned)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+    }
+    return v;
+}
+
+/* The string whose opening quote is at b->at, decoded into the arena; b->at is left
+ * after the closing quote. NULL when out of budget, or (fail_why set) when a \u escape
+ * is half of a UTF-16 surrogate pair. */
+static char *tree_string(tree_builder *b)
+{
+    const char *t = b->text;
+    size_t start = b->at + 1, end = start;
+    int has_escape = 0;
+    while (t[end] != '"') {
+        if (t[end] == '\\') { has_escape = 1; end++; }
+        end++;
+    }
+    char *out = kp_arena_alloc(&b->doc->nodes, end - start + 1);
+    if (!out) return NULL;
+    b->at = end + 1;
+    if (!has_escape) { memcpy(out, t + start, end - start); return out; }
+    char *o = out;
+    for (size_t i = start; i < end; i++) {
+        if (t[i] != '\\') { *o++ = t[i]; continue; }
+        char x = t[++i];
+        switch (x) {
+        case 'b': *o++ = '\b'; break;
+        case 'f': *o++ = '\f'; break;
+        case 'n': *o++ = '\n'; break;
+        case 'r': *o++ = '\r'; break;
+        case 't': *o++ = '\t'; break;
+        case 'u': {
+            unsigned cp = hex4(t + i + 1);
+            size_t escape = i - 1;
+            i += 4;
+            if (cp >= 0xDC00 && cp <= 0xDFFF) { b->fail_at = escape; b->fail_why = "a \\u escape of a lone UTF-16 low surrogate (\\uDC00-\\uDFFF)"; return NULL; }
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+                if (i + 6 >= end || t[i + 1] != '\\' || t[i + 2] != 'u') {
+                    b->fail_at = escape;
+                    b->fail_why = "a \\u escape of a UTF-16 high surrogate not followed by its low surrogate";
+                    return NULL;
+                }
+                unsigned low = hex4(t + i + 3);
+                if (low < 0xDC00 || low > 0xDFFF) {
+                    b->fail_at = escape;
+                    b->fail_why = "a \\u escape of a UTF-16 high surrogate not followed by its low surrogate";
+                    return NULL;
+                }
+                cp = 0x10000 + (((cp & 0x3FF) << 10) | (low & 0x3FF));
+                i += 6;
+            }
+            if (cp < 0x80) *o++ = (char)cp;
+            else if (cp < 0x800) { *o++ = (char)(0xC0 | (cp >> 6)); *o++ = (char)(0x80 | (cp & 0x3F)); }
+            else if (cp < 0x10000) {
+                *o++ = (char)(0xE0 | (cp >> 12)); *o++ = (char)(0x80 | ((cp >> 6) & 0x3F)); *o++ = (char)(0x80 | (cp & 0x3F));
+            } else {
+                *o++ = (char)(0xF0 | (cp >> 18)); *o++ = (char)(0x80 | ((cp >> 12) & 0x3F));
+                *o++ = (char)(0x80 | ((cp >> 6) & 0x3F)); *o++ = (char)(0x80 | (cp & 0x3F));
+            }
+            break;
+        }
+        default: *o++ = x; /* \" \\ \/ */
+        }
+    }
+    return out;
+}
+
+static void tree_number(tree_builder *b, cJSON *n)
+{
+    const char *t = b->text;
+    size_t start = b->at, end = start;
+    int integral = 1;
+    while (end < b->len && is_number_byte(t[end])) { if (t[end] == '.' || t[end] == 'e' || t[end] == 'E') integral = 0; end++; }
+    size_t digits = end - start - (t[start] == '-');
+    double v;
+    if (integral && digits <= 15) {
+        /* exact in a double: what strtod gives, without it */
+        int64_t x = 0;
+        for (size_t i = start + (t[start] == '-'); i < end; i++) x = x * 10 + (t[i] - '0');
+        v = t[start] == '-' ? -(double)x : (double)x;
+    } else {
+        char buf[64], *heap = NULL, *p = buf;
+        if (end - start >= sizeof buf) p = heap = malloc(end - start + 1);
+        if (p) {
+            memcpy(p, t + start, end - start);
+            p[end - start] = '\0';
+            v = strtod(p, NULL);
+        } else {
+            v = 0;
+        }
+        free(heap);
+    }
+    n->valuedouble = v;
+    n->valueint = v >= INT_MAX ? INT_MAX : v <= (double)INT_MIN ? INT_MIN : (int)v;
+    number_span *span = &b->doc->numbers[b->numbers++];
+    span->value = (uint32_t)(b->count - 1);
+    span->offset = (uint32_t)b->number_bytes;
+    span->length = (uint32_t)(end - start);
+    memcpy(b->doc->number_text + b->number_bytes, t + start, end - start);
+    b->number_bytes += end - start;
+    b->at = end;
+}
+
+/* Returns the root, or NULL: out of the arena's budget, or b->fail_why set. */
+static cJSON *build_tree(tree_builder *b, int max_depth)
+{
+    typedef struct frame { cJSON *node, *last; } frame;
+    frame *stack = malloc(((size_t)max_depth + 1) * sizeof *stack);
+    if (!stack) return NULL;
+    int depth = 0;
+    cJSON *root = NULL;
+    for (;;) {
+        tree_space(b);
+        char c = b->text[b->at];
+        if (depth > 0 && (c == '}' || c == ']')) {
+            b->at++;
+            frame *f = &stack[--depth];
+            if (f->node->child) f->node->child->prev = f->last;
+            if (depth == 0) break;
+            continue;
+        }
+        if (c == ',') { b->at++; tree_space(b); c = b->text[b->at]; }
+        int32_t key_line = 0, key_column = 0;
+        char *key = NULL;
+        if (depth > 0 && stack[depth - 1].node->type == cJSON_Object) {
+            key_line = b->line;
+            key_column = column_at(b, b->at);
+            if (!(key = tree_string(b))) break;
+            tree_space(b);
+            b->at++; /* ':' */
+            tree_space(b);
+            c = b->text[b->at];
+        }
+        cJSON *n;
+        if (c == '{' || c == '[') {
+            if (!(n = tree_node(b, c == '{' ? cJSON_Object : cJSON_Array, key_line, key_column))) break;
+            b->at++;
+        } else if (c == '"') {
+            if (!(n = tree_node(b, cJSON_String, key_line, key_column))) break;
+            if (!(n->valuestring = tree_string(b))) break;
+        } else if (c == 't' || c == 'f' || c == 'n') {
+            if (!(n = tree_node(b, c == 't' ? cJSON_True : c == 'f' ? cJSON_False : cJSON_NULL, key_line, key_column))) break;
+            if (c == 't') n->valueint = 1;
+            b->at += c == 'f' ? 5 : 4;
+        } else {
+            if (!(n = tree_node(b, cJSON_Number, key_line, key_column))) break;
+            tree_number(b, n);
+        }
+        n->string = key;
+        if (depth > 0) {
+            frame *f = &stack[depth - 1];
+            if (f->last) { f->last->next = n; n->prev = f->last; }
+            else f->node->child = n;
+            f->last = n;
+        } else {
+            root = n;
+        }
+        if (c == '{' || c == '[') {
+            stack[depth].node = n;
+            stack[depth].last = NULL;
+            depth++;
+        } else if (depth == 0) {
+            break;
+        }
+    }
+    int complete = depth == 0 && root && !b->fail_why;
+    free(stack);
+    return complete ? root : NULL;
+}
+
 /* ---- the node -> position map ------------------------------------------------- */
 
 static size_t address_slots(size_t values) { return values + values / 2 + 16; }
@@ -679,92 +913,38 @@ int kp_json_parse(const char *file, const char *text, size_t len, const kp_json_
         kp_json_free(doc);
         return kp_error_set(err, KP_ERR_NOMEM, file, 0, 0, "out of memory");
     }
-    prescan(text, len, limits->max_depth, doc->values, doc->numbers, doc->number_text, &doc->value_count,
-            &doc->number_count, &number_bytes, &string_bytes, &deep, &unfinished);
-
-    const char *end = NULL;
-    install_hooks();
-    doc->nodes.chunk_size = len * 4 < 1024 ? 1024 : len * 4 > 65536 ? 65536 : len * 4;
-    doc->nodes.limit = budget > index_bytes ? budget - index_bytes : 1;
-    parse_arena = &doc->nodes;
-    parse_over_budget = 0;
-    doc->root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    parse_arena = NULL;
-    if (!doc->root && parse_over_budget) {
-        kp_error_set(err, KP_ERR_PARSE, file, 1, 1,
-                     "parsing the file would need more than %zux its size (%zu bytes); this is not a model file",
-                     limits->memory_factor, len);
-        kp_json_free(doc);
-        return -1;
-    }
-    if (!doc->root) {
-        size_t at = end && end >= text ? (size_t)(end - text) : len;
-        size_t rest = at;
-        while (rest < len && strchr(" \t\r\n", text[rest])) rest++;
-        int at_end = rest >= len || unfinished;
-        const char *what = at_end ? "the file ends before the JSON value is complete" : "this is not valid JSON here";
-        kp_pos p = kp_pos_of_offset(text, len, at_end ? len : at);
-        kp_error_set(err, KP_ERR_PARSE, file, p.line, p.column, "%s; check for a missing comma, quote or bracket",
-                     what);
-        kp_json_free(doc);
-        return -1;
-    }
-    /* anything after the value other than white space */
-    size_t tail = end ? (size_t)(end - text) : len;
-    while (tail < len && strchr(" \t\r\n", text[tail])) tail++;
-    if (tail < len) {
-        kp_pos p = kp_pos_of_offset(text, len, tail);
-        kp_error_set(err, KP_ERR_PARSE, file, p.line, p.column,
-                     "unexpected text after the end of the JSON value; a file holds exactly one value");
-        kp_json_free(doc);
-        return -1;
-    }
-
-    /* tie nodes to positions: a pre-order walk lists the nodes in value order; a
-     * table keyed by node address is the look-up table */
-    int status = 0;
-    const cJSON **order = malloc((doc->value_count ? doc->value_count : 1) * sizeof *order);
-    slots = address_slots(doc->value_count);
+    doc->value_count = count;
+    doc->number_count = numbers;
+    const cJSON **order = malloc((count ? count : 1) * sizeof *order);
+    slots = address_slots(count);
     doc->slot_count = slots;
     doc->by_address = calloc(slots, sizeof *doc->by_address);
     doc->index_of = malloc(slots * sizeof *doc->index_of);
-    size_t stack_size = 64, top = 0, index = 0;
-    const cJSON **stack = malloc(stack_size * sizeof *stack);
-    if (!order || !doc->by_address || !doc->index_of || !stack) {
+    if (!order || !doc->by_address || !doc->index_of) {
         free(order);
-        free(stack);
         kp_json_free(doc);
         return kp_error_set(err, KP_ERR_NOMEM, file, 0, 0, "out of memory");
     }
-    const cJSON *node = doc->root;
-    while (node) {
-        if (index < doc->value_count) order[index] = node;
-        index++;
-        if (node->child) {
-            if (node->next) {
-                if (top == stack_size) {
-                    const cJSON **bigger = realloc(stack, stack_size * 2 * sizeof *stack);
-                    if (!bigger) { status = kp_error_set(err, KP_ERR_NOMEM, file, 0, 0, "out of memory"); break; }
-                    stack = bigger;
-                    stack_size *= 2;
-                }
-                stack[top++] = node->next;
-            }
-            node = node->child;
-        } else if (node->next) {
-            node = node->next;
-        } else {
-            node = top ? stack[--top] : NULL;
-        }
-    }
-    free(stack);
-    if (status == 0 && index != doc->value_count) {
+    doc->nodes.chunk_size = len * 4 < 1024 ? 1024 : len * 4 > 65536 ? 65536 : len * 4;
+    doc->nodes.limit = budget > index_bytes ? budget - index_bytes : 1;
+    tree_builder b = {.text = text, .len = len, .line = 1, .mark_column = 1, .doc = doc, .order = order};
+    doc->root = build_tree(&b, limits->max_depth);
+    int status = 0;
+    if (!doc->root && b.fail_why) {
+        kp_pos p = kp_pos_of_offset(text, len, b.fail_at);
+        status = kp_error_set(err, KP_ERR_PARSE, file, p.line, p.column, "%s; write the character itself (the file is "
+                              "UTF-8) or both halves of the pair", b.fail_why);
+    } else if (!doc->root) {
+        status = kp_error_set(err, KP_ERR_PARSE, file, 1, 1,
+                              "parsing the file would need more than %zux its size (%zu bytes); this is not a model file",
+                              limits->memory_factor, len);
+    } else if (b.count != count || b.numbers != numbers) {
         status = kp_error_set(err, KP_ERR_INTERNAL, file, 0, 0,
                               "position index out of step with the parser (%zu vs %zu values); please report this",
-                              index, doc->value_count);
+                              b.count, count);
     }
     if (status == 0) {
-        for (size_t i = 0; i < doc->value_count; i++) {
+        for (size_t i = 0; i < count; i++) {
             size_t at = address_slot(doc, order[i]);
             doc->by_address[at] = order[i];
             doc->index_of[at] = (uint32_t)i;
