@@ -104,6 +104,9 @@ static void test_invalid_utf8_is_rejected_with_its_position(void **state)
     parse_fails("\"\xe0\x80\xaf\"", 5, 1, 2, "invalid UTF-8");       /* overlong */
     parse_fails("\"\xf4\x90\x80\x80\"", 6, 1, 2, "invalid UTF-8");   /* above U+10FFFF */
     parse_fails("\"abc\xe2\x82", 6, 1, 5, "invalid UTF-8");           /* truncated */
+    /* half of a UTF-16 surrogate pair written as \u escapes: at the escape, saying so */
+    parse_fails("{\"a\":\n \"x\\ud83dy\"}", 18, 2, 4, "high surrogate not followed by its low surrogate");
+    parse_fails("[\"\\ude00\"]", 10, 1, 3, "lone UTF-16 low surrogate");
 }
 
 static void test_empty_and_junk_input_is_a_clear_error(void **state)
