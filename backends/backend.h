@@ -35,6 +35,7 @@
 typedef struct kp_backend kp_backend;
 typedef struct kp_design kp_design;
 typedef struct kp_conn kp_conn;
+typedef struct kp_exporter kp_exporter;   /* a backend's bulk-load file writer (seed --export) */
 
 /* ---- facts about a database, as data --------------------------------------------- */
 
@@ -410,6 +411,20 @@ struct kp_backend {
      * is dropped, created or written, and refuses every record whose items exceed it
      * (each listed with file:line). NULL: limits->max_item_bytes alone is the limit. */
     int (*server_item_limit)(kp_conn *, double *bytes, kp_error *);
+
+    /* ---- added for issue #16 (seed --export); optional: NULL when not provided ----
+     *
+     * The files the database's own bulk loader reads, holding what seeding would write:
+     * every item, in seeding order, and keyplan's marker as seeding leaves it once
+     * complete (so `keyplan verify` accepts a target loaded from them). export_format
+     * names the loader ("dynamodb-import", "mongoimport", "dsbulk"); export_open makes
+     * `dir` and a writer, export_item adds one item, export_close adds the marker and a
+     * load script and README (a limitation of the loader goes in note), or (is_ok 0)
+     * removes what it wrote. */
+    const char *export_format;
+    int (*export_open)(const kp_design *, const char *dir, const char *prefix, kp_exporter **out, kp_error *);
+    int (*export_item)(kp_exporter *, const kp_item *item, kp_error *);
+    int (*export_close)(kp_exporter *, const cJSON *marker, int is_ok, char *note, size_t note_size, kp_error *);
 };
 
 /* ---- the registry: the only place that names every database ------------------------- */

@@ -16,7 +16,8 @@
 const char cmd_seed_help[] =
     "usage: keyplan seed MODEL --db LIST --data DIR [--target DB=ENDPOINT]... [--prefix P]\n"
     "                    [--candidate NAME] [--force] [--dry-run] [--scale F] [--batch N]\n"
-    "                    [--export-items FILE] [--format text|json] [--insecure] [--quiet]\n\n"
+    "                    [--export-items FILE] [--export FORMAT --out DIR] [--format text|json]\n"
+    "                    [--insecure] [--quiet]\n\n"
     "Seeds each database with the sample data (DIR/<Entity>.ndjson, e.g. from `keyplan\n"
     "generate`) in the layout keyplan proposes for it, then reads back what the target\n"
     "holds: per container, the items transform made, sent, acknowledged and read back\n"
@@ -45,6 +46,13 @@ const char cmd_seed_help[] =
     "                       line in the order seeding sends them (T with --prefix;\n"
     "                       ITEM in DynamoDB JSON, {\"PK\": {\"S\": ...}, ...}), e.g. to\n"
     "                       load the same data with another tool\n"
+    "  --export FORMAT      write the files a database's own bulk loader reads instead of\n"
+    "  --out DIR            seeding (no server is touched): every item and keyplan's marker,\n"
+    "                       so `keyplan verify` accepts a target loaded from them, with a\n"
+    "                       load script and README in DIR. FORMAT: dynamodb-import\n"
+    "                       (ImportTable from S3: DynamoDB JSON lines, gzip, and the\n"
+    "                       import-table input), mongoimport (canonical Extended JSON, a file\n"
+    "                       per collection), dsbulk (CSV with a header, a file per table)\n"
     "  --scale F            multiply the model's counts by F (as for generate)\n"
     "  --batch N            items per write request (default: the database's batch limit)\n"
     "  --format FORMAT      text (default) or json (docs/output.md \"seed\")\n"
@@ -55,12 +63,14 @@ const char cmd_seed_help[] =
     "example:\n"
     "  keyplan generate examples/saas-control-plane/model.json --out data/saas --scale 0.001\n"
     "  keyplan seed examples/saas-control-plane/model.json --db dynamodb --data data/saas \\\n"
-    "      --target dynamodb=http://127.0.0.1:18000 --prefix ci1 --scale 0.001\n";
+    "      --target dynamodb=http://127.0.0.1:18000 --prefix ci1 --scale 0.001\n"
+    "  keyplan seed examples/saas-control-plane/model.json --data data/saas --scale 0.001 \\\n"
+    "      --export mongoimport --out export/mongodb\n";
 
 int cmd_seed(int argc, char **argv)
 {
     enum { O_DB = 1, O_DATA, O_TARGET, O_PREFIX, O_CANDIDATE, O_FORCE, O_DRY, O_SCALE, O_BATCH, O_FORMAT, O_INSECURE, O_QUIET,
-           O_EXPORT };
+           O_EXPORT, O_EXPORT_FORMAT, O_OUT };
     static const struct option options[] = {
         {"db", required_argument, NULL, O_DB},           {"data", required_argument, NULL, O_DATA},
         {"target", required_argument, NULL, O_TARGET},   {"prefix", required_argument, NULL, O_PREFIX},
@@ -68,10 +78,11 @@ int cmd_seed(int argc, char **argv)
         {"dry-run", no_argument, NULL, O_DRY},           {"scale", required_argument, NULL, O_SCALE},
         {"batch", required_argument, NULL, O_BATCH},     {"format", required_argument, NULL, O_FORMAT},
         {"insecure", no_argument, NULL, O_INSECURE},     {"quiet", no_argument, NULL, O_QUIET},
-        {"export-items", required_argument, NULL, O_EXPORT}, {NULL, 0, NULL, 0}};
+        {"export-items", required_argument, NULL, O_EXPORT}, {"export", required_argument, NULL, O_EXPORT_FORMAT},
+        {"out", required_argument, NULL, O_OUT},         {NULL, 0, NULL, 0}};
     static const char *const formats[] = {"text", "json", NULL};
     kp_live_args args = {.verb = "seed", .needs_data = 1};
-    const char *candidate = NULL, *export_path = NULL;
+    const char *candidate = NULL, *export_path = NULL, *export_format = NULL, *out_dir = NULL;
     int force = 0, dry_run = 0, batch = 0, format = 0, quiet = 0, c;
     kp_error err;
     optind = 1;
@@ -111,6 +122,8 @@ int cmd_seed(int argc, char **argv)
         case O_INSECURE: args.is_insecure = 1; break;
         case O_QUIET: quiet = 1; break;
         case O_EXPORT: export_path = optarg; break;
+        case O_EXPORT_FORMAT: export_format = optarg; break;
+        case O_OUT: out_dir = optarg; break;
         default:
             fprintf(stderr, "keyplan seed: see `keyplan seed --help`\n");
             return KP_EXIT_INPUT;
@@ -119,6 +132,35 @@ int cmd_seed(int argc, char **argv)
     if (optind == argc - 1) args.model_path = argv[optind];
     else if (optind < argc - 1) {
         fprintf(stderr, "keyplan seed: error: give exactly one model file; see `keyplan seed --help`\n");
+        return KP_EXIT_INPUT;
+    }
+    const kp_backend *exporting = NULL;
+    if (export_format) {
+        char known[256] = "";
+        size_t n = 0;
+        for (size_t i = 0; kp_backends[i]; i++) {
+            if (!kp_backends[i]->export_format) continue;
+            if (strcmp(kp_backends[i]->export_format, export_format) == 0) exporting = kp_backends[i];
+            n += (size_t)snprintf(known + n, n < sizeof known ? sizeof known - n : 0, "%s%s (%s)", n ? ", " : "",
+                                  kp_backends[i]->export_format, kp_backends[i]->name);
+        }
+        if (!exporting) {
+            fprintf(stderr, "keyplan seed: error: --export takes %s, not '%s'\n", known, export_format);
+            return KP_EXIT_INPUT;
+        }
+        if (!out_dir || !out_dir[0]) {
+            fprintf(stderr, "keyplan seed: error: --export %s needs --out DIR, the folder to write the files into\n", export_format);
+            return KP_EXIT_INPUT;
+        }
+        if (args.db && strcmp(args.db, exporting->name) != 0) {
+            fprintf(stderr, "keyplan seed: error: --export %s writes %s files; give --db %s or leave --db out\n",
+                    export_format, exporting->title, exporting->name);
+            return KP_EXIT_INPUT;
+        }
+        args.db = exporting->name;
+        dry_run = 1;   /* an export touches no server */
+    } else if (out_dir) {
+        fprintf(stderr, "keyplan seed: error: --out is the folder of --export FORMAT; give --export too\n");
         return KP_EXIT_INPUT;
     }
     if (export_path && !dry_run) {
@@ -178,7 +220,7 @@ int cmd_seed(int argc, char **argv)
         kp_seed_options seed_options = {.model = live.model, .data = live.data, .data_dir = args.data_dir,
                                    .design = design, .backend = backend, .target = &live.targets[i],
                                    .force = force, .dry_run = dry_run, .batch_size = batch,
-                                   .export_items = export_file,
+                                   .export_items = export_file, .export_dir = exporting ? out_dir : NULL,
                                    .progress = quiet ? NULL : stderr, .interrupted = &kp_live_interrupted};
         kp_seed_report report;
         int rc = kp_seed_run(&seed_options, &report, &err);
@@ -189,7 +231,7 @@ int cmd_seed(int argc, char **argv)
                 if (rc) cJSON_AddStringToObject(one, "error", err.message);
                 cJSON_AddItemToArray(databases, one);
             }
-        } else if (report.container_count && (rc == 0 || report.action == KP_SEED_DRY_RUN || report.items_sent ||
+        } else if (report.container_count && (rc == 0 || report.action == KP_SEED_DRY_RUN || report.action == KP_SEED_EXPORTED || report.items_sent ||
                                               err.code == KP_ERR_CHECK)) {
             kp_seed_report_print(stdout, &report);
         }

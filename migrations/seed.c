@@ -43,6 +43,7 @@ const char *kp_seed_action_name(kp_seed_action action)
     case KP_SEED_ALREADY_DONE: return "already-complete";
     case KP_SEED_REPLACED: return "replaced";
     case KP_SEED_DRY_RUN: return "dry-run";
+    case KP_SEED_EXPORTED: return "exported";
     }
     return "?";
 }
@@ -340,7 +341,8 @@ static int export_item(const kp_seed_options *o, const kp_item *it, kp_error *er
     return 0;
 }
 
-static int prescan(const kp_seed_options *o, const kp_backend *b, kp_seed_report *r, size_t *largest, kp_error *err)
+static int prescan(const kp_seed_options *o, const kp_backend *b, kp_seed_report *r, size_t *largest, kp_exporter *exporter,
+                   kp_error *err)
 {
     kp_item_list items = {0};
     int is_export = o->dry_run && o->export_items;
@@ -371,6 +373,7 @@ static int prescan(const kp_seed_options *o, const kp_backend *b, kp_seed_report
                 if (b->item_write_units) c->write_units += b->item_write_units(o->design, it);
                 r->items++;
                 if (is_export && export_item(o, it, err)) { kp_item_list_free(&items); return -1; }
+                if (exporter && b->export_item(exporter, it, err)) { kp_item_list_free(&items); return -1; }
             }
         }
     }
@@ -764,6 +767,13 @@ static int recheck_checkpoint(pipeline *p, int *is_replayed, kp_error *err)
 static void print_summary(const kp_seed_options *o, const kp_seed_report *r, int ok)
 {
     if (!o->progress) return;
+    if (r->action == KP_SEED_EXPORTED) {
+        fprintf(o->progress, "exported: %s on %s, %ld records as %ld items in %zu container%s, for %s, into %s; no server "
+                "was touched\n", r->design, r->backend, r->records, r->items, r->container_count,
+                r->container_count == 1 ? "" : "s", o->backend ? o->backend->export_format : o->design->backend->export_format,
+                o->export_dir);
+        return;
+    }
     if (r->action == KP_SEED_DRY_RUN) {
         fprintf(o->progress, "dry run: %s on %s would write %ld records as %ld items in %zu container%s (%ld batches",
                 r->design, r->backend, r->records, r->items, r->container_count, r->container_count == 1 ? "" : "s",
@@ -824,12 +834,35 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
     }
     if (kp_seed_data_hash(o->data, r->data_hash, err)) return -1;
     size_t largest = 0;
-    if (prescan(o, b, r, &largest, err)) { r->seconds = r->prepare_seconds = now_seconds() - started; return -1; }
+    kp_exporter *exporter = NULL;
+    if (o->export_dir) {
+        if (!b->export_open)
+            return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "%s has no bulk-load export", b->name);
+        if (b->export_open(o->design, o->export_dir, o->target && o->target->prefix ? o->target->prefix : "", &exporter, err))
+            return -1;
+    }
+    if (prescan(o, b, r, &largest, exporter, err)) {
+        if (exporter) b->export_close(exporter, NULL, 0, NULL, 0, NULL);
+        r->seconds = r->prepare_seconds = now_seconds() - started;
+        return -1;
+    }
+    if (exporter) {
+        /* the marker seeding leaves once complete: every record acknowledged */
+        size_t entities = o->model->entity_count;
+        long *totals = calloc(entities ? entities : 1, sizeof *totals);
+        for (size_t e = 0; totals && e < entities; e++) totals[e] = (long)kp_dataset_count(o->data, o->model->entities[e]);
+        cJSON *mk = totals ? build_marker(o, r, totals, totals, "complete") : NULL;
+        free(totals);
+        if (!mk) { b->export_close(exporter, NULL, 0, NULL, 0, NULL); return nomem(err); }
+        int rc = b->export_close(exporter, mk, 1, r->note, sizeof r->note, err);
+        cJSON_Delete(mk);
+        if (rc) return -1;
+    }
     r->prepare_seconds = now_seconds() - started;
     int batch_size = o->batch_size > 0 ? o->batch_size
                      : b->limits && b->limits->max_batch_write > 0 ? b->limits->max_batch_write : 25;
     if (o->dry_run) {
-        r->action = KP_SEED_DRY_RUN;
+        r->action = exporter ? KP_SEED_EXPORTED : KP_SEED_DRY_RUN;
         r->batches = (r->items + batch_size - 1) / batch_size;
         r->seconds = now_seconds() - started;
         print_summary(o, r, 1);
@@ -1004,7 +1037,7 @@ void kp_seed_report_print(FILE *out, const kp_seed_report *r)
     size_t w = 9;
     for (size_t i = 0; i < r->container_count; i++)
         if (strlen(r->containers[i].name) > w) w = strlen(r->containers[i].name);
-    if (r->action == KP_SEED_DRY_RUN) {
+    if (r->action == KP_SEED_DRY_RUN || r->action == KP_SEED_EXPORTED) {
         fprintf(out, "  %-*s %12s %14s %14s\n", (int)w, "container", "items", "bytes",
                 r->write_unit ? r->write_unit : "write units");
         for (size_t i = 0; i < r->container_count; i++) {

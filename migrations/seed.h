@@ -110,6 +110,8 @@ typedef struct kp_seed_options {
     FILE *export_items;             /* dry run only: every item transform makes, as NDJSON lines
                                        {"table": PREFIX+CONTAINER, "item": BODY} (BODY: the backend's
                                        item JSON, DynamoDB attribute values), in seeding order; NULL: none */
+    const char *export_dir;         /* dry run only: write the database's bulk-load files (backend
+                                       export_format) into this folder, marker included; NULL: none */
     volatile sig_atomic_t *interrupted; /* set (e.g. by SIGINT) to stop cleanly; may be NULL */
 } kp_seed_options;
 
@@ -118,7 +120,8 @@ typedef enum kp_seed_action {
     KP_SEED_RESUMED,        /* continued after an earlier run's checkpoint */
     KP_SEED_ALREADY_DONE,   /* the marker said complete; only read back */
     KP_SEED_REPLACED,       /* --force dropped what was there, then seeded from the start */
-    KP_SEED_DRY_RUN         /* nothing touched */
+    KP_SEED_DRY_RUN,        /* nothing touched */
+    KP_SEED_EXPORTED        /* nothing touched; the bulk-load files written (export_dir) */
 } kp_seed_action;
 
 typedef struct kp_seed_container {

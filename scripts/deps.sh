@@ -13,6 +13,7 @@ source "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
 packages=(
     libbson-dev libmongoc-dev     # MongoDB client (libmongoc, libbson)
     libcjson-dev                  # JSON
+    zlib1g-dev                    # gzip (seed --export dynamodb-import)
     libcurl4-openssl-dev libssl-dev  # DynamoDB client (HTTP, SigV4, TLS)
     libcmocka-dev                 # unit tests
     pkg-config cmake ninja-build  # build

@@ -61,4 +61,8 @@ const kp_backend kp_cassandra_backend = {
     .disconnect = kp_cq_disconnect,
     .delete_items = kp_cq_delete_items,
     .server_item_limit = kp_cq_server_item_limit,
+    .export_format = "dsbulk",
+    .export_open = kp_cq_export_open,
+    .export_item = kp_cq_export_item,
+    .export_close = kp_cq_export_close,
 };

@@ -187,4 +187,8 @@ const kp_backend kp_dynamodb_backend = {
     .item_checksum = kp_ddb_item_checksum,
     .item_write_units = ddb_item_write_units,
     .disconnect = kp_ddb_disconnect,
+    .export_format = "dynamodb-import",
+    .export_open = kp_ddb_export_open,
+    .export_item = kp_ddb_export_item,
+    .export_close = kp_ddb_export_close,
 };

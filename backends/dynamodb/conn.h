@@ -21,6 +21,15 @@ int kp_ddb_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const
 /* live.c: the CreateTable request of a design (table name with the prefix), and the
  * live functions of the backend table. */
 cJSON *kp_ddb_create_table_request(const kp_design *d, const char *prefix);
+
+/* keyplan's marker item in the design's table */
+#define KP_DDB_MARKER_PK "#KEYPLAN"
+#define KP_DDB_MARKER_SK "#MARKER"
+
+/* export.c: seed --export dynamodb-import (backend.h) */
+int kp_ddb_export_open(const kp_design *d, const char *dir, const char *prefix, kp_exporter **out, kp_error *err);
+int kp_ddb_export_item(kp_exporter *x, const kp_item *item, kp_error *err);
+int kp_ddb_export_close(kp_exporter *x, const cJSON *marker, int is_ok, char *note, size_t note_size, kp_error *err);
 int kp_ddb_connect(const kp_target *t, kp_conn **out, kp_error *err);
 void kp_ddb_disconnect(kp_conn *conn);
 int kp_ddb_inspect(kp_conn *conn, const kp_design *d, kp_target_state *out, kp_error *err);

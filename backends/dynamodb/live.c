@@ -16,8 +16,8 @@
 #include "backends/dynamodb/conn.h"
 #include "backends/dynamodb/ddb.h"
 
-#define MARKER_PK "#KEYPLAN"
-#define MARKER_SK "#MARKER"
+#define MARKER_PK KP_DDB_MARKER_PK
+#define MARKER_SK KP_DDB_MARKER_SK
 
 struct kp_ddb_conn {
     kp_ddb_client *client;

@@ -95,4 +95,8 @@ const kp_backend kp_mongodb_backend = {
     .item_checksum = kp_mg_item_checksum,
     .disconnect = kp_mg_disconnect,
     .delete_items = kp_mg_delete_items,
+    .export_format = "mongoimport",
+    .export_open = kp_mg_export_open,
+    .export_item = kp_mg_export_item,
+    .export_close = kp_mg_export_close,
 };
