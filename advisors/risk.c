@@ -9,8 +9,9 @@
  * only over data: sampled records go through the backend's transform, and each item's
  * partition-key fields (as the containers and indexes name them) are counted.
  * A partition is hot when its load passes the backend's per-partition limit, or when
- * one key takes half of a pattern's or write's load over a large entity (its throughput
- * can then never grow past one partition); the shard count that fixes it brings the
+ * one key takes half of a pattern's or write's load over a large entity on a database
+ * whose partition key routes that load to one partition (its throughput can then never
+ * grow past one partition; an unsharded MongoDB collection serves it from an index); the shard count that fixes it brings the
  * load under half the limit and the share under a tenth.
  * Invariant: a check whose limit the backend leaves at 0 is skipped, never guessed.
  */
@@ -263,7 +264,9 @@ static void check_hot_reads(const kp_design *d, const kp_mix *mix, const kp_risk
         double per_shard = share / shards;
         double load = rps * share * first_step_units(d, plan) / shards;
         int over = L->partition_read_per_s > 0 && load > L->partition_read_per_s;
-        int low_cardinality = per_shard >= HOT_SHARE && p->root->count >= HOT_MIN_RECORDS && rps >= HOT_MIN_RPS;
+        /* one key's share matters where a partition key routes its load to one partition */
+        int low_cardinality = L->routes_by_partition_key && per_shard >= HOT_SHARE && p->root->count >= HOT_MIN_RECORDS &&
+                              rps >= HOT_MIN_RPS;
         if (!over && !low_cardinality) continue;
         int fix = fix_shards(load * shards, L->partition_read_per_s, share) ;
         if (L->partition_read_per_s <= 0) {
@@ -364,7 +367,8 @@ static void check_hot_writes(const kp_design *d, const kp_mix *mix, const kp_ris
                 double share = (double)c->top / (double)c->total;
                 double load = rps * rows * share * units_per_item;
                 int over = L->partition_write_per_s > 0 && load > L->partition_write_per_s;
-                int low = share >= HOT_SHARE && c->used < 4 && step->entity->count >= HOT_MIN_RECORDS && rps * rows >= HOT_MIN_RPS;
+                int low = L->routes_by_partition_key && share >= HOT_SHARE && c->used < 4 && step->entity->count >= HOT_MIN_RECORDS &&
+                          rps * rows >= HOT_MIN_RPS;
                 if (over || low) {
                     char subject[256];
                     snprintf(subject, sizeof subject, "%s", wr->name);

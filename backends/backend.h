@@ -53,6 +53,9 @@ typedef struct kp_limits {
     const char *read_unit;           /* "RCU" or NULL when reads are not priced in units */
     const char *write_unit;          /* "WCU" or NULL */
     const struct kp_pricing *pricing;/* the managed service a design of this database is priced as (NULL: none) */
+    int routes_by_partition_key;     /* one key's reads and writes go to one partition whatever the cluster's
+                                        size (DynamoDB, Cassandra); 0 for MongoDB's unsharded collections,
+                                        where a one-key load is an index read, not a hot spot */
 } kp_limits;
 
 /* ---- list prices, as data with their date ------------------------------------------

@@ -38,6 +38,7 @@ static const kp_limits cq_limits = {
     .read_unit = NULL,
     .write_unit = NULL,
     .pricing = &cq_pricing,
+    .routes_by_partition_key = 1,
 };
 
 const kp_backend kp_cassandra_backend = {

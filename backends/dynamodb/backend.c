@@ -47,6 +47,7 @@ static const kp_limits ddb_limits = {
     .read_unit = "RCU",
     .write_unit = "WCU",
     .pricing = &ddb_pricing,
+    .routes_by_partition_key = 1,
 };
 
 /* A put costs one write unit per started KB of the item, and the same again for every

@@ -45,6 +45,7 @@ static const kp_limits mg_limits = {
     .read_unit = NULL,
     .write_unit = NULL,
     .pricing = &mg_pricing,
+    .routes_by_partition_key = 0,
 };
 
 static int mg_transform(const kp_design *d, const kp_dataset *data, const kp_record *r, kp_item_list *out, kp_error *err)
