@@ -335,17 +335,19 @@ static int is_served_order(const cq_table *t, const kp_shape *s, const cq_column
     if (range_col && c < t->pk_count + t->ck_count && &t->cols[c] == range_col) {
         if (s->order_count == 0 || s->order[0].attr != range_col->attr) return s->declared_order_count == 0;
     }
+    /* the clustering columns in order; an order key the partition key binds by equality
+     * is one value within the partition wherever it stands (a child keyed [postId, id]
+     * ordered by createdAt, then postId, then id: postId is the partition) */
     size_t k = 0;
-    for (; k < s->order_count && c < t->pk_count + t->ck_count; c++, k++) {
-        const cq_column *col = &t->cols[c];
-        if (col->attr != s->order[k].attr || col->is_desc != s->order[k].is_desc) break;
-    }
-    if (k == s->order_count) return 1;
-    /* the remaining order keys may be bound by equality (partition) */
-    for (; k < s->order_count; k++) {
+    while (k < s->order_count) {
         int bound = 0;
         for (size_t i = 0; i < t->pk_count; i++) bound |= t->cols[i].attr == s->order[k].attr;
-        if (!bound) return 0;
+        if (bound) { k++; continue; }
+        if (c >= t->pk_count + t->ck_count) return 0;
+        const cq_column *col = &t->cols[c];
+        if (col->attr != s->order[k].attr || col->is_desc != s->order[k].is_desc) return 0;
+        c++;
+        k++;
     }
     return 1;
 }
