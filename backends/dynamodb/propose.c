@@ -1093,9 +1093,18 @@ static int plan_root(builder *B, const kp_pattern *p, ddb_fetch **out)
     char label[512];
     snprintf(label, sizeof label, "%s", e->prefix);
     for (size_t i = 0; i < literal_count; i++) {
+        /* an equality needs no order-preserving encoding: a number or a truth value reads as
+         * the condition it stands for (ITEM#bidCount=0, not ITEM#09223372036854775808);
+         * text and enum values are their own names (PROJECT#ACTIVE) */
+        const cJSON *lit = literal_eqs[i]->value.literal;
         char part[256];
-        if (kp_ddb_key_text(literal_eqs[i]->attr, 0, literal_eqs[i]->value.literal, part, sizeof part) == 0)
+        if (cJSON_IsNumber(lit) || cJSON_IsBool(lit) || cJSON_IsRaw(lit)) {
+            char *text = cJSON_PrintUnformatted(lit);
+            snprintf(label + strlen(label), sizeof label - strlen(label), "#%s=%s", literal_eqs[i]->attr->name, text ? text : "?");
+            cJSON_free(text);
+        } else if (kp_ddb_key_text(literal_eqs[i]->attr, 0, lit, part, sizeof part) == 0) {
             snprintf(label + strlen(label), sizeof label - strlen(label), "#%s", part);
+        }
     }
     const kp_attr *eq_attrs[32] = {0};
     for (size_t i = 0; i < eq_count && i < 32; i++) eq_attrs[i] = eqs[i]->attr;
@@ -1127,7 +1136,8 @@ static int plan_root(builder *B, const kp_pattern *p, ddb_fetch **out)
                              kp_ddb_format_describe(B->arena, &sk), sparse_count ? " (sparse)" : ""),
             kp_design_printf(B->d, "'%s' lists %s across partitions%s; a global index %s serves it as one Query%s",
                              p->name, p->root->name, sparse_count ? " filtered by a literal" : "",
-                             sparse_count ? "that only matching items enter (sparse)" : "keyed by its equalities",
+                             sparse_count ? "that only matching items enter (sparse), its key naming the condition they meet,"
+                                          : "keyed by its equalities",
                              gp->shards > 1 ? kp_design_printf(B->d, "; its key is write-sharded into %d suffixes (the load on one "
                                                                       "partition key would pass the per-partition limits), "
                                                                       "so reads scatter-gather %d Queries in parallel",
