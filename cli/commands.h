@@ -35,6 +35,8 @@ int cmd_teardown(int argc, char **argv);
 extern const char cmd_teardown_help[];
 int cmd_compare(int argc, char **argv);
 extern const char cmd_compare_help[];
+int cmd_diff(int argc, char **argv);
+extern const char cmd_diff_help[];
 int cmd_run(int argc, char **argv);
 extern const char cmd_run_help[];
 int cmd_init(int argc, char **argv);
