@@ -30,17 +30,7 @@ typedef struct entry {
     kp_risks risks;
 } entry;
 
-static const char *str(const cJSON *o, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
 
-static double num(const cJSON *o, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsNumber(v) ? v->valuedouble : 0;
-}
 
 static const char *label(char *buf, size_t size, const kp_design *d)
 {
@@ -317,14 +307,14 @@ cJSON *kp_compare(const kp_model *m, const kp_compare_options *o, kp_error *err)
         const cJSON *name = cJSON_GetObjectItem(mo, "name");
         if (cJSON_IsString(name)) cJSON_AddStringToObject(x, "mix", name->valuestring);
         else cJSON_AddNullToObject(x, "mix");
-        cJSON_AddStringToObject(x, "design", str(r, "design"));
-        cJSON_AddStringToObject(x, "fingerprint", str(r, "fingerprint"));
+        cJSON_AddStringToObject(x, "design", kp_json_str(r, "design"));
+        cJSON_AddStringToObject(x, "fingerprint", kp_json_str(r, "fingerprint"));
         cJSON *differs = cJSON_AddArrayToObject(x, "differences");
         if (mo != mixes->child) {
-            int other = strcmp(str(r, "design"), str(first, "design")) != 0;
+            int other = strcmp(kp_json_str(r, "design"), kp_json_str(first, "design")) != 0;
             char buf[1024];
             if (other) {
-                snprintf(buf, sizeof buf, "%s instead of %s", str(r, "design"), str(first, "design"));
+                snprintf(buf, sizeof buf, "%s instead of %s", kp_json_str(r, "design"), kp_json_str(first, "design"));
                 cJSON_AddItemToArray(differs, cJSON_CreateString(buf));
             } else {
                 /* the same database and candidate, but the mix changed its decisions */
@@ -332,14 +322,14 @@ cJSON *kp_compare(const kp_model *m, const kp_compare_options *o, kp_error *err)
                 for (const cJSON *a = mine ? mine->child : NULL; a; a = a->next) {
                     const cJSON *b = NULL;
                     for (const cJSON *t = theirs ? theirs->child : NULL; t && !b; t = t->next)
-                        if (strcmp(str(t, "subject"), str(a, "subject")) == 0) b = t;
-                    if (b && strcmp(str(a, "choice"), str(b, "choice")) == 0) continue;
-                    snprintf(buf, sizeof buf, "%s: %s (under %s: %s)", str(a, "subject"), str(a, "choice"),
-                             mix_title(mixes->child), b ? str(b, "choice") : "no such decision");
+                        if (strcmp(kp_json_str(t, "subject"), kp_json_str(a, "subject")) == 0) b = t;
+                    if (b && strcmp(kp_json_str(a, "choice"), kp_json_str(b, "choice")) == 0) continue;
+                    snprintf(buf, sizeof buf, "%s: %s (under %s: %s)", kp_json_str(a, "subject"), kp_json_str(a, "choice"),
+                             mix_title(mixes->child), b ? kp_json_str(b, "choice") : "no such decision");
                     cJSON_AddItemToArray(differs, cJSON_CreateString(buf));
                 }
             }
-            changes |= cJSON_GetArraySize(differs) > 0 || strcmp(str(r, "fingerprint"), str(first, "fingerprint")) != 0;
+            changes |= cJSON_GetArraySize(differs) > 0 || strcmp(kp_json_str(r, "fingerprint"), kp_json_str(first, "fingerprint")) != 0;
         }
         cJSON_AddItemToArray(by_mix, x);
     }
@@ -388,7 +378,7 @@ const cJSON *kp_compare_find_named(const cJSON *arr, const char *name, const cJS
     for (int pass = 0; pass < 2; pass++) {
         const cJSON *from = pass == 0 ? start : arr ? arr->child : NULL, *to = pass == 0 ? NULL : start;
         for (const cJSON *x = from; x && x != to; x = x->next)
-            if (strcmp(str(x, "name"), name) == 0) {
+            if (strcmp(kp_json_str(x, "name"), name) == 0) {
                 if (cursor) *cursor = x->next;
                 return x;
             }
@@ -409,13 +399,13 @@ typedef struct pattern_cells { char rt[16], req[24], items[24], bytes[24], units
 static void fill_pattern_cells(pattern_cells *c, const cJSON *p, const cJSON *totals)
 {
     char tmp[24];
-    snprintf(c->rt, sizeof c->rt, "%.0f", num(p, "round_trips"));
-    snprintf(c->req, sizeof c->req, "%s", short_num(tmp, sizeof tmp, num(p, "requests")));
-    snprintf(c->items, sizeof c->items, "%s", short_num(tmp, sizeof tmp, num(p, "items_read")));
-    human_bytes(c->bytes, sizeof c->bytes, num(p, "bytes_read"));
+    snprintf(c->rt, sizeof c->rt, "%.0f", kp_json_num(p, "round_trips"));
+    snprintf(c->req, sizeof c->req, "%s", short_num(tmp, sizeof tmp, kp_json_num(p, "requests")));
+    snprintf(c->items, sizeof c->items, "%s", short_num(tmp, sizeof tmp, kp_json_num(p, "items_read")));
+    human_bytes(c->bytes, sizeof c->bytes, kp_json_num(p, "bytes_read"));
     if (cJSON_GetObjectItem(p, "read_units"))
-        snprintf(c->units, sizeof c->units, "%s %s", short_num(tmp, sizeof tmp, num(p, "read_units")), str(totals, "read_unit"));
-    else snprintf(c->units, sizeof c->units, "%s io", short_num(tmp, sizeof tmp, num(p, "io_units")));
+        snprintf(c->units, sizeof c->units, "%s %s", short_num(tmp, sizeof tmp, kp_json_num(p, "read_units")), kp_json_str(totals, "read_unit"));
+    else snprintf(c->units, sizeof c->units, "%s io", short_num(tmp, sizeof tmp, kp_json_num(p, "io_units")));
     snprintf(c->scan, sizeof c->scan, "%s", cJSON_IsTrue(cJSON_GetObjectItem(p, "scan")) ? "SCAN" : "");
 }
 
@@ -429,11 +419,11 @@ void kp_compare_print_text(FILE *out, const cJSON *doc, int use_color)
     const cJSON *first = mixes ? mixes->child : NULL;
     if (!first) return;
     const cJSON *designs = cJSON_GetObjectItem(first, "designs");
-    fprintf(out, "%scompare %s%s — workload mix: %s\n\n", bold, str(doc, "model"), reset, mix_title(first));
+    fprintf(out, "%scompare %s%s — workload mix: %s\n\n", bold, kp_json_str(doc, "model"), reset, mix_title(first));
     fprintf(out, "designs (* = the database's recommended candidate):\n");
     for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next)
-        fprintf(out, "  %c %-28s %s\n", cJSON_IsTrue(cJSON_GetObjectItem(d, "is_default_candidate")) ? '*' : ' ', str(d, "design"),
-                str(d, "summary"));
+        fprintf(out, "  %c %-28s %s\n", cJSON_IsTrue(cJSON_GetObjectItem(d, "is_default_candidate")) ? '*' : ' ', kp_json_str(d, "design"),
+                kp_json_str(d, "summary"));
     const cJSON *patterns = cJSON_GetObjectItem(doc, "patterns");
     kp_named_cursors cur1 = {{0}}, cur2 = {{0}}, cur4 = {{0}};
     for (const cJSON *pn = patterns ? patterns->child : NULL; pn; pn = pn->next) {
@@ -441,7 +431,7 @@ void kp_compare_print_text(FILE *out, const cJSON *doc, int use_color)
         size_t di1 = 0;
         for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next, di1++) {
             const cJSON *p = kp_compare_find_named(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "patterns"), pn->valuestring, KP_CURSOR(&cur1, di1));
-            if (p) { rps = num(p, "rps"); break; }
+            if (p) { rps = kp_json_num(p, "rps"); break; }
         }
         fprintf(out, "\n%saccess pattern %s%s  (%g req/s)\n", bold, pn->valuestring, reset, rps);
         fprintf(out, "  %-28s %11s %9s %9s %10s %12s\n", "design", "round trips", "requests", "items", "bytes", "units");
@@ -452,7 +442,7 @@ void kp_compare_print_text(FILE *out, const cJSON *doc, int use_color)
             if (!p) continue;
             pattern_cells c;
             fill_pattern_cells(&c, p, cJSON_GetObjectItem(cost, "totals"));
-            fprintf(out, "  %-28s %11s %9s %9s %10s %12s %s%s%s\n", str(d, "design"), c.rt, c.req, c.items, c.bytes, c.units, red,
+            fprintf(out, "  %-28s %11s %9s %9s %10s %12s %s%s%s\n", kp_json_str(d, "design"), c.rt, c.req, c.items, c.bytes, c.units, red,
                     c.scan, reset);
         }
     }
@@ -460,7 +450,7 @@ void kp_compare_print_text(FILE *out, const cJSON *doc, int use_color)
     if (writes && writes->child) {
         fprintf(out, "\n%swrites%s: items written per operation (amplification)\n", bold, reset);
         fprintf(out, "  %-24s", "write");
-        for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) fprintf(out, " %22s", str(d, "design"));
+        for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) fprintf(out, " %22s", kp_json_str(d, "design"));
         fputc('\n', out);
         for (const cJSON *wn = writes->child; wn; wn = wn->next) {
             fprintf(out, "  %-24s", wn->valuestring);
@@ -468,7 +458,7 @@ void kp_compare_print_text(FILE *out, const cJSON *doc, int use_color)
             for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next, di2++) {
                 const cJSON *w = kp_compare_find_named(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "writes"), wn->valuestring, KP_CURSOR(&cur2, di2));
                 char cell[48];
-                snprintf(cell, sizeof cell, "%g (x%g)", w ? num(w, "items_written") : 0, w ? num(w, "amplification") : 0);
+                snprintf(cell, sizeof cell, "%g (x%g)", w ? kp_json_num(w, "items_written") : 0, w ? kp_json_num(w, "amplification") : 0);
                 fprintf(out, " %22s", cell);
             }
             fputc('\n', out);
@@ -483,16 +473,16 @@ void kp_compare_print_text(FILE *out, const cJSON *doc, int use_color)
             const cJSON *cost = cJSON_GetObjectItem(d, "cost"), *t = cJSON_GetObjectItem(cost, "totals");
             const cJSON *money = cJSON_GetObjectItem(cost, "monthly_usd");
             char a[24], b[24], c[24], e[24], f[24], g[24], price[24] = "-";
-            if (cJSON_IsObject(money)) snprintf(price, sizeof price, "%.2f", num(money, "total"));
-            fprintf(out, "  %-28s %9s %10s %9s %10s %10s %9s %6.2f %10s\n", str(d, "design"),
-                    short_num(a, sizeof a, num(t, "read_requests_per_s")), short_num(b, sizeof b, num(t, "items_read_per_s")),
-                    short_num(c, sizeof c, num(t, "write_requests_per_s")), short_num(e, sizeof e, num(t, "items_written_per_s")),
-                    short_num(f, sizeof f, num(t, "io_units_per_s")), human_bytes(g, sizeof g, num(t, "storage_bytes")),
-                    num(t, "duplication"), price);
+            if (cJSON_IsObject(money)) snprintf(price, sizeof price, "%.2f", kp_json_num(money, "total"));
+            fprintf(out, "  %-28s %9s %10s %9s %10s %10s %9s %6.2f %10s\n", kp_json_str(d, "design"),
+                    short_num(a, sizeof a, kp_json_num(t, "read_requests_per_s")), short_num(b, sizeof b, kp_json_num(t, "items_read_per_s")),
+                    short_num(c, sizeof c, kp_json_num(t, "write_requests_per_s")), short_num(e, sizeof e, kp_json_num(t, "items_written_per_s")),
+                    short_num(f, sizeof f, kp_json_num(t, "io_units_per_s")), human_bytes(g, sizeof g, kp_json_num(t, "storage_bytes")),
+                    kp_json_num(t, "duplication"), price);
         }
         for (const cJSON *d = ds ? ds->child : NULL; d; d = d->next) {
             const cJSON *note = cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "price_note");
-            if (cJSON_IsString(note)) fprintf(out, "  %s: %s\n", str(d, "design"), note->valuestring);
+            if (cJSON_IsString(note)) fprintf(out, "  %s: %s\n", kp_json_str(d, "design"), note->valuestring);
         }
     }
     fprintf(out, "\n%srisks%s\n", bold, reset);
@@ -500,25 +490,25 @@ void kp_compare_print_text(FILE *out, const cJSON *doc, int use_color)
     for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
         const cJSON *risks = cJSON_GetObjectItem(d, "risks");
         for (const cJSON *r = risks ? risks->child : NULL; r; r = r->next) {
-            int defect = strcmp(str(r, "severity"), "defect") == 0;
-            fprintf(out, "  %s%-7s%s %-24s %s\n", defect ? red : yellow, str(r, "severity"), reset, str(d, "design"), str(r, "message"));
+            int defect = strcmp(kp_json_str(r, "severity"), "defect") == 0;
+            fprintf(out, "  %s%-7s%s %-24s %s\n", defect ? red : yellow, kp_json_str(r, "severity"), reset, kp_json_str(d, "design"), kp_json_str(r, "message"));
             any = 1;
         }
     }
     if (!any) fprintf(out, "  none found\n");
     for (const cJSON *mo = first; mo; mo = mo->next) {
         const cJSON *r = cJSON_GetObjectItem(mo, "recommendation");
-        fprintf(out, "\n%srecommendation — mix %s: %s%s\n", bold, mix_title(mo), str(r, "design"), reset);
+        fprintf(out, "\n%srecommendation — mix %s: %s%s\n", bold, mix_title(mo), kp_json_str(r, "design"), reset);
         const cJSON *reasons = cJSON_GetObjectItem(r, "reasons");
         for (const cJSON *x = reasons ? reasons->child : NULL; x; x = x->next) fprintf(out, "  - %s\n", x->valuestring);
-        if (*str(r, "to_review")) fprintf(out, "  - %s\n", str(r, "to_review"));
+        if (*kp_json_str(r, "to_review")) fprintf(out, "  - %s\n", kp_json_str(r, "to_review"));
     }
     if (cJSON_IsTrue(cJSON_GetObjectItem(doc, "mix_changes_recommendation"))) {
         fprintf(out, "\n%sthe workload mix changes the recommendation%s\n", bold, reset);
         const cJSON *by = cJSON_GetObjectItem(doc, "recommendation_by_mix");
         for (const cJSON *x = by ? by->child : NULL; x; x = x->next) {
             const cJSON *dif = cJSON_GetObjectItem(x, "differences");
-            for (const cJSON *y = dif ? dif->child : NULL; y; y = y->next) fprintf(out, "  - under %s: %s\n", str(x, "mix"), y->valuestring);
+            for (const cJSON *y = dif ? dif->child : NULL; y; y = y->next) fprintf(out, "  - under %s: %s\n", kp_json_str(x, "mix"), y->valuestring);
         }
     }
 }
@@ -539,32 +529,32 @@ static void render_markdown(FILE *f, const cJSON *doc)
     const cJSON *first = mixes ? mixes->child : NULL;
     if (!first) return;
     const cJSON *designs = cJSON_GetObjectItem(first, "designs");
-    fprintf(f, "## keyplan compare: `%s`\n\n", str(doc, "model"));
+    fprintf(f, "## keyplan compare: `%s`\n\n", kp_json_str(doc, "model"));
     const cJSON *rec = cJSON_GetObjectItem(first, "recommendation");
-    fprintf(f, "**Recommendation (mix %s): `%s`**\n\n", mix_title(first), str(rec, "design"));
+    fprintf(f, "**Recommendation (mix %s): `%s`**\n\n", mix_title(first), kp_json_str(rec, "design"));
     const cJSON *reasons = cJSON_GetObjectItem(rec, "reasons");
     for (const cJSON *x = reasons ? reasons->child : NULL; x; x = x->next) { fputs("- ", f); md_escape(f, x->valuestring); fputc('\n', f); }
-    if (*str(rec, "to_review")) { fputs("- ", f); md_escape(f, str(rec, "to_review")); fputc('\n', f); }
+    if (*kp_json_str(rec, "to_review")) { fputs("- ", f); md_escape(f, kp_json_str(rec, "to_review")); fputc('\n', f); }
     const cJSON *by = cJSON_GetObjectItem(doc, "recommendation_by_mix");
     for (const cJSON *x = by ? by->child : NULL; x; x = x->next) {
         const cJSON *dif = cJSON_GetObjectItem(x, "differences");
         for (const cJSON *y = dif ? dif->child : NULL; y; y = y->next) {
-            fprintf(f, "- **the mix changes it** — under %s: ", str(x, "mix"));
+            fprintf(f, "- **the mix changes it** — under %s: ", kp_json_str(x, "mix"));
             md_escape(f, y->valuestring);
             fputc('\n', f);
         }
     }
     for (const cJSON *mo = first->next; mo; mo = mo->next) {
         const cJSON *r = cJSON_GetObjectItem(mo, "recommendation");
-        fprintf(f, "\n**Under mix %s: `%s`**\n\n", mix_title(mo), str(r, "design"));
+        fprintf(f, "\n**Under mix %s: `%s`**\n\n", mix_title(mo), kp_json_str(r, "design"));
         const cJSON *rs = cJSON_GetObjectItem(r, "reasons");
         for (const cJSON *x = rs ? rs->child : NULL; x; x = x->next) { fputs("- ", f); md_escape(f, x->valuestring); fputc('\n', f); }
-        if (*str(r, "to_review")) { fputs("- ", f); md_escape(f, str(r, "to_review")); fputc('\n', f); }
+        if (*kp_json_str(r, "to_review")) { fputs("- ", f); md_escape(f, kp_json_str(r, "to_review")); fputc('\n', f); }
     }
     fprintf(f, "\n### Designs\n\n| design | default | summary |\n|---|---|---|\n");
     for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
-        fprintf(f, "| `%s` | %s | ", str(d, "design"), cJSON_IsTrue(cJSON_GetObjectItem(d, "is_default_candidate")) ? "yes" : "");
-        md_escape(f, str(d, "summary"));
+        fprintf(f, "| `%s` | %s | ", kp_json_str(d, "design"), cJSON_IsTrue(cJSON_GetObjectItem(d, "is_default_candidate")) ? "yes" : "");
+        md_escape(f, kp_json_str(d, "summary"));
         fputs(" |\n", f);
     }
     for (const cJSON *mo = first; mo; mo = mo->next) {
@@ -576,16 +566,16 @@ static void render_markdown(FILE *f, const cJSON *doc)
             const cJSON *cost = cJSON_GetObjectItem(d, "cost"), *t = cJSON_GetObjectItem(cost, "totals");
             const cJSON *money = cJSON_GetObjectItem(cost, "monthly_usd");
             char a[24], b[24], c[24], e[24], g[24], h[24], price[24] = "—";
-            if (cJSON_IsObject(money)) snprintf(price, sizeof price, "%.2f", num(money, "total"));
-            fprintf(f, "| `%s` | %s | %s | %s | %s | %s | %s | %.2f | %s |\n", str(d, "design"),
-                    short_num(a, sizeof a, num(t, "read_requests_per_s")), short_num(b, sizeof b, num(t, "items_read_per_s")),
-                    short_num(c, sizeof c, num(t, "write_requests_per_s")), short_num(e, sizeof e, num(t, "items_written_per_s")),
-                    short_num(g, sizeof g, num(t, "io_units_per_s")), human_bytes(h, sizeof h, num(t, "storage_bytes")),
-                    num(t, "duplication"), price);
+            if (cJSON_IsObject(money)) snprintf(price, sizeof price, "%.2f", kp_json_num(money, "total"));
+            fprintf(f, "| `%s` | %s | %s | %s | %s | %s | %s | %.2f | %s |\n", kp_json_str(d, "design"),
+                    short_num(a, sizeof a, kp_json_num(t, "read_requests_per_s")), short_num(b, sizeof b, kp_json_num(t, "items_read_per_s")),
+                    short_num(c, sizeof c, kp_json_num(t, "write_requests_per_s")), short_num(e, sizeof e, kp_json_num(t, "items_written_per_s")),
+                    short_num(g, sizeof g, kp_json_num(t, "io_units_per_s")), human_bytes(h, sizeof h, kp_json_num(t, "storage_bytes")),
+                    kp_json_num(t, "duplication"), price);
         }
         for (const cJSON *d = ds ? ds->child : NULL; d; d = d->next) {
             const cJSON *note = cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "price_note");
-            if (cJSON_IsString(note)) { fprintf(f, "\n`%s`: ", str(d, "design")); md_escape(f, note->valuestring); fputc('\n', f); }
+            if (cJSON_IsString(note)) { fprintf(f, "\n`%s`: ", kp_json_str(d, "design")); md_escape(f, note->valuestring); fputc('\n', f); }
         }
     }
     fprintf(f, "\n### Risks (mix %s)\n\n", mix_title(first));
@@ -594,8 +584,8 @@ static void render_markdown(FILE *f, const cJSON *doc)
         const cJSON *risks = cJSON_GetObjectItem(d, "risks");
         for (const cJSON *r = risks ? risks->child : NULL; r; r = r->next) {
             if (!any) fprintf(f, "| design | severity | kind | risk |\n|---|---|---|---|\n");
-            fprintf(f, "| `%s` | %s | %s | ", str(d, "design"), str(r, "severity"), str(r, "kind"));
-            md_escape(f, str(r, "message"));
+            fprintf(f, "| `%s` | %s | %s | ", kp_json_str(d, "design"), kp_json_str(r, "severity"), kp_json_str(r, "kind"));
+            md_escape(f, kp_json_str(r, "message"));
             fputs(" |\n", f);
             any = 1;
         }
@@ -614,14 +604,14 @@ static void render_markdown(FILE *f, const cJSON *doc)
             if (!p) continue;
             pattern_cells c;
             fill_pattern_cells(&c, p, cJSON_GetObjectItem(cost, "totals"));
-            fprintf(f, "| `%s` | %s | %s | %s | %s | %s | %s |\n", str(d, "design"), c.rt, c.req, c.items, c.bytes, c.units,
+            fprintf(f, "| `%s` | %s | %s | %s | %s | %s | %s |\n", kp_json_str(d, "design"), c.rt, c.req, c.items, c.bytes, c.units,
                     c.scan[0] ? "**scan**" : "");
         }
     }
     const cJSON *writes = cJSON_GetObjectItem(doc, "writes");
     if (writes && writes->child) {
         fprintf(f, "\n### Writes: items written per operation (amplification)\n\n| write |");
-        for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) fprintf(f, " `%s` |", str(d, "design"));
+        for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) fprintf(f, " `%s` |", kp_json_str(d, "design"));
         fputs("\n|---|", f);
         for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) fputs("--:|", f);
         fputc('\n', f);
@@ -630,7 +620,7 @@ static void render_markdown(FILE *f, const cJSON *doc)
             size_t di3 = 0;
             for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next, di3++) {
                 const cJSON *w = kp_compare_find_named(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "writes"), wn->valuestring, KP_CURSOR(&cur3, di3));
-                fprintf(f, " %g (x%g) |", w ? num(w, "items_written") : 0, w ? num(w, "amplification") : 0);
+                fprintf(f, " %g (x%g) |", w ? kp_json_num(w, "items_written") : 0, w ? kp_json_num(w, "amplification") : 0);
             }
             fputc('\n', f);
         }

@@ -8,6 +8,7 @@
  * Invariant: reads only the document (compare.h); no script, no external resource, so
  * the file opens anywhere and a browser reports no console error.
  */
+#include "core/json.h"
 #include "advisors/compare.h"
 
 #include <math.h>
@@ -15,17 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-static const char *str(const cJSON *o, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
 
-static double num(const cJSON *o, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsNumber(v) ? v->valuedouble : 0;
-}
 
 /* A count as people read it: 2,000,000 (never 2e+06); fractions keep three digits. */
 static void print_count(FILE *f, double v)
@@ -86,8 +77,8 @@ static void er_diagram(FILE *f, const cJSON *m)
     for (const cJSON *r = rels ? rels->child : NULL; r; r = r->next) {
         int a = -1, b = -1, i = 0;
         for (const cJSON *e = ents->child; e; e = e->next, i++) {
-            if (strcmp(str(e, "name"), str(r, "from")) == 0) a = i;
-            if (strcmp(str(e, "name"), str(r, "to")) == 0) b = i;
+            if (strcmp(kp_json_str(e, "name"), kp_json_str(r, "from")) == 0) a = i;
+            if (strcmp(kp_json_str(e, "name"), kp_json_str(r, "to")) == 0) b = i;
         }
         if (a < 0 || b < 0) continue;
         double ax = GAP_X + (a % cols) * (BOX_W + GAP_X) + BOX_W / 2.0, ay = GAP_Y + (a / cols) * (box_h + GAP_Y) + box_h / 2.0;
@@ -129,8 +120,8 @@ static void er_diagram(FILE *f, const cJSON *m)
             ly = ay + dy * best;
         }
         if (label_count == MAX_LABELS) continue;
-        snprintf(labels[label_count].text, sizeof labels[label_count].text, "%s %s%s avg %g", str(r, "name"),
-                 str(r, "cardinality"), cJSON_IsTrue(cJSON_GetObjectItem(r, "unbounded")) ? " ∞" : "", num(r, "fanout_avg"));
+        snprintf(labels[label_count].text, sizeof labels[label_count].text, "%s %s%s avg %g", kp_json_str(r, "name"),
+                 kp_json_str(r, "cardinality"), cJSON_IsTrue(cJSON_GetObjectItem(r, "unbounded")) ? " ∞" : "", kp_json_num(r, "fanout_avg"));
         double w = 7.2 * (double)strlen(labels[label_count].text);
         double x = a == b ? lx : lx - w / 2, y = ly;
         /* shift down past any label already placed that it would overlap */
@@ -149,9 +140,9 @@ static void er_diagram(FILE *f, const cJSON *m)
         int x = GAP_X + (i % cols) * (BOX_W + GAP_X), y = GAP_Y + (i / cols) * (box_h + GAP_Y);
         fprintf(f, "<g class=\"entity\"><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"4\"/>", x, y, BOX_W, box_h);
         fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"title\">", x + 8, y + 18);
-        esc(f, str(e, "name"));
+        esc(f, kp_json_str(e, "name"));
         fputs(" (", f);
-        print_count(f, num(e, "count"));
+        print_count(f, kp_json_num(e, "count"));
         fputs(")</text>", f);
         int row = 0;
         const cJSON *key = cJSON_GetObjectItem(e, "key");
@@ -177,7 +168,7 @@ static void er_diagram(FILE *f, const cJSON *m)
 
 static const char *role_mark(const cJSON *k)
 {
-    const char *role = str(k, "role");
+    const char *role = kp_json_str(k, "role");
     int desc = cJSON_IsTrue(cJSON_GetObjectItem(k, "descending"));
     if (strcmp(role, "partition") == 0) return "K";
     if (strcmp(role, "sort") == 0) return desc ? "C↓" : "C↑";
@@ -235,9 +226,9 @@ static void design_diagram(FILE *f, const cJSON *d)
         if (i % cols == cols - 1 || !c->next) { total_h += row_h + 30; row_h = 0; }
     }
     /* the backend's own drawing of its layout (DynamoDB: the item collections), under the boxes */
-    const char *drawing = str(d, "diagram");
+    const char *drawing = kp_json_str(d, "diagram");
     /* a drawing that only redraws the containers would show every table twice */
-    if (strcmp(str(d, "diagram_shows"), "containers") == 0) drawing = "";
+    if (strcmp(kp_json_str(d, "diagram_shows"), "containers") == 0) drawing = "";
     int drawing_lines = 0, drawing_cols = 0, col = 0;
     for (const char *p = drawing; *p; p++) {
         if (*p == '\n') { drawing_lines++; col = 0; } else if (++col > drawing_cols) drawing_cols = col;
@@ -247,8 +238,8 @@ static void design_diagram(FILE *f, const cJSON *d)
     int width = cols * (w + 30) + 30, height = total_h + 20 + (drawing_lines ? 20 + drawing_lines * ROW_H : 0);
     if (drawing_cols * 7 + 60 > width) width = drawing_cols * 7 + 60;
     fprintf(f, "<svg class=\"diagram\" data-diagram=\"%s\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-               "viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", str(d, "database"), width, height, width, height);
-    esc(f, str(d, "title"));
+               "viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", kp_json_str(d, "database"), width, height, width, height);
+    esc(f, kp_json_str(d, "title"));
     fputs(" layout\">\n", f);
     int y = 20;
     row_h = 0;
@@ -259,12 +250,12 @@ static void design_diagram(FILE *f, const cJSON *d)
         if (h > row_h) row_h = h;
         fprintf(f, "<g class=\"container\"><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"4\"/>", x, y, w, h);
         char title[300];
-        snprintf(title, sizeof title, "%s %s", str(c, "kind"), str(c, "name"));
+        snprintf(title, sizeof title, "%s %s", kp_json_str(c, "kind"), kp_json_str(c, "name"));
         line(f, x + 8, y + 18, "title", NULL, title, NULL);
         int row = 0, yy = y + 36;
         const cJSON *keys = cJSON_GetObjectItem(c, "keys");
         for (const cJSON *k = keys ? keys->child : NULL; k && row < 40; k = k->next, row++, yy += ROW_H)
-            line(f, x + 8, yy, "key", role_mark(k), str(k, "name"), str(k, "format"));
+            line(f, x + 8, yy, "key", role_mark(k), kp_json_str(k, "name"), kp_json_str(k, "format"));
         char ents[400] = "holds:";
         const cJSON *es = cJSON_GetObjectItem(c, "entities");
         for (const cJSON *e = es ? es->child : NULL; e; e = e->next) {
@@ -277,13 +268,13 @@ static void design_diagram(FILE *f, const cJSON *d)
         const cJSON *ix = cJSON_GetObjectItem(c, "indexes");
         for (const cJSON *x2 = ix ? ix->child : NULL; x2 && row < 40; x2 = x2->next) {
             char head[200];
-            snprintf(head, sizeof head, "%s %s%s", str(x2, "kind"), str(x2, "name"), cJSON_IsTrue(cJSON_GetObjectItem(x2, "sparse")) ? " (sparse)" : "");
+            snprintf(head, sizeof head, "%s %s%s", kp_json_str(x2, "kind"), kp_json_str(x2, "name"), cJSON_IsTrue(cJSON_GetObjectItem(x2, "sparse")) ? " (sparse)" : "");
             line(f, x + 8, yy, "index", NULL, head, NULL);
             row++;
             yy += ROW_H;
             const cJSON *ks = cJSON_GetObjectItem(x2, "keys");
             for (const cJSON *k = ks ? ks->child : NULL; k && row < 40; k = k->next, row++, yy += ROW_H)
-                line(f, x + 20, yy, "key", role_mark(k), str(k, "name"), str(k, "format"));
+                line(f, x + 20, yy, "key", role_mark(k), kp_json_str(k, "name"), kp_json_str(k, "format"));
         }
         fputs("</g>\n", f);
         if (i % cols == cols - 1) { y += row_h + 30; row_h = 0; }
@@ -326,8 +317,8 @@ static void load_chart(FILE *f, const cJSON *mix)
     int n = 0;
     for (const cJSON *d = ds ? ds->child : NULL; d; d = d->next, n++) {
         const cJSON *cost = cJSON_GetObjectItem(d, "cost");
-        double io = num(cJSON_GetObjectItem(cost, "totals"), "io_units_per_s");
-        double usd = num(cJSON_GetObjectItem(cost, "monthly_usd"), "total");
+        double io = kp_json_num(cJSON_GetObjectItem(cost, "totals"), "io_units_per_s");
+        double usd = kp_json_num(cJSON_GetObjectItem(cost, "monthly_usd"), "total");
         if (io > max_io) max_io = io;
         if (usd > max_usd) max_usd = usd;
     }
@@ -336,10 +327,10 @@ static void load_chart(FILE *f, const cJSON *mix)
     double min_io = max_io, min_usd = max_usd;
     for (const cJSON *d = ds->child; d; d = d->next) {
         const cJSON *cost = cJSON_GetObjectItem(d, "cost");
-        double io = num(cJSON_GetObjectItem(cost, "totals"), "io_units_per_s");
+        double io = kp_json_num(cJSON_GetObjectItem(cost, "totals"), "io_units_per_s");
         const cJSON *money = cJSON_GetObjectItem(cost, "monthly_usd");
         if (io > 0 && io < min_io) min_io = io;
-        if (cJSON_IsObject(money) && num(money, "total") > 0 && num(money, "total") < min_usd) min_usd = num(money, "total");
+        if (cJSON_IsObject(money) && kp_json_num(money, "total") > 0 && kp_json_num(money, "total") < min_usd) min_usd = kp_json_num(money, "total");
     }
     int log_io = min_io > 0 && max_io / min_io > 100, log_usd = min_usd > 0 && max_usd / min_usd > 100;
     const int label_w = 230, bar_w = 300, gap = 150, row = 26, top = 30;
@@ -351,23 +342,23 @@ static void load_chart(FILE *f, const cJSON *mix)
     int y = top;
     for (const cJSON *d = ds ? ds->child : NULL; d; d = d->next, y += row) {
         const cJSON *cost = cJSON_GetObjectItem(d, "cost"), *money = cJSON_GetObjectItem(cost, "monthly_usd");
-        double io = num(cJSON_GetObjectItem(cost, "totals"), "io_units_per_s");
+        double io = kp_json_num(cJSON_GetObjectItem(cost, "totals"), "io_units_per_s");
         fprintf(f, "<g class=\"bar\" data-design=\"");
-        esc(f, str(d, "design"));
+        esc(f, kp_json_str(d, "design"));
         fprintf(f, "\"><text x=\"0\" y=\"%d\">", y + 14);
-        esc(f, str(d, "design"));
+        esc(f, kp_json_str(d, "design"));
         int w = bar_length(io, max_io, log_io, bar_w);
         fprintf(f, "</text><rect class=\"io\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"18\"/><text x=\"%d\" y=\"%d\">",
                 label_w, y, w > 1 ? w : 1, label_w + (w > 1 ? w : 1) + 6, y + 14);
         print_count(f, round(io));
         fputs("</text>", f);
         if (cJSON_IsObject(money)) {
-            double usd = num(money, "total");
+            double usd = kp_json_num(money, "total");
             w = bar_length(usd, max_usd, log_usd, bar_w);
             fprintf(f, "<rect class=\"usd\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"18\"/><text x=\"%d\" y=\"%d\">$",
                     label_w + bar_w + gap, y, w > 1 ? w : 1, label_w + bar_w + gap + (w > 1 ? w : 1) + 6, y + 14);
             print_count(f, round(usd));
-            fprintf(f, " %s</text>", str(money, "tier"));
+            fprintf(f, " %s</text>", kp_json_str(money, "tier"));
         } else {
             fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"note\">not priced</text>", label_w + bar_w + gap, y + 14);
         }
@@ -406,23 +397,23 @@ static void plan_ops(FILE *f, const cJSON *design, const char *pattern)
     const cJSON *p = kp_compare_find_named(cJSON_GetObjectItem(design, "patterns"), pattern, NULL);
     if (!p) return;
     fputs("<h4>", f);
-    esc(f, str(design, "title"));
+    esc(f, kp_json_str(design, "title"));
     fputs(" (", f);
-    esc(f, str(design, "candidate"));
+    esc(f, kp_json_str(design, "candidate"));
     fputs(")", f);
-    if (*str(p, "why")) { fputs(" — ", f); esc(f, str(p, "why")); }
+    if (*kp_json_str(p, "why")) { fputs(" — ", f); esc(f, kp_json_str(p, "why")); }
     fputs("</h4><ol class=\"ops\">", f);
     const cJSON *ops = cJSON_GetObjectItem(p, "operations");
     for (const cJSON *o = ops ? ops->child : NULL; o; o = o->next) {
         fputs("<li>", f);
-        esc(f, str(o, "op"));
+        esc(f, kp_json_str(o, "op"));
         fputs(" ", f);
-        esc(f, str(o, "container"));
-        if (*str(o, "index")) { fputs(".", f); esc(f, str(o, "index")); }
-        if (*str(o, "condition")) { fputs(": ", f); esc(f, str(o, "condition")); }
-        fprintf(f, " — %g request%s, %g item%s, ", num(o, "requests"), num(o, "requests") == 1 ? "" : "s", num(o, "items"),
-                num(o, "items") == 1 ? "" : "s");
-        print_count(f, round(num(o, "bytes")));
+        esc(f, kp_json_str(o, "container"));
+        if (*kp_json_str(o, "index")) { fputs(".", f); esc(f, kp_json_str(o, "index")); }
+        if (*kp_json_str(o, "condition")) { fputs(": ", f); esc(f, kp_json_str(o, "condition")); }
+        fprintf(f, " — %g request%s, %g item%s, ", kp_json_num(o, "requests"), kp_json_num(o, "requests") == 1 ? "" : "s", kp_json_num(o, "items"),
+                kp_json_num(o, "items") == 1 ? "" : "s");
+        print_count(f, round(kp_json_num(o, "bytes")));
         fprintf(f, " B%s%s</li>", cJSON_IsTrue(cJSON_GetObjectItem(o, "waits_for_previous")) ? " (after the previous)" : "",
                 cJSON_IsTrue(cJSON_GetObjectItem(o, "scan")) ? " <b class=\"scan\">SCAN</b>" : "");
     }
@@ -437,7 +428,7 @@ static void patterns_table(FILE *f, const cJSON *doc, const cJSON *designs)
     int columns = 2;
     for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next, columns++) {
         fputs("<th>", f);
-        esc(f, str(d, "design"));
+        esc(f, kp_json_str(d, "design"));
         fputs("</th>", f);
     }
     fputs("</tr></thead>\n", f);
@@ -458,10 +449,10 @@ static void patterns_table(FILE *f, const cJSON *doc, const cJSON *designs)
             int n;
             if (!p) n = snprintf(cells + used, sizeof cells - used, "<td>—</td>");
             else {
-                if (rps < 0) rps = num(p, "rps");
+                if (rps < 0) rps = kp_json_num(p, "rps");
                 int scan = cJSON_IsTrue(cJSON_GetObjectItem(p, "scan"));
                 n = snprintf(cells + used, sizeof cells - used, "<td%s>%g / %g / %g%s</td>", scan ? " class=\"scan\"" : "",
-                             num(p, "round_trips"), num(p, "requests"), num(p, "items_read"), scan ? " SCAN" : "");
+                             kp_json_num(p, "round_trips"), kp_json_num(p, "requests"), kp_json_num(p, "items_read"), scan ? " SCAN" : "");
             }
             if (n > 0 && used + (size_t)n < sizeof cells) used += (size_t)n;
         }
@@ -472,9 +463,9 @@ static void patterns_table(FILE *f, const cJSON *doc, const cJSON *designs)
                    "</summary>", columns);
         const cJSON *r = NULL;
         for (const cJSON *x = responses ? responses->child : NULL; x && !r; x = x->next)
-            if (strcmp(str(x, "pattern"), pn->valuestring) == 0) r = x;
-        if (r && *str(r, "description")) { fputs("<p>", f); esc(f, str(r, "description")); fputs("</p>", f); }
-        if (r) { fputs("<pre class=\"returns\">", f); esc(f, str(r, "returns")); fputs("</pre>", f); }
+            if (strcmp(kp_json_str(x, "pattern"), pn->valuestring) == 0) r = x;
+        if (r && *kp_json_str(r, "description")) { fputs("<p>", f); esc(f, kp_json_str(r, "description")); fputs("</p>", f); }
+        if (r) { fputs("<pre class=\"returns\">", f); esc(f, kp_json_str(r, "returns")); fputs("</pre>", f); }
         for (const cJSON *d = full ? full->child : NULL; d; d = d->next) plan_ops(f, d, pn->valuestring);
         fputs("</details></td></tr></tbody>\n", f);
     }
@@ -487,7 +478,7 @@ static void writes_table(FILE *f, const cJSON *doc, const cJSON *designs)
     if (!writes || !writes->child) return;
     section(f, "writes", "Writes: items written per operation (amplification)");
     fputs("<table id=\"writes-table\"><thead><tr><th>write</th>", f);
-    for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) { fputs("<th>", f); esc(f, str(d, "design")); fputs("</th>", f); }
+    for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) { fputs("<th>", f); esc(f, kp_json_str(d, "design")); fputs("</th>", f); }
     fputs("</tr></thead><tbody>\n", f);
     kp_named_cursors cur = {{0}};
     for (const cJSON *wn = writes->child; wn; wn = wn->next) {
@@ -497,7 +488,7 @@ static void writes_table(FILE *f, const cJSON *doc, const cJSON *designs)
         size_t di = 0;
         for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next, di++) {
             const cJSON *w = kp_compare_find_named(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "writes"), wn->valuestring, KP_CURSOR(&cur, di));
-            fprintf(f, "<td>%g (x%g)</td>", w ? num(w, "items_written") : 0, w ? num(w, "amplification") : 0);
+            fprintf(f, "<td>%g (x%g)</td>", w ? kp_json_num(w, "items_written") : 0, w ? kp_json_num(w, "amplification") : 0);
         }
         fputs("</tr>\n", f);
     }
@@ -521,22 +512,22 @@ static void load_section(FILE *f, const cJSON *first)
             const cJSON *cost = cJSON_GetObjectItem(d, "cost"), *t = cJSON_GetObjectItem(cost, "totals");
             const cJSON *money = cJSON_GetObjectItem(cost, "monthly_usd");
             fputs("<tr><td>", f);
-            esc(f, str(d, "design"));
+            esc(f, kp_json_str(d, "design"));
             fprintf(f, "</td><td>%.1f</td><td>%.1f</td><td>%.1f</td><td>%.1f</td><td>%.0f</td><td>%.2f</td><td>%.2f</td><td>",
-                    num(t, "read_requests_per_s"), num(t, "items_read_per_s"), num(t, "write_requests_per_s"),
-                    num(t, "items_written_per_s"), num(t, "io_units_per_s"), num(t, "storage_bytes") / 1e9, num(t, "duplication"));
+                    kp_json_num(t, "read_requests_per_s"), kp_json_num(t, "items_read_per_s"), kp_json_num(t, "write_requests_per_s"),
+                    kp_json_num(t, "items_written_per_s"), kp_json_num(t, "io_units_per_s"), kp_json_num(t, "storage_bytes") / 1e9, kp_json_num(t, "duplication"));
             if (cJSON_IsObject(money)) {
-                fprintf(f, "%.2f</td><td class=\"priced\">", num(money, "total"));
-                esc(f, str(money, "service"));
+                fprintf(f, "%.2f</td><td class=\"priced\">", kp_json_num(money, "total"));
+                esc(f, kp_json_str(money, "service"));
                 fputs(" ", f);
-                esc(f, *str(money, "tier") ? str(money, "tier") : str(money, "capacity"));
+                esc(f, *kp_json_str(money, "tier") ? kp_json_str(money, "tier") : kp_json_str(money, "capacity"));
                 fputs(", ", f);
-                esc(f, str(money, "region"));
+                esc(f, kp_json_str(money, "region"));
                 fputs(", prices of ", f);
-                esc(f, str(money, "prices_as_of"));
+                esc(f, kp_json_str(money, "prices_as_of"));
             } else {
                 fputs("—</td><td class=\"priced\">", f);
-                esc(f, str(cost, "price_note"));
+                esc(f, kp_json_str(cost, "price_note"));
             }
             fputs("</td></tr>\n", f);
         }
@@ -557,13 +548,13 @@ static void risks_section(FILE *f, const cJSON *designs)
         for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
             const cJSON *risks = cJSON_GetObjectItem(d, "risks");
             for (const cJSON *r = risks ? risks->child : NULL; r; r = r->next) {
-                if (strcmp(str(r, "severity"), severities[s]) != 0) continue;
+                if (strcmp(kp_json_str(r, "severity"), severities[s]) != 0) continue;
                 /* shown already with an earlier design? */
                 int seen = 0;
                 for (const cJSON *e = designs->child; e != d && !seen; e = e->next) {
                     const cJSON *rs = cJSON_GetObjectItem(e, "risks");
                     for (const cJSON *x = rs ? rs->child : NULL; x && !seen; x = x->next)
-                        seen = strcmp(str(x, "severity"), severities[s]) == 0 && strcmp(str(x, "message"), str(r, "message")) == 0;
+                        seen = strcmp(kp_json_str(x, "severity"), severities[s]) == 0 && strcmp(kp_json_str(x, "message"), kp_json_str(r, "message")) == 0;
                 }
                 if (seen) continue;
                 if (count++ == 0) fprintf(f, "<h3 class=\"%s\">%s</h3>\n<ul class=\"risks %s\">", severities[s], titles[s], severities[s]);
@@ -573,13 +564,13 @@ static void risks_section(FILE *f, const cJSON *designs)
                     const cJSON *rs = cJSON_GetObjectItem(e, "risks");
                     int has = 0;
                     for (const cJSON *x = rs ? rs->child : NULL; x && !has; x = x->next)
-                        has = strcmp(str(x, "severity"), severities[s]) == 0 && strcmp(str(x, "message"), str(r, "message")) == 0;
+                        has = strcmp(kp_json_str(x, "severity"), severities[s]) == 0 && strcmp(kp_json_str(x, "message"), kp_json_str(r, "message")) == 0;
                     if (!has) continue;
                     if (names++) fputs(", ", f);
-                    esc(f, str(e, "design"));
+                    esc(f, kp_json_str(e, "design"));
                 }
                 fputs("</b>: ", f);
-                esc(f, str(r, "message"));
+                esc(f, kp_json_str(r, "message"));
                 fputs("</li>\n", f);
             }
         }
@@ -602,11 +593,11 @@ void kp_compare_print_html(FILE *f, const cJSON *doc)
     struct tm tm;
     if (gmtime_r(&t, &tm)) strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>keyplan compare: ", f);
-    esc(f, str(doc, "model"));
+    esc(f, kp_json_str(doc, "model"));
     fprintf(f, "</title><style>%s</style></head><body>\n<header><h1>keyplan compare: ", style);
-    esc(f, str(doc, "model"));
+    esc(f, kp_json_str(doc, "model"));
     fprintf(f, "</h1><p class=\"meta\">keyplan %s &middot; model hash ", KP_VERSION);
-    esc(f, str(doc, "model_hash"));
+    esc(f, kp_json_str(doc, "model_hash"));
     fprintf(f, " &middot; %s</p>\n<nav><a href=\"#recommendation\">Recommendation</a><a href=\"#model\">Model</a>"
                "<a href=\"#load\">Load and cost</a><a href=\"#patterns\">Access patterns</a><a href=\"#writes\">Writes</a>"
                "<a href=\"#risks\">Risks</a><a href=\"#designs\">Designs</a></nav></header>\n", when);
@@ -617,11 +608,11 @@ void kp_compare_print_html(FILE *f, const cJSON *doc)
         fputs("<div class=\"rec\"><b>Recommendation", f);
         if (cJSON_IsString(name)) { fputs(" (mix ", f); esc(f, name->valuestring); fputs(")", f); }
         fputs(": ", f);
-        esc(f, str(r, "design"));
+        esc(f, kp_json_str(r, "design"));
         fputs("</b><ul>", f);
         const cJSON *reasons = cJSON_GetObjectItem(r, "reasons");
         for (const cJSON *x = reasons ? reasons->child : NULL; x; x = x->next) { fputs("<li>", f); esc(f, x->valuestring); fputs("</li>", f); }
-        int warnings = (int)num(r, "warnings");
+        int warnings = (int)kp_json_num(r, "warnings");
         if (warnings) fprintf(f, "<li><a href=\"#risks\">%d warning%s to review</a></li>", warnings, warnings == 1 ? "" : "s");
         fputs("</ul></div>\n", f);
     }
@@ -630,7 +621,7 @@ void kp_compare_print_html(FILE *f, const cJSON *doc)
         const cJSON *dif = cJSON_GetObjectItem(x, "differences");
         for (const cJSON *y = dif ? dif->child : NULL; y; y = y->next) {
             fputs("<p class=\"warning\">The mix changes it — under ", f);
-            esc(f, str(x, "mix"));
+            esc(f, kp_json_str(x, "mix"));
             fputs(": ", f);
             esc(f, y->valuestring);
             fputs("</p>\n", f);
@@ -648,18 +639,18 @@ void kp_compare_print_html(FILE *f, const cJSON *doc)
     const cJSON *full = cJSON_GetObjectItem(doc, "designs");
     for (const cJSON *d = full ? full->child : NULL; d; d = d->next) {
         fputs("<h3>", f);
-        esc(f, str(d, "title"));
+        esc(f, kp_json_str(d, "title"));
         fputs(": ", f);
-        esc(f, str(d, "candidate"));
+        esc(f, kp_json_str(d, "candidate"));
         fputs("</h3>\n<p>", f);
-        esc(f, str(d, "summary"));
+        esc(f, kp_json_str(d, "summary"));
         fputs("</p>\n", f);
         design_diagram(f, d);
     }
     fputs("</section>\n", f);
     fprintf(f, "<footer><p>keyplan %s &middot; model ", KP_VERSION);
-    esc(f, str(doc, "model"));
+    esc(f, kp_json_str(doc, "model"));
     fputs(" (hash ", f);
-    esc(f, str(doc, "model_hash"));
+    esc(f, kp_json_str(doc, "model_hash"));
     fprintf(f, ") &middot; %s</p></footer>\n</body></html>\n", when);
 }

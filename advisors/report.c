@@ -3,6 +3,7 @@
  *
  * Invariant: kp_advise_print_* read only the JSON document (see report.h).
  */
+#include "core/json.h"
 #include "advisors/report.h"
 
 #include <string.h>
@@ -159,23 +160,13 @@ cJSON *kp_advise_json(const kp_model *model, const kp_mix *mix, kp_design *const
 
 /* ---- text ------------------------------------------------------------------------------ */
 
-static const char *str(const cJSON *o, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
 
-static double num(const cJSON *o, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsNumber(v) ? v->valuedouble : 0;
-}
 
 static void print_keys(FILE *out, const cJSON *keys)
 {
     int first = 1;
     for (const cJSON *k = keys ? keys->child : NULL; k; k = k->next) {
-        fprintf(out, "%s%s (%s%s)", first ? "" : ", ", str(k, "name"), str(k, "role"),
+        fprintf(out, "%s%s (%s%s)", first ? "" : ", ", kp_json_str(k, "name"), kp_json_str(k, "role"),
                 cJSON_IsTrue(cJSON_GetObjectItem(k, "descending")) ? ", desc" : "");
         first = 0;
     }
@@ -187,18 +178,18 @@ void kp_advise_print_text(FILE *out, const cJSON *doc, int use_color)
                *reset = use_color ? "\033[0m" : "";
     const cJSON *designs = cJSON_GetObjectItemCaseSensitive(doc, "designs");
     for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
-        fprintf(out, "%s%s design for %s%s (%s)%s\n", bold, str(d, "title"), str(doc, "model"),
-                cJSON_IsString(cJSON_GetObjectItem(doc, "mix")) ? "" : "", str(d, "candidate"), reset);
-        if (cJSON_IsString(cJSON_GetObjectItem(doc, "mix"))) fprintf(out, "  workload mix: %s\n", str(doc, "mix"));
-        fprintf(out, "  %s\n", str(d, "summary"));
+        fprintf(out, "%s%s design for %s%s (%s)%s\n", bold, kp_json_str(d, "title"), kp_json_str(doc, "model"),
+                cJSON_IsString(cJSON_GetObjectItem(doc, "mix")) ? "" : "", kp_json_str(d, "candidate"), reset);
+        if (cJSON_IsString(cJSON_GetObjectItem(doc, "mix"))) fprintf(out, "  workload mix: %s\n", kp_json_str(doc, "mix"));
+        fprintf(out, "  %s\n", kp_json_str(d, "summary"));
         const cJSON *containers = cJSON_GetObjectItem(d, "containers");
         for (const cJSON *c = containers ? containers->child : NULL; c; c = c->next) {
-            fprintf(out, "\n%s%s %s%s  ", bold, str(c, "kind"), str(c, "name"), reset);
+            fprintf(out, "\n%s%s %s%s  ", bold, kp_json_str(c, "kind"), kp_json_str(c, "name"), reset);
             print_keys(out, cJSON_GetObjectItem(c, "keys"));
-            fprintf(out, "\n  ~%.0f items, %.1f MB\n", num(c, "items"), num(c, "bytes") / 1e6);
+            fprintf(out, "\n  ~%.0f items, %.1f MB\n", kp_json_num(c, "items"), kp_json_num(c, "bytes") / 1e6);
             const cJSON *indexes = cJSON_GetObjectItem(c, "indexes");
             for (const cJSON *x = indexes ? indexes->child : NULL; x; x = x->next) {
-                fprintf(out, "  %-6s %-4s ", str(x, "name"), str(x, "kind"));
+                fprintf(out, "  %-6s %-4s ", kp_json_str(x, "name"), kp_json_str(x, "kind"));
                 print_keys(out, cJSON_GetObjectItem(x, "keys"));
                 if (cJSON_IsTrue(cJSON_GetObjectItem(x, "sparse"))) fprintf(out, "  sparse");
                 const cJSON *by = cJSON_GetObjectItem(x, "caused_by");
@@ -210,9 +201,9 @@ void kp_advise_print_text(FILE *out, const cJSON *doc, int use_color)
                 fprintf(out, "\n");
             }
         }
-        if (str(d, "diagram")[0]) {
+        if (kp_json_str(d, "diagram")[0]) {
             fprintf(out, "\n%sLayout%s (item collections, sort-key order)\n", bold, reset);
-            const char *t = str(d, "diagram");
+            const char *t = kp_json_str(d, "diagram");
             while (*t) {
                 const char *nl = strchr(t, '\n');
                 size_t n = nl ? (size_t)(nl - t) : strlen(t);
@@ -223,8 +214,8 @@ void kp_advise_print_text(FILE *out, const cJSON *doc, int use_color)
         fprintf(out, "\n%sDecisions%s\n", bold, reset);
         const cJSON *decisions = cJSON_GetObjectItem(d, "decisions");
         for (const cJSON *x = decisions ? decisions->child : NULL; x; x = x->next) {
-            fprintf(out, "  %s: %s\n", str(x, "subject"), str(x, "choice"));
-            fprintf(out, "    %swhy: %s", dim, str(x, "why"));
+            fprintf(out, "  %s: %s\n", kp_json_str(x, "subject"), kp_json_str(x, "choice"));
+            fprintf(out, "    %swhy: %s", dim, kp_json_str(x, "why"));
             const cJSON *ps = cJSON_GetObjectItem(x, "patterns");
             if (ps && ps->child) {
                 fprintf(out, " (");
@@ -236,30 +227,30 @@ void kp_advise_print_text(FILE *out, const cJSON *doc, int use_color)
         fprintf(out, "\n%sAccess patterns%s\n", bold, reset);
         const cJSON *patterns = cJSON_GetObjectItem(d, "patterns");
         for (const cJSON *p = patterns ? patterns->child : NULL; p; p = p->next) {
-            fprintf(out, "  %s%s%s  %g rps: %g request%s, %g round trip%s, ~%.0f items, %.1f KB", bold, str(p, "name"), reset,
-                    num(p, "rps"), num(p, "requests"), num(p, "requests") == 1 ? "" : "s", num(p, "round_trips"),
-                    num(p, "round_trips") == 1 ? "" : "s", num(p, "items_read"), num(p, "bytes_read") / 1024);
-            if (cJSON_GetObjectItem(p, "read_units")) fprintf(out, ", %.1f RCU", num(p, "read_units"));
+            fprintf(out, "  %s%s%s  %g rps: %g request%s, %g round trip%s, ~%.0f items, %.1f KB", bold, kp_json_str(p, "name"), reset,
+                    kp_json_num(p, "rps"), kp_json_num(p, "requests"), kp_json_num(p, "requests") == 1 ? "" : "s", kp_json_num(p, "round_trips"),
+                    kp_json_num(p, "round_trips") == 1 ? "" : "s", kp_json_num(p, "items_read"), kp_json_num(p, "bytes_read") / 1024);
+            if (cJSON_GetObjectItem(p, "read_units")) fprintf(out, ", %.1f RCU", kp_json_num(p, "read_units"));
             if (cJSON_IsTrue(cJSON_GetObjectItem(p, "scan"))) fprintf(out, "  %sSCAN%s", red, reset);
             fprintf(out, "\n");
             const cJSON *ops = cJSON_GetObjectItem(p, "operations");
             for (const cJSON *o = ops ? ops->child : NULL; o; o = o->next) {
                 fprintf(out, "    %s%s %s%s%s: %s\n", cJSON_IsTrue(cJSON_GetObjectItem(o, "waits_for_previous")) ? "then " : "",
-                        str(o, "op"), str(o, "container"), cJSON_IsString(cJSON_GetObjectItem(o, "index")) ? " index " : "",
-                        str(o, "index"), str(o, "condition"));
-                if (str(o, "why")[0]) fprintf(out, "      %s%s%s\n", dim, str(o, "why"), reset);
+                        kp_json_str(o, "op"), kp_json_str(o, "container"), cJSON_IsString(cJSON_GetObjectItem(o, "index")) ? " index " : "",
+                        kp_json_str(o, "index"), kp_json_str(o, "condition"));
+                if (kp_json_str(o, "why")[0]) fprintf(out, "      %s%s%s\n", dim, kp_json_str(o, "why"), reset);
             }
-            if (str(p, "why")[0]) fprintf(out, "    %swhy: %s%s\n", dim, str(p, "why"), reset);
+            if (kp_json_str(p, "why")[0]) fprintf(out, "    %swhy: %s%s\n", dim, kp_json_str(p, "why"), reset);
         }
         const cJSON *writes = cJSON_GetObjectItem(d, "writes");
         if (writes && writes->child) fprintf(out, "\n%sWrites%s\n", bold, reset);
         for (const cJSON *w = writes ? writes->child : NULL; w; w = w->next) {
-            fprintf(out, "  %s%s%s  %g rps: %.1f items written", bold, str(w, "name"), reset, num(w, "rps"), num(w, "items_written"));
-            if (cJSON_GetObjectItem(w, "write_units")) fprintf(out, ", %.1f WCU", num(w, "write_units"));
-            fprintf(out, "  (%s)\n", str(w, "mechanism"));
+            fprintf(out, "  %s%s%s  %g rps: %.1f items written", bold, kp_json_str(w, "name"), reset, kp_json_num(w, "rps"), kp_json_num(w, "items_written"));
+            if (cJSON_GetObjectItem(w, "write_units")) fprintf(out, ", %.1f WCU", kp_json_num(w, "write_units"));
+            fprintf(out, "  (%s)\n", kp_json_str(w, "mechanism"));
             const cJSON *touches = cJSON_GetObjectItem(w, "touches");
             for (const cJSON *t = touches ? touches->child : NULL; t; t = t->next)
-                fprintf(out, "    %s%.1f x %s%s\n", dim, num(t, "count"), str(t, "what"), reset);
+                fprintf(out, "    %s%.1f x %s%s\n", dim, kp_json_num(t, "count"), kp_json_str(t, "what"), reset);
         }
         const cJSON *defects = cJSON_GetObjectItem(d, "defects");
         fprintf(out, "\n%sDefects%s\n", bold, reset);
@@ -288,30 +279,30 @@ void kp_advise_print_markdown(FILE *out, const cJSON *doc)
 {
     const cJSON *designs = cJSON_GetObjectItemCaseSensitive(doc, "designs");
     fprintf(out, "## keyplan advise: ");
-    md_text(out, str(doc, "model"));
+    md_text(out, kp_json_str(doc, "model"));
     fprintf(out, "\n\n");
     for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
-        fprintf(out, "### %s (%s)\n\n", str(d, "title"), str(d, "candidate"));
-        md_text(out, str(d, "summary"));
+        fprintf(out, "### %s (%s)\n\n", kp_json_str(d, "title"), kp_json_str(d, "candidate"));
+        md_text(out, kp_json_str(d, "summary"));
         fprintf(out, "\n\n");
-        if (str(d, "diagram")[0]) fprintf(out, "```\n%s```\n\n", str(d, "diagram"));
+        if (kp_json_str(d, "diagram")[0]) fprintf(out, "```\n%s```\n\n", kp_json_str(d, "diagram"));
         fprintf(out, "| pattern | rps | requests | round trips | items | KB | scan |\n|---|---:|---:|---:|---:|---:|---|\n");
         const cJSON *patterns = cJSON_GetObjectItem(d, "patterns");
         for (const cJSON *p = patterns ? patterns->child : NULL; p; p = p->next) {
             fprintf(out, "| ");
-            md_text(out, str(p, "name"));
-            fprintf(out, " | %g | %g | %g | %.0f | %.1f | %s |\n", num(p, "rps"), num(p, "requests"), num(p, "round_trips"),
-                    num(p, "items_read"), num(p, "bytes_read") / 1024, cJSON_IsTrue(cJSON_GetObjectItem(p, "scan")) ? "**yes**" : "no");
+            md_text(out, kp_json_str(p, "name"));
+            fprintf(out, " | %g | %g | %g | %.0f | %.1f | %s |\n", kp_json_num(p, "rps"), kp_json_num(p, "requests"), kp_json_num(p, "round_trips"),
+                    kp_json_num(p, "items_read"), kp_json_num(p, "bytes_read") / 1024, cJSON_IsTrue(cJSON_GetObjectItem(p, "scan")) ? "**yes**" : "no");
         }
         fprintf(out, "\n**Decisions**\n\n");
         const cJSON *decisions = cJSON_GetObjectItem(d, "decisions");
         for (const cJSON *x = decisions ? decisions->child : NULL; x; x = x->next) {
             fprintf(out, "- **");
-            md_text(out, str(x, "subject"));
+            md_text(out, kp_json_str(x, "subject"));
             fprintf(out, "**: ");
-            md_text(out, str(x, "choice"));
+            md_text(out, kp_json_str(x, "choice"));
             fprintf(out, " — ");
-            md_text(out, str(x, "why"));
+            md_text(out, kp_json_str(x, "why"));
             fprintf(out, "\n");
         }
         const cJSON *defects = cJSON_GetObjectItem(d, "defects");

@@ -70,6 +70,11 @@ size_t kp_utf8_check(const char *text, size_t len);
 /* Line and column (1-based, column counted in code points) of a byte offset. */
 kp_pos kp_pos_of_offset(const char *text, size_t len, size_t offset);
 
+/* An object member read for a report: its string ("" when absent or not a string) and
+ * its number (0 when absent or not a number). */
+const char *kp_json_str(const cJSON *object, const char *key);
+double kp_json_num(const cJSON *object, const char *key);
+
 /* A short printable rendering of a JSON value for messages ("\"abc\"", "42", "{...}"). */
 void kp_json_describe(const cJSON *node, char *buf, size_t size);
 

@@ -2,6 +2,7 @@
  * model_diff.c — the change between two model versions and what it does to each
  * database's design (model_diff.h).
  */
+#include "core/json.h"
 #include "migrations/model_diff.h"
 
 #include <math.h>
@@ -33,31 +34,10 @@ static void change(cJSON *list, int *count, const char *kind, const char *subjec
 
 /* ---- the model side ------------------------------------------------------------------------ */
 
-static const kp_entity *entity_named(const kp_model *m, const char *name)
-{
-    for (size_t i = 0; i < m->entity_count; i++)
-        if (strcmp(m->entities[i]->name, name) == 0) return m->entities[i];
-    return NULL;
-}
-
 static const kp_attr *attr_named(const kp_entity *e, const char *name)
 {
     for (size_t i = 0; e && i < e->attr_count; i++)
         if (strcmp(e->attrs[i]->name, name) == 0) return e->attrs[i];
-    return NULL;
-}
-
-static const kp_pattern *pattern_named(const kp_model *m, const char *name)
-{
-    for (size_t i = 0; i < m->pattern_count; i++)
-        if (strcmp(m->patterns[i]->name, name) == 0) return m->patterns[i];
-    return NULL;
-}
-
-static const kp_write *write_named(const kp_model *m, const char *name)
-{
-    for (size_t i = 0; i < m->write_count; i++)
-        if (strcmp(m->writes[i]->name, name) == 0) return m->writes[i];
     return NULL;
 }
 
@@ -96,7 +76,7 @@ static void model_changes(const kp_model *o, const kp_model *n, cJSON *out, cJSO
 {
     char a[4096], b[4096];
     for (size_t i = 0; i < o->entity_count; i++) {
-        const kp_entity *e = o->entities[i], *f = entity_named(n, e->name);
+        const kp_entity *e = o->entities[i], *f = kp_model_entity(n, e->name);
         if (!f) {
             change(out, changes, "entity-removed", e->name, "entity %s is removed", e->name);
             continue;
@@ -129,7 +109,7 @@ static void model_changes(const kp_model *o, const kp_model *n, cJSON *out, cJSO
             }
     }
     for (size_t i = 0; i < n->entity_count; i++)
-        if (!entity_named(o, n->entities[i]->name))
+        if (!kp_model_entity(o, n->entities[i]->name))
             change(out, changes, "entity-added", n->entities[i]->name, "entity %s is added", n->entities[i]->name);
     for (size_t i = 0; i < o->relation_count; i++) {
         const kp_relation *r = o->relations[i], *s = relation_named(n, r->name);
@@ -148,7 +128,7 @@ static void model_changes(const kp_model *o, const kp_model *n, cJSON *out, cJSO
             change(out, changes, "relation-added", n->relations[i]->name, "relation %s (%s %s %s) is added", n->relations[i]->name,
                    n->relations[i]->from->name, cardinality_text(n->relations[i]), n->relations[i]->to->name);
     for (size_t i = 0; i < o->pattern_count; i++) {
-        const kp_pattern *p = o->patterns[i], *q = pattern_named(n, p->name);
+        const kp_pattern *p = o->patterns[i], *q = kp_model_pattern(n, p->name);
         if (!q) {
             change(out, changes, "pattern-removed", p->name, "access pattern %s is removed", p->name);
             change(breaking, breaks, "pattern-removed", p->name, "access pattern %s is removed: its readers get nothing", p->name);
@@ -172,13 +152,13 @@ static void model_changes(const kp_model *o, const kp_model *n, cJSON *out, cJSO
         }
     }
     for (size_t i = 0; i < n->pattern_count; i++)
-        if (!pattern_named(o, n->patterns[i]->name))
+        if (!kp_model_pattern(o, n->patterns[i]->name))
             change(out, changes, "pattern-added", n->patterns[i]->name, "access pattern %s is added", n->patterns[i]->name);
     for (size_t i = 0; i < o->write_count; i++)
-        if (!write_named(n, o->writes[i]->name))
+        if (!kp_model_write(n, o->writes[i]->name))
             change(out, changes, "write-removed", o->writes[i]->name, "write %s is removed", o->writes[i]->name);
     for (size_t i = 0; i < n->write_count; i++)
-        if (!write_named(o, n->writes[i]->name))
+        if (!kp_model_write(o, n->writes[i]->name))
             change(out, changes, "write-added", n->writes[i]->name, "write %s is added", n->writes[i]->name);
 }
 
@@ -326,11 +306,11 @@ static void plan_database(planner *P, cJSON *untouched)
             /* the items that carry the index's keys: those of the entities of the patterns that caused it */
             double items = 0;
             for (size_t q = 0; q < x->caused_by_count; q++) {
-                const kp_pattern *p = pattern_named(n->model, x->caused_by[q]);
+                const kp_pattern *p = kp_model_pattern(n->model, x->caused_by[q]);
                 if (p && p->root) {
                     int seen = 0;
                     for (size_t r = 0; r < q; r++) {
-                        const kp_pattern *pp = pattern_named(n->model, x->caused_by[r]);
+                        const kp_pattern *pp = kp_model_pattern(n->model, x->caused_by[r]);
                         seen |= pp && pp->root == p->root;
                     }
                     if (!seen) items += p->root->count;
@@ -362,7 +342,7 @@ static void plan_database(planner *P, cJSON *untouched)
         const kp_container *c = &n->containers[i];
         if (!container_named(o, c->name)) continue;
         for (size_t k = 0; k < c->entity_count; k++) {
-            const kp_entity *e = c->entities[k], *was = entity_named(o->model, e->name);
+            const kp_entity *e = c->entities[k], *was = kp_model_entity(o->model, e->name);
             if (!was) continue;
             char what[512] = "";
             size_t at = 0;
@@ -492,17 +472,7 @@ cJSON *kp_model_diff(const kp_model *o, const kp_model *n, const kp_diff_options
 
 /* ---- text ---------------------------------------------------------------------------------- */
 
-static const char *str(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItem(o, k);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
 
-static double num(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItem(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : 0;
-}
 
 static void duration(char *buf, size_t size, double s)
 {
@@ -514,32 +484,32 @@ static void duration(char *buf, size_t size, double s)
 void kp_model_diff_print(FILE *f, const cJSON *doc, int md)
 {
     const cJSON *ov = cJSON_GetObjectItem(doc, "old"), *nv = cJSON_GetObjectItem(doc, "new");
-    fprintf(f, md ? "## keyplan diff: %s (%s) -> %s (%s)\n\n" : "diff %s (%s) -> %s (%s)\n\n", str(ov, "model"), str(ov, "model_hash"),
-            str(nv, "model"), str(nv, "model_hash"));
-    if (num(doc, "changes") == 0) { fprintf(f, "no change: the models and every design are the same\n"); return; }
+    fprintf(f, md ? "## keyplan diff: %s (%s) -> %s (%s)\n\n" : "diff %s (%s) -> %s (%s)\n\n", kp_json_str(ov, "model"), kp_json_str(ov, "model_hash"),
+            kp_json_str(nv, "model"), kp_json_str(nv, "model_hash"));
+    if (kp_json_num(doc, "changes") == 0) { fprintf(f, "no change: the models and every design are the same\n"); return; }
     const cJSON *breaking = cJSON_GetObjectItem(doc, "breaking");
     fprintf(f, md ? "### Breaking for readers of the old version (%d)\n\n" : "breaking for readers of the old version (%d)\n",
             cJSON_GetArraySize(breaking));
-    for (const cJSON *b = breaking->child; b; b = b->next) fprintf(f, md ? "- **%s**: %s\n" : "  ! %s: %s\n", str(b, "subject"), str(b, "message"));
+    for (const cJSON *b = breaking->child; b; b = b->next) fprintf(f, md ? "- **%s**: %s\n" : "  ! %s: %s\n", kp_json_str(b, "subject"), kp_json_str(b, "message"));
     if (!breaking->child) fprintf(f, md ? "none\n" : "  none\n");
     fprintf(f, md ? "\n### Model changes\n\n" : "\nmodel changes\n");
     for (const cJSON *c = cJSON_GetObjectItem(doc, "model_changes")->child; c; c = c->next)
-        fprintf(f, md ? "- %s\n" : "  - %s\n", str(c, "message"));
+        fprintf(f, md ? "- %s\n" : "  - %s\n", kp_json_str(c, "message"));
     for (const cJSON *db = cJSON_GetObjectItem(doc, "databases")->child; db; db = db->next) {
         const cJSON *t = cJSON_GetObjectItem(db, "totals");
         char d[32];
-        duration(d, sizeof d, num(t, "seconds"));
-        fprintf(f, md ? "\n### %s: %s -> %s\n\n" : "\n%s: design %s -> %s\n", str(db, "database"), str(db, "old_design"), str(db, "new_design"));
+        duration(d, sizeof d, kp_json_num(t, "seconds"));
+        fprintf(f, md ? "\n### %s: %s -> %s\n\n" : "\n%s: design %s -> %s\n", kp_json_str(db, "database"), kp_json_str(db, "old_design"), kp_json_str(db, "new_design"));
         int i = 1;
         for (const cJSON *s = cJSON_GetObjectItem(db, "steps")->child; s; s = s->next, i++) {
-            fprintf(f, md ? "%d. **%s** `%s`%s%s%s: %s" : "  %d. %-13s %s%s%s%s: %s", i, str(s, "action"), str(s, "container"),
-                    cJSON_GetObjectItem(s, "index") ? " " : "", md && cJSON_GetObjectItem(s, "index") ? "`" : "", str(s, "index"),
-                    str(s, "message"));
+            fprintf(f, md ? "%d. **%s** `%s`%s%s%s: %s" : "  %d. %-13s %s%s%s%s: %s", i, kp_json_str(s, "action"), kp_json_str(s, "container"),
+                    cJSON_GetObjectItem(s, "index") ? " " : "", md && cJSON_GetObjectItem(s, "index") ? "`" : "", kp_json_str(s, "index"),
+                    kp_json_str(s, "message"));
             if (cJSON_GetObjectItem(s, "items")) {
                 char sd[32];
-                duration(sd, sizeof sd, num(s, "seconds"));
-                fprintf(f, " (%.0f items, %.0f write units, %s", num(s, "items"), num(s, "write_units"), sd);
-                if (cJSON_GetObjectItem(s, "usd")) fprintf(f, ", $%.2f", num(s, "usd"));
+                duration(sd, sizeof sd, kp_json_num(s, "seconds"));
+                fprintf(f, " (%.0f items, %.0f write units, %s", kp_json_num(s, "items"), kp_json_num(s, "write_units"), sd);
+                if (cJSON_GetObjectItem(s, "usd")) fprintf(f, ", $%.2f", kp_json_num(s, "usd"));
                 fputs(")", f);
             }
             fputs(cJSON_IsTrue(cJSON_GetObjectItem(s, "online")) ? "\n" : " [not online]\n", f);
@@ -547,8 +517,8 @@ void kp_model_diff_print(FILE *f, const cJSON *doc, int md)
         if (i == 1) fprintf(f, md ? "no step: the design is the same\n" : "  no step: the design is the same\n");
         else {
             fprintf(f, md ? "\nIn all: %.0f items, %.0f write units, about %s" : "  in all: %.0f items, %.0f write units, about %s",
-                    num(t, "items"), num(t, "write_units"), d);
-            if (cJSON_GetObjectItem(t, "usd")) fprintf(f, ", about $%.2f on demand", num(t, "usd"));
+                    kp_json_num(t, "items"), kp_json_num(t, "write_units"), d);
+            if (cJSON_GetObjectItem(t, "usd")) fprintf(f, ", about $%.2f on demand", kp_json_num(t, "usd"));
             fputs("\n", f);
         }
         const cJSON *u = cJSON_GetObjectItem(db, "untouched");
