@@ -28,6 +28,7 @@
  * a first page when the data matches the model's averages.
  */
 #include "backends/dynamodb/ddb.h"
+#include "backends/dynamodb/request.h"
 #include "backends/emit.h"
 
 #include <math.h>
@@ -1329,8 +1330,62 @@ static const char *index_name(const ddb_fetch *f)
     return f->placement && f->placement->index->kind != DDB_BASE ? f->placement->index->name : NULL;
 }
 
+/* A request's expression as a reader reads it: each #name its attribute, each :value its
+ * value — a literal in quotes, a key made of placeholders (AUTHOR#<authorId>) as it is. */
+static void render_expression(const char *e, const cJSON *names, const cJSON *values, char *buf, size_t size)
+{
+    size_t n = strlen(buf);
+    while (*e && n + 1 < size) {
+        if ((e[0] == '#' && e[1] == 'n') || (e[0] == ':' && e[1] == 'v')) {
+            char key[32];
+            size_t k = 0;
+            key[k++] = *e++;
+            while ((*e == 'n' || *e == 'v' || (*e >= '0' && *e <= '9')) && k + 1 < sizeof key) key[k++] = *e++;
+            key[k] = '\0';
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(key[0] == '#' ? names : values, key);
+            const char *text = "?";
+            int quote = 0;
+            if (key[0] == '#' && cJSON_IsString(v)) text = v->valuestring;
+            else if (v && v->child && cJSON_IsString(v->child)) {
+                text = v->child->valuestring;
+                quote = strcmp(v->child->string, "S") == 0 && !strchr(text, '<');
+            }
+            n += (size_t)snprintf(buf + n, size - n, quote ? "\"%s\"" : "%s", text);
+            if (n >= size) n = size - 1;
+            continue;
+        }
+        buf[n++] = *e++;
+        buf[n] = '\0';
+    }
+}
+
 static void describe_fetch(builder *B, const kp_pattern *p, const ddb_fetch *f, char *buf, size_t size)
 {
+    if (f->kind == DDB_QUERY && f->placement && !f->is_scan) {
+        /* the key condition the executor sends, built by the same function (request.c), with
+         * the parameters as placeholders: what advise prints is what runs */
+        kp_error ignored;
+        ddb_request_ctx ctx = {.pattern = p, .params = NULL, .table = B->L->table, .err = &ignored};
+        char pk[1024];
+        snprintf(pk, sizeof pk, "%s%s", kp_ddb_format_describe(B->arena, &f->placement->pk), f->shards > 1 ? "#<shard>" : "");
+        cJSON *req = kp_ddb_query_request(&ctx, f, pk, f->header != NULL, 0);
+        const cJSON *key = cJSON_GetObjectItemCaseSensitive(req, "KeyConditionExpression");
+        if (cJSON_IsString(key)) {
+            const cJSON *names = cJSON_GetObjectItemCaseSensitive(req, "ExpressionAttributeNames");
+            const cJSON *values = cJSON_GetObjectItemCaseSensitive(req, "ExpressionAttributeValues");
+            buf[0] = '\0';
+            render_expression(key->valuestring, names, values, buf, size);
+            const cJSON *filter = cJSON_GetObjectItemCaseSensitive(req, "FilterExpression");
+            if (cJSON_IsString(filter)) {
+                size_t n = strlen(buf);
+                snprintf(buf + n, size - n, " FILTER ");
+                render_expression(filter->valuestring, names, values, buf, size);
+            }
+            cJSON_Delete(req);
+            return;
+        }
+        cJSON_Delete(req);
+    }
     const ddb_placement *pl = f->placement;
     const char *pk_attr = pl ? pl->index->pk_attr : "PK";
     const char *sk_attr = pl ? pl->index->sk_attr : "SK";

@@ -13,6 +13,7 @@
 
 #include "backends/assemble.h"
 #include "backends/dynamodb/ddb.h"
+#include "backends/dynamodb/request.h"
 #include "core/data.h"
 
 extern const kp_backend kp_dynamodb_backend;
@@ -102,6 +103,51 @@ static void test_saas_workspace_settings_is_one_get_item(void **state)
     assert_non_null(strstr(g->ops[0].condition, "PK = WORKSPACE#<workspaceId> AND SK = PROJECT#<id>"));
     kp_design_free(d);
     kp_model_free(m);
+}
+
+/* What advise prints is what runs: for every bundled example, the first Query of every
+ * pattern as the executor builds it (request.c, parameters as placeholders) has each of
+ * its literal key values in the plan's condition text, and the same operators. */
+static void test_the_printed_key_condition_is_the_one_sent(void **state)
+{
+    (void)state;
+    const char *examples[] = {"saas-control-plane", "auction-mixes", "leaderboard", "ecommerce-single-table", "order-response"};
+    int checked = 0;
+    for (size_t x = 0; x < sizeof examples / sizeof examples[0]; x++) {
+        char path[256];
+        snprintf(path, sizeof path, "examples/%s/model.json", examples[x]);
+        kp_model *m = load(path);
+        kp_design *d = propose(m);
+        const ddb_layout *L = d->layout;
+        for (size_t i = 0; i < d->plan_count; i++) {
+            const kp_plan *plan = &d->plans[i];
+            const ddb_fetch *f = L->roots[plan->pattern->index];
+            if (!f || f->kind != DDB_QUERY || f->is_scan || plan->op_count == 0) continue;
+            kp_error err;
+            ddb_request_ctx ctx = {.pattern = plan->pattern, .params = NULL, .table = L->table, .err = &err};
+            cJSON *req = kp_ddb_query_request(&ctx, f, "PK", f->header != NULL, 0);
+            assert_non_null(req);
+            const char *cond = plan->ops[0].condition;
+            const char *key = cJSON_GetObjectItem(req, "KeyConditionExpression")->valuestring;
+            for (const cJSON *v = cJSON_GetObjectItem(req, "ExpressionAttributeValues")->child; v; v = v->next) {
+                const char *text = v->child->valuestring;
+                if (strcmp(text, "PK") == 0 || strchr(text, '<') || !strstr(key, v->string)) continue;
+                char quoted[512];
+                snprintf(quoted, sizeof quoted, "\"%s\"", text);
+                if (!strstr(cond, quoted)) fail_msg("%s %s: the plan says \"%s\", the request sends %s", examples[x],
+                                                    plan->pattern->name, cond, quoted);
+                checked++;
+            }
+            int sends_between = strstr(key, "BETWEEN") != NULL, says_between = strstr(cond, "BETWEEN") != NULL;
+            int sends_prefix = strstr(key, "begins_with") != NULL, says_prefix = strstr(cond, "begins_with") != NULL;
+            assert_int_equal(sends_between, says_between);
+            assert_int_equal(sends_prefix, says_prefix);
+            cJSON_Delete(req);
+        }
+        kp_design_free(d);
+        kp_model_free(m);
+    }
+    assert_true(checked >= 10);
 }
 
 static void test_list_projects_newest_is_one_query_descending_with_the_header(void **state)
@@ -359,6 +405,7 @@ int main(void)
         cmocka_unit_test(test_key_values_are_padded_escaped_and_keep_their_order),
         cmocka_unit_test(test_saas_workspace_settings_is_one_get_item),
         cmocka_unit_test(test_list_projects_newest_is_one_query_descending_with_the_header),
+        cmocka_unit_test(test_the_printed_key_condition_is_the_one_sent),
         cmocka_unit_test(test_active_projects_use_a_sparse_sharded_gsi),
         cmocka_unit_test(test_one_order_with_its_items_is_one_query_on_the_inverted_index),
         cmocka_unit_test(test_leaderboard_is_one_query_each_with_a_zero_padded_rating),
