@@ -399,13 +399,6 @@ static void check_hot_writes(const kp_design *d, const kp_mix *mix, const kp_ris
 
 /* ---- sizes, scans, indexes, amplification ------------------------------------------------------ */
 
-static int mentions(const char *text, const char *name)
-{
-    char quoted[300];
-    snprintf(quoted, sizeof quoted, "'%s'", name);
-    return strstr(text, quoted) != NULL;
-}
-
 static void check_sizes(const kp_design *d, kp_risks *out)
 {
     const kp_limits *L = d->backend->limits;
@@ -445,7 +438,7 @@ static void check_scans(const kp_design *d, kp_risks *out)
         const kp_plan *p = &d->plans[i];
         if (!p->is_scan) continue;
         int is_defect = 0;
-        for (size_t k = 0; k < d->defect_count; k++) is_defect |= mentions(d->defects[k], p->pattern->name);
+        for (size_t k = 0; k < d->defect_count; k++) is_defect |= d->defect_patterns[k] == p->pattern;
         const char *op = "a scan";
         for (size_t k = 0; k < p->op_count; k++)
             if (p->ops[k].is_scan) { op = p->ops[k].op; break; }
@@ -455,7 +448,7 @@ static void check_scans(const kp_design *d, kp_risks *out)
     }
     for (size_t k = 0; k < d->defect_count; k++) {
         int covered = 0;
-        for (size_t i = 0; i < d->plan_count; i++) covered |= d->plans[i].is_scan && mentions(d->defects[k], d->plans[i].pattern->name);
+        for (size_t i = 0; i < d->plan_count; i++) covered |= d->plans[i].is_scan && d->defect_patterns[k] == d->plans[i].pattern;
         if (!covered) add(out, "defect", KP_RISK_DEFECT, d->candidate, "%s", d->defects[k]);
     }
 }

@@ -227,6 +227,7 @@ struct kp_design {
     kp_decision *decisions;
     size_t decision_count;
     const char **defects;       /* scans, quota overruns, size-limit breaches: each a sentence */
+    const kp_pattern **defect_patterns; /* the pattern each is about, or NULL (same count) */
     size_t defect_count;
     const char **notes;         /* things a reviewer should know that are not defects */
     size_t note_count;
@@ -248,7 +249,9 @@ kp_design *kp_design_new(const kp_backend *backend, const kp_model *model, const
 kp_container *kp_design_add_container(kp_design *design, const char *name, const char *kind);
 kp_decision *kp_design_decide(kp_design *design, const char *subject, const char *choice, const char *why);
 void kp_decision_add_pattern(kp_design *design, kp_decision *decision, const kp_pattern *pattern);
-int kp_design_defect(kp_design *design, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A defect of the design: a sentence, and the access pattern it is about (NULL: the
+ * design as a whole), which the advisors read instead of searching the sentence. */
+int kp_design_defect(kp_design *design, const kp_pattern *about, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int kp_design_note(kp_design *design, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *kp_design_printf(kp_design *design, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 kp_operation *kp_plan_add_op(kp_design *design, kp_plan *plan, const char *op, const char *container);

@@ -111,15 +111,18 @@ const char *kp_design_printf(kp_design *d, const char *fmt, ...)
     return s;
 }
 
-int kp_design_defect(kp_design *d, const char *fmt, ...)
+int kp_design_defect(kp_design *d, const kp_pattern *about, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     const char *s = vformat(d, fmt, ap);
     va_end(ap);
-    const char **slot = grow(d, (void **)&d->defects, &d->defect_count, sizeof *slot);
+    size_t count = d->defect_count;
+    const kp_pattern **pslot = grow(d, (void **)&d->defect_patterns, &count, sizeof *pslot);
+    const char **slot = pslot ? grow(d, (void **)&d->defects, &d->defect_count, sizeof *slot) : NULL;
     if (!slot || !s) return -1;
     *slot = s;
+    *pslot = about;
     return 0;
 }
 

@@ -410,7 +410,7 @@ static void defect(walk *W, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    kp_design_defect(W->B->d, "%s: %s", W->p->name, buf);
+    kp_design_defect(W->B->d, W->p, "%s: %s", W->p->name, buf);
     W->is_ok = 0;
 }
 

@@ -861,7 +861,7 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
                 }
             }
             if (missing)
-                kp_design_defect(B->d, "'%s' reads %s items from %s join items, but a %s item's key (%s = %s) needs %s.%s, "
+                kp_design_defect(B->d, p, "'%s' reads %s items from %s join items, but a %s item's key (%s = %s) needs %s.%s, "
                                        "which the join items do not hold: the plan cannot build the keys it reads; hold a "
                                        "copy of %s.%s in %s, or key %s by its own key",
                                  p->name, r->target->name, rel->through->name, r->target->name, tp->index->pk_attr,
@@ -885,7 +885,7 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
     if (rel->link == KP_LINK_ARRAY) {
         ddb_entity *target = entity_of(B, r->target);
         if (r->is_inverse) {
-            kp_design_defect(B->d, "'%s' walks %s.%s backwards through the array %s.%s: DynamoDB cannot index array elements, "
+            kp_design_defect(B->d, p, "'%s' walks %s.%s backwards through the array %s.%s: DynamoDB cannot index array elements, "
                                    "so only a Scan would serve it; hold the relation through a join entity instead",
                              p->name, r->source->name, r->name, rel->from->name, rel->array_attr->name);
             ddb_fetch *f = new_fetch(B, DDB_QUERY, &target->placements[0], target);
@@ -1748,7 +1748,7 @@ static void describe_table(builder *B)
         d->is_sparse = sparse;
     }
     if (B->L->gsi_count > KP_DDB_MAX_GSI)
-        kp_design_defect(B->d, "the design needs %zu global secondary indexes, more than DynamoDB's quota of %d per table; "
+        kp_design_defect(B->d, NULL, "the design needs %zu global secondary indexes, more than DynamoDB's quota of %d per table; "
                                "split the model into two tables (the entities of the least related patterns) or hint "
                                "separate_table", B->L->gsi_count, KP_DDB_MAX_GSI);
     /* LSIs bound every item collection to 10 GB */
@@ -1759,7 +1759,7 @@ static void describe_table(builder *B)
             if (child->home != r) continue;
             double bytes_max = r->fanout.max * item_bytes(B, r->to);
             if (bytes_max > 10e9)
-                kp_design_defect(B->d, "the %s collection of one %s can reach %.1f GB (fan-out max %.0f), above the 10 GB "
+                kp_design_defect(B->d, NULL, "the %s collection of one %s can reach %.1f GB (fan-out max %.0f), above the 10 GB "
                                        "item-collection limit that local indexes impose", r->name, r->from->name, bytes_max / 1e9,
                                  r->fanout.max);
         }
@@ -1767,7 +1767,7 @@ static void describe_table(builder *B)
     for (size_t i = 0; i < m->entity_count; i++) {
         double size = item_bytes(B, m->entities[i]);
         if (size > 400 * 1024)
-            kp_design_defect(B->d, "a %s item averages %.0f KB, above DynamoDB's 400 KB item limit", m->entities[i]->name, size / 1024);
+            kp_design_defect(B->d, NULL, "a %s item averages %.0f KB, above DynamoDB's 400 KB item limit", m->entities[i]->name, size / 1024);
     }
 }
 

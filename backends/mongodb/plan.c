@@ -294,7 +294,7 @@ void mg_finish_indexes(builder *B)
         size_t live = 0;
         for (size_t i = 0; i < c->index_count; i++) live += !c->indexes[i]->is_redundant;
         if (live > 63)
-            kp_design_defect(B->d, "collection %s needs %zu indexes, above MongoDB's 64 per collection (with _id); merge "
+            kp_design_defect(B->d, NULL, "collection %s needs %zu indexes, above MongoDB's 64 per collection (with _id); merge "
                                    "patterns or move some to another collection", c->name, live + 1);
     }
 }
@@ -481,7 +481,7 @@ static mg_fetch *plan_hop(pctx *P, const mg_entity *from, const kp_rel *r, const
             f->shape = s;
             if (s) for (size_t k = 0; k < s->where_count; k++) {
                 if (s->where[k].path_len)
-                    kp_design_defect(B->d, "'%s' filters embedded %s by %s through a relation; keyplan cannot test that "
+                    kp_design_defect(B->d, p, "'%s' filters embedded %s by %s through a relation; keyplan cannot test that "
                                            "condition on embedded elements", p->name, r->target->name, s->where[k].attr->name);
                 else add_client_cond(B, f, &s->where[k]);
             }
@@ -492,7 +492,7 @@ static mg_fetch *plan_hop(pctx *P, const mg_entity *from, const kp_rel *r, const
             return f;
         }
         if (!target->collection) {
-            kp_design_defect(B->d, "'%s' reaches %s through %s.%s, but %s is embedded in %s: only reading every %s document "
+            kp_design_defect(B->d, p, "'%s' reaches %s through %s.%s, but %s is embedded in %s: only reading every %s document "
                                    "would find it", p->name, r->target->name, r->source->name, r->name ? r->name : "?",
                              r->target->name, target->parent->entity->name, target->parent->entity->name);
             mg_fetch *f = new_fetch(B, MG_FIND, target);
@@ -518,7 +518,7 @@ static mg_fetch *plan_hop(pctx *P, const mg_entity *from, const kp_rel *r, const
             if (field) add_cond(B, f, &s->where[k], field);
             else {
                 all_server = 0;
-                kp_design_defect(B->d, "'%s' filters %s by %s through a relation that is neither embedded nor copied; "
+                kp_design_defect(B->d, p, "'%s' filters %s by %s through a relation that is neither embedded nor copied; "
                                        "keyplan's MongoDB design cannot apply it", p->name, r->target->name, s->where[k].attr->name);
             }
         }
@@ -555,7 +555,7 @@ static mg_fetch *plan_hop(pctx *P, const mg_entity *from, const kp_rel *r, const
             for (size_t i = 0; i < rel->fk_count; i++)
                 if (rel->ref_attrs[i] == r->target->key[k]) f->key_from[k] = rel->fk_attrs[i];
         if (!target->collection)
-            kp_design_defect(B->d, "'%s' looks up %s by key, but %s is embedded in %s", p->name, r->target->name,
+            kp_design_defect(B->d, p, "'%s' looks up %s by key, but %s is embedded in %s", p->name, r->target->name,
                              r->target->name, target->parent->entity->name);
         return f;
     }
@@ -758,7 +758,7 @@ int mg_plan_pattern(builder *B, const kp_pattern *p, mg_fetch **out)
                 if (p->where[i].op == KP_OP_EQ && !p->where[i].path_len && p->where[i].attr->is_unique)
                     add_cond(B, f, &p->where[i], mg_bprintf(B, "%s.%s", me->path, p->where[i].attr->name));
             if (!f->cond_count || p->is_root_set) {
-                kp_design_defect(B->d, "'%s' lists %s across %s documents, where they are embedded: only a collection scan "
+                kp_design_defect(B->d, p, "'%s' lists %s across %s documents, where they are embedded: only a collection scan "
                                        "($unwind over every %s) would serve it", p->name, p->root->name, parent->entity->name,
                                  parent->entity->name);
                 f->is_scan = 1;
@@ -805,7 +805,7 @@ int mg_plan_pattern(builder *B, const kp_pattern *p, mg_fetch **out)
                     allowed = 1;
             if (p->root->count <= 1000 && each && !each->where_count) allowed = 1;
             if (allowed) f->is_scan = 0;
-            else kp_design_defect(B->d, "'%s' reads every %s document with no filter and no order: a collection scan",
+            else kp_design_defect(B->d, p, "'%s' reads every %s document with no filter and no order: a collection scan",
                                   p->name, p->root->name);
         }
         for (size_t i = 0; i < p->where_count; i++)
@@ -1446,7 +1446,7 @@ void mg_describe_collections(builder *B)
                          "the server refuses a document that does not fit the model (where it implements validators; "
                          "FerretDB does not, and keyplan warns)");
         if (mg_document_bytes(owner) > KP_MG_MAX_DOC_BYTES)
-            kp_design_defect(B->d, "a %s document averages %.1f MB, above MongoDB's 16 MB document limit", owner->entity->name,
+            kp_design_defect(B->d, NULL, "a %s document averages %.1f MB, above MongoDB's 16 MB document limit", owner->entity->name,
                              mg_document_bytes(owner) / 1048576);
     }
 }
