@@ -255,6 +255,7 @@ typedef struct build {
     const kp_params *params;
     const char *token;
     kp_error *err;
+    const kp_json_doc *doc;     /* the model's document: its literals compare by their source text */
 } build;
 
 static cJSON *nomem(build *b)
@@ -385,23 +386,8 @@ static int path_condition_holds(build *b, const kp_cond *c, const kp_frec *rec)
     const cJSON *v = target ? cJSON_GetObjectItemCaseSensitive(target->object, c->attr->name) : NULL;
     const cJSON *x = c->value.param ? kp_params_get(b->params, c->value.param->name) : c->value.literal;
     if (!x) return 1; /* an optional parameter left out drops its condition */
-    if (!v || cJSON_IsNull(v)) return 0;
-    kp_type_kind kind = c->attr->type.kind;
-    int cmp = kp_data_compare(kind, v, x, NULL);
-    switch (c->op) {
-    case KP_OP_EQ: return cmp == 0;
-    case KP_OP_LT: return cmp < 0;
-    case KP_OP_LE: return cmp <= 0;
-    case KP_OP_GT: return cmp > 0;
-    case KP_OP_GE: return cmp >= 0;
-    case KP_OP_BETWEEN: {
-        const cJSON *up = c->upper.param ? kp_params_get(b->params, c->upper.param->name) : c->upper.literal;
-        return cmp >= 0 && up && kp_data_compare(kind, v, up, NULL) <= 0;
-    }
-    case KP_OP_BEGINS_WITH:
-        return cJSON_IsString(v) && cJSON_IsString(x) && strncmp(v->valuestring, x->valuestring, strlen(x->valuestring)) == 0;
-    }
-    return 0;
+    const cJSON *up = c->op == KP_OP_BETWEEN ? (c->upper.param ? kp_params_get(b->params, c->upper.param->name) : c->upper.literal) : NULL;
+    return kp_cond_holds(c->op, c->attr->type.kind, v, x, up, b->doc);
 }
 
 static int64_t int_value(const build *b, const kp_param *param, int64_t fallback)
@@ -518,11 +504,11 @@ static cJSON *shape_value(build *b, const kp_shape *s, const kp_frec *rec)
     return cJSON_CreateNull();
 }
 
-cJSON *kp_assemble(const kp_fetched *f, const kp_pattern *pattern, const kp_params *params, const char *token,
-                   kp_error *err)
+cJSON *kp_assemble(const kp_model *model, const kp_fetched *f, const kp_pattern *pattern, const kp_params *params,
+                   const char *token, kp_error *err)
 {
     kp_error_clear(err);
-    build b = {f, pattern, params, token, err};
+    build b = {f, pattern, params, token, err, model ? model->doc : NULL};
     if (pattern->is_root_set) return shape_value(&b, pattern->returns, NULL);
     if (f->root_count == 0) return cJSON_CreateNull();
     return shape_value(&b, pattern->returns, f->roots[0]);

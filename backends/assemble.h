@@ -64,10 +64,12 @@ size_t kp_fetched_record_count(const kp_fetched *f);
  * of memory. */
 cJSON *kp_wrong_type_value(const kp_attr *attr, const char *found);
 
-/* Builds the response. `params` are the resolved parameter values; `token` is the
+/* Builds the response. `model` gives its document, so conditions compare the model's
+ * literals by their source text as the oracle does (kp_cond_holds); `params` are the
+ * resolved parameter values; `token` is the
  * value of "$token" leaves (NULL: null). A single root with no record gives JSON null.
  * Returns a new tree (cJSON_Delete), or NULL with err filled. */
-cJSON *kp_assemble(const kp_fetched *f, const kp_pattern *pattern, const kp_params *params, const char *token,
+cJSON *kp_assemble(const kp_model *model, const kp_fetched *f, const kp_pattern *pattern, const kp_params *params, const char *token,
                    kp_error *err);
 
 #endif

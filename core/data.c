@@ -1552,10 +1552,13 @@ int kp_data_cond_test(const kp_dataset *ds, const kp_record *rec, const kp_cond 
 {
     const kp_record *at = cond->path_len ? kp_dataset_follow_one(ds, rec, cond->path, cond->path_len) : rec;
     const cJSON *v = at ? kp_record_get(at, cond->attr) : NULL;
-    if (!v || !value) return 0;
-    kp_type_kind kind = cond->attr->type.kind;
-    const kp_json_doc *doc = model_doc(ds);
-    switch (cond->op) {
+    return kp_cond_holds(cond->op, cond->attr->type.kind, v, value, upper, model_doc(ds));
+}
+
+int kp_cond_holds(kp_op op, kp_type_kind kind, const cJSON *v, const cJSON *value, const cJSON *upper, const kp_json_doc *doc)
+{
+    if (!v || cJSON_IsNull(v) || !value) return 0;
+    switch (op) {
     case KP_OP_EQ: return kp_data_equal(v, value, doc) || kp_data_compare(kind, v, value, doc) == 0;
     case KP_OP_LT: return kp_data_compare(kind, v, value, doc) < 0;
     case KP_OP_LE: return kp_data_compare(kind, v, value, doc) <= 0;

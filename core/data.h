@@ -126,6 +126,11 @@ cJSON *kp_record_with(const kp_entity *entity, const cJSON *object, const kp_att
 /* Does a condition hold on a record, the operands already resolved (value is the
  * operand, upper the upper bound of between)? An absent attribute (or one reached
  * through a to-one hop that reaches nothing) satisfies no condition. */
+/* The one test of a condition's operator on a value, for the oracle and every backend's
+ * client-side filter alike: v the record's value, value (and upper, for BETWEEN) the
+ * operands; numbers compared exactly (a model literal by its source text, through doc,
+ * the model's document). 0 when v or value is absent. */
+int kp_cond_holds(kp_op op, kp_type_kind kind, const cJSON *v, const cJSON *value, const cJSON *upper, const kp_json_doc *doc);
 int kp_data_cond_test(const kp_dataset *data, const kp_record *record, const kp_cond *cond, const cJSON *value,
                       const cJSON *upper);
 

@@ -117,23 +117,8 @@ static int cond_holds(run *R, const kp_cond *c, const cJSON *rec)
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(rec, c->attr->name);
     const cJSON *x = c->value.param ? kp_params_get(R->params, c->value.param->name) : c->value.literal;
     if (!x) return 1;
-    if (!v || cJSON_IsNull(v)) return 0;
-    kp_type_kind kind = c->attr->type.kind;
-    int cmp = kp_data_compare(kind, v, x, NULL);
-    switch (c->op) {
-    case KP_OP_EQ: return cmp == 0;
-    case KP_OP_LT: return cmp < 0;
-    case KP_OP_LE: return cmp <= 0;
-    case KP_OP_GT: return cmp > 0;
-    case KP_OP_GE: return cmp >= 0;
-    case KP_OP_BETWEEN: {
-        const cJSON *up = c->upper.param ? kp_params_get(R->params, c->upper.param->name) : c->upper.literal;
-        return cmp >= 0 && up && kp_data_compare(kind, v, up, NULL) <= 0;
-    }
-    case KP_OP_BEGINS_WITH:
-        return cJSON_IsString(v) && cJSON_IsString(x) && strncmp(v->valuestring, x->valuestring, strlen(x->valuestring)) == 0;
-    }
-    return 0;
+    const cJSON *up = c->op == KP_OP_BETWEEN ? (c->upper.param ? kp_params_get(R->params, c->upper.param->name) : c->upper.literal) : NULL;
+    return kp_cond_holds(c->op, c->attr->type.kind, v, x, up, R->design->model->doc);
 }
 
 /* The statement and values of a fetch for one parent (and bucket / element). */
@@ -573,7 +558,7 @@ int kp_cq_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const 
     if (rc == 0) {
         char *token = R.next_state;
         R.next_state = NULL;
-        out->response = kp_assemble(R.fetched, p, params, token, err);
+        out->response = kp_assemble(R.design->model, R.fetched, p, params, token, err);
         if (!token && kp_fetched_next_token(R.fetched)) token = strdup(kp_fetched_next_token(R.fetched));
         out->next_page = token;
         if (!out->response) rc = -1;

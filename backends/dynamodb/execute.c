@@ -750,7 +750,7 @@ int kp_ddb_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const
     free(in.items);
     if (rc == 0) {
         char *token = R.next_key ? token_encode(R.next_key) : NULL;
-        out->response = kp_assemble(R.fetched, p, params, token, err);
+        out->response = kp_assemble(R.design->model, R.fetched, p, params, token, err);
         if (!token && kp_fetched_next_token(R.fetched)) token = strdup(kp_fetched_next_token(R.fetched));
         out->next_page = token;
         if (!out->response) rc = -1;

@@ -202,23 +202,8 @@ static int holds(run *R, const kp_cond *c, const kp_frec *rec)
     const cJSON *x = operand(R, &c->value);
     if (!x) return 1; /* an optional parameter left out drops its condition */
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(rec->object, c->attr->name);
-    if (!v || cJSON_IsNull(v)) return 0;
-    const kp_json_doc *doc = R->design->model->doc;
-    int cmp = kp_data_compare(c->attr->type.kind, v, x, doc);
-    switch (c->op) {
-    case KP_OP_EQ: return cmp == 0;
-    case KP_OP_LT: return cmp < 0;
-    case KP_OP_LE: return cmp <= 0;
-    case KP_OP_GT: return cmp > 0;
-    case KP_OP_GE: return cmp >= 0;
-    case KP_OP_BETWEEN: {
-        const cJSON *u = operand(R, &c->upper);
-        return cmp >= 0 && u && kp_data_compare(c->attr->type.kind, v, u, doc) <= 0;
-    }
-    case KP_OP_BEGINS_WITH:
-        return cJSON_IsString(v) && cJSON_IsString(x) && strncmp(v->valuestring, x->valuestring, strlen(x->valuestring)) == 0;
-    }
-    return 0;
+    return kp_cond_holds(c->op, c->attr->type.kind, v, x, c->op == KP_OP_BETWEEN ? operand(R, &c->upper) : NULL,
+                         R->design->model->doc);
 }
 
 static int is_nullable_attr(const kp_attr *a)
@@ -915,7 +900,7 @@ int kp_mg_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const 
     free(in.items);
     if (rc == 0) {
         char *token = R.server_paged ? next_token(&R) : NULL;
-        out->response = kp_assemble(R.fetched, p, params, token, err);
+        out->response = kp_assemble(R.design->model, R.fetched, p, params, token, err);
         if (!token && kp_fetched_next_token(R.fetched)) token = strdup(kp_fetched_next_token(R.fetched));
         out->next_page = token;
         if (!out->response) rc = -1;

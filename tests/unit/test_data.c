@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "core/data.h"
+#include "core/json.h"
 #include "core/model.h"
 #include "support.h"
 
@@ -374,9 +375,39 @@ static void test_decimal_arithmetic_is_exact(void **state)
     (void)state;
 }
 
+/* One test of a condition for the oracle and every backend's client-side filter: a
+ * model literal compares by its source text, not as a double (0.1 and a value one part
+ * in 10^17 above it are two values), and every operator reads the same way. */
+static void test_one_condition_test_compares_numbers_exactly(void **state)
+{
+    (void)state;
+    kp_json_doc *doc = NULL;
+    kp_error err;
+    assert_int_equal(kp_json_parse("lit.json", "[0.1, 5, 10]", 12, NULL, &doc, &err), 0);
+    const cJSON *lit = kp_json_root(doc)->child, *five = lit->next, *ten = five->next;
+    cJSON *above = cJSON_CreateRaw("0.10000000000000000555");
+    cJSON *same = cJSON_CreateRaw("0.100");
+    assert_false(kp_cond_holds(KP_OP_EQ, KP_T_DECIMAL, above, lit, NULL, doc));
+    assert_true(kp_cond_holds(KP_OP_GT, KP_T_DECIMAL, above, lit, NULL, doc));
+    assert_true(kp_cond_holds(KP_OP_EQ, KP_T_DECIMAL, same, lit, NULL, doc));
+    cJSON *seven = cJSON_CreateNumber(7);
+    assert_true(kp_cond_holds(KP_OP_BETWEEN, KP_T_INT, seven, five, ten, doc));
+    assert_false(kp_cond_holds(KP_OP_BETWEEN, KP_T_INT, seven, ten, five, doc));
+    assert_false(kp_cond_holds(KP_OP_LT, KP_T_INT, seven, five, NULL, doc));
+    /* absent values satisfy nothing */
+    assert_false(kp_cond_holds(KP_OP_EQ, KP_T_INT, NULL, five, NULL, doc));
+    cJSON *null = cJSON_CreateNull();
+    assert_false(kp_cond_holds(KP_OP_LE, KP_T_INT, null, five, NULL, doc));
+    cJSON *s = cJSON_CreateString("PROJECT#42"), *prefix = cJSON_CreateString("PROJECT#");
+    assert_true(kp_cond_holds(KP_OP_BEGINS_WITH, KP_T_STRING, s, prefix, NULL, doc));
+    cJSON_Delete(above); cJSON_Delete(same); cJSON_Delete(seven); cJSON_Delete(null); cJSON_Delete(s); cJSON_Delete(prefix);
+    kp_json_free(doc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_one_condition_test_compares_numbers_exactly),
         cmocka_unit_test(test_a_line_that_is_not_json),
         cmocka_unit_test(test_a_record_that_is_not_an_object),
         cmocka_unit_test(test_unknown_attribute_with_a_suggestion),

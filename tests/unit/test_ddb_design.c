@@ -357,7 +357,7 @@ static void test_the_response_is_reassembled_in_the_declared_shape(void **state)
     kp_params *params = kp_params_new();
     kp_params_set(params, "id", cJSON_CreateString("acme"));
     kp_error err;
-    cJSON *r = kp_assemble(f, p, params, "tok", &err);
+    cJSON *r = kp_assemble(m, f, p, params, "tok", &err);
     char *text = cJSON_PrintUnformatted(r);
     assert_string_equal(text, "{\"workspace\":{\"id\":\"acme\",\"name\":\"Acme\"},\"projects\":[{\"id\":\"b\",\"name\":\"B\","
                               "\"createdAt\":\"2026-02-01T00:00:00.000Z\"},{\"id\":\"a\",\"name\":\"A\",\"createdAt\":"
@@ -366,7 +366,7 @@ static void test_the_response_is_reassembled_in_the_declared_shape(void **state)
     cJSON_Delete(r);
     /* no root: the whole response is null */
     kp_fetched *empty = kp_fetched_new();
-    r = kp_assemble(empty, p, params, NULL, &err);
+    r = kp_assemble(m, empty, p, params, NULL, &err);
     assert_true(cJSON_IsNull(r));
     cJSON_Delete(r);
     kp_fetched_free(empty);
