@@ -70,6 +70,11 @@ static void *grow(kp_design *d, void **items, size_t *count, size_t size)
     return slot;
 }
 
+kp_write_touch *kp_write_plan_touch(kp_design *d, kp_write_plan *wp)
+{
+    return grow(d, (void **)&wp->touches, &wp->touch_count, sizeof *wp->touches);
+}
+
 kp_container *kp_design_add_container(kp_design *d, const char *name, const char *kind)
 {
     kp_container *c = grow(d, (void **)&d->containers, &d->container_count, sizeof *c);

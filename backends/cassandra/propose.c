@@ -1212,18 +1212,18 @@ static void plan_writes(builder *B)
     for (size_t w = 0; w < m->write_count; w++) {
         const kp_write *wr = m->writes[w];
         kp_write_plan *wp = &B->d->write_plans[w];
-        kp_write_touch *touches = kp_arena_alloc(B->A, sizeof *touches * 64);
-        size_t n = 0;
+        wp->touches = NULL;
+        wp->touch_count = 0;
         double rows = 0;
         size_t tables_touched = 0;
         for (size_t s = 0; s < wr->step_count; s++) {
             const kp_write_step *st = &wr->steps[s];
             double per = st->rows > 0 ? st->rows : 1;
             const kp_index_list *mine = &tables_of[st->entity->index];
-            for (size_t j = 0; j < mine->count && n < 63; j++) {
+            for (size_t j = 0; j < mine->count; j++) {
                 const cq_table *t = B->L->tables[mine->at[j]];
                 if (t->entity == st->entity) {
-                    kp_write_touch *x = &touches[n++];
+                    kp_write_touch *x = kp_write_plan_touch(B->d, wp);
                     x->container = t->name;
                     x->what = kp_arena_printf(B->A, "%s row%s", st->entity->name, t->is_base ? "" : kp_arena_printf(B->A, " (copy keyed by %s)", t->cols[0].name));
                     x->count = per;
@@ -1232,7 +1232,7 @@ static void plan_writes(builder *B)
                     tables_touched++;
                 }
                 if (t->parent == st->entity && st->op != KP_WRITE_INSERT) {
-                    kp_write_touch *x = &touches[n++];
+                    kp_write_touch *x = kp_write_plan_touch(B->d, wp);
                     int b = t->buckets > 1 ? t->buckets : 1;
                     x->container = t->name;
                     x->what = kp_arena_printf(B->A, "static columns of %s (%d partition%s)", st->entity->name, b, b == 1 ? "" : "s");
@@ -1241,7 +1241,7 @@ static void plan_writes(builder *B)
                     rows += per * b;
                     tables_touched++;
                 } else if (t->parent == st->entity) {
-                    kp_write_touch *x = &touches[n++];
+                    kp_write_touch *x = kp_write_plan_touch(B->d, wp);
                     int b = t->buckets > 1 ? t->buckets : 1;
                     x->container = t->name;
                     x->what = kp_arena_printf(B->A, "static row of the new %s (%d partition%s)", st->entity->name, b, b == 1 ? "" : "s");
@@ -1252,13 +1252,13 @@ static void plan_writes(builder *B)
                 }
             }
             /* denormalised copies of the entity's attributes elsewhere */
-            for (size_t c = 0; c < st->entity->copied_by_count && n < 63; c++) {
+            for (size_t c = 0; c < st->entity->copied_by_count; c++) {
                 const kp_attr *at = st->entity->copied_by[c];
                 size_t e = at->entity->index;
                 if (at->copy_of && at->copy_of->source->entity == st->entity && st->op == KP_WRITE_UPDATE) {
                     for (size_t k = 0; k < st->assign_count; k++)
-                        if (st->assigns[k].attr == at->copy_of->source && n < 63) {
-                            kp_write_touch *x = &touches[n++];
+                        if (st->assigns[k].attr == at->copy_of->source) {
+                            kp_write_touch *x = kp_write_plan_touch(B->d, wp);
                             x->container = B->L->base[e]->name;
                             x->what = kp_arena_printf(B->A, "copy of %s.%s in %s rows (every table of %s)", st->entity->name, at->copy_of->source->name, m->entities[e]->name, m->entities[e]->name);
                             x->count = 1;
@@ -1268,8 +1268,6 @@ static void plan_writes(builder *B)
                 }
             }
         }
-        wp->touches = touches;
-        wp->touch_count = n;
         wp->items = rows;
         wp->requests = 1;
         if (tables_touched > 1 || wr->is_atomic) {

@@ -1569,9 +1569,9 @@ static void plan_writes(builder *B)
         const kp_write *wr = m->writes[w];
         kp_write_plan *wp = &B->d->write_plans[w];
         double items = 0, units = 0, requests = 0;
-        kp_write_touch *touches = kp_arena_alloc(&B->d->arena, sizeof *touches * 64);
-        size_t tn = 0;
-        for (size_t s = 0; s < wr->step_count && tn < 60; s++) {
+        wp->touches = NULL;
+        wp->touch_count = 0;
+        for (size_t s = 0; s < wr->step_count; s++) {
             const kp_write_step *st = &wr->steps[s];
             const ddb_entity *e = entity_of(B, st->entity);
             double rows = st->rows;
@@ -1582,7 +1582,7 @@ static void plan_writes(builder *B)
             }
             double size = item_bytes(B, st->entity);
             double wcu = write_units(size);
-            kp_write_touch *t = &touches[tn++];
+            kp_write_touch *t = kp_write_plan_touch(B->d, wp);
             t->container = B->L->table;
             t->what = kp_design_printf(B->d, "%s item (%s)", st->entity->name,
                                        st->op == KP_WRITE_INSERT ? "PutItem" : st->op == KP_WRITE_DELETE ? "DeleteItem" : "UpdateItem");
@@ -1593,9 +1593,9 @@ static void plan_writes(builder *B)
             units += t->write_units;
             requests += st->for_each ? rows : 1;
             /* every GSI the item is in is one more write */
-            for (size_t k = 1; k < e->placement_count && tn < 60; k++) {
+            for (size_t k = 1; k < e->placement_count; k++) {
                 if (e->placements[k].index->kind != DDB_GSI) continue;
-                kp_write_touch *g = &touches[tn++];
+                kp_write_touch *g = kp_write_plan_touch(B->d, wp);
                 g->container = B->L->table;
                 g->what = kp_design_printf(B->d, "%s entry of the %s item", e->placements[k].index->name, st->entity->name);
                 g->count = rows * (e->placements[k].only_when_count ? 0.5 : 1);
@@ -1606,7 +1606,7 @@ static void plan_writes(builder *B)
             }
             if (st->op == KP_WRITE_UPDATE || st->op == KP_WRITE_UPSERT || st->op == KP_WRITE_DELETE) {
                 /* denormalised copies of the changed attributes, elsewhere */
-                for (size_t i = 0; i < st->entity->copied_by_count && tn < 60; i++) {
+                for (size_t i = 0; i < st->entity->copied_by_count; i++) {
                     const kp_entity *other = st->entity->copied_by[i]->entity;
                     const kp_copy *c = st->entity->copied_by[i]->copy_of;
                     int changed = st->op == KP_WRITE_DELETE;
@@ -1617,7 +1617,7 @@ static void plan_writes(builder *B)
                         const kp_relation *rel = c->path[h]->relation;
                         fan *= c->path[h]->is_inverse ? rel->fanout.avg : 1;
                     }
-                    kp_write_touch *cp = &touches[tn++];
+                    kp_write_touch *cp = kp_write_plan_touch(B->d, wp);
                     cp->container = B->L->table;
                     cp->what = kp_design_printf(B->d, "copy of %s.%s in %s items (Query, then UpdateItem each)",
                                                 st->entity->name, c->source->name, other->name);
@@ -1630,10 +1630,10 @@ static void plan_writes(builder *B)
                 }
             }
             /* derived aggregates on related items change with inserts and deletes */
-            for (size_t i = 0; i < st->entity->aggregated_by_count && tn < 60; i++) {
+            for (size_t i = 0; i < st->entity->aggregated_by_count; i++) {
                 const kp_entity *other = st->entity->aggregated_by[i]->entity;
                 const kp_attr *aggregate = st->entity->aggregated_by[i];
-                kp_write_touch *dt = &touches[tn++];
+                kp_write_touch *dt = kp_write_plan_touch(B->d, wp);
                 dt->container = B->L->table;
                 dt->what = kp_design_printf(B->d, "%s.%s on the %s item (UpdateItem)", other->name, aggregate->name,
                                             other->name);
@@ -1644,9 +1644,9 @@ static void plan_writes(builder *B)
                 units += dt->write_units;
                 requests += 1;
             }
-            for (size_t a = 0; a < st->entity->attr_count && tn < 60; a++)
+            for (size_t a = 0; a < st->entity->attr_count; a++)
                 if (st->entity->attrs[a]->is_unique && st->op == KP_WRITE_INSERT) {
-                    kp_write_touch *u = &touches[tn++];
+                    kp_write_touch *u = kp_write_plan_touch(B->d, wp);
                     u->container = B->L->table;
                     u->what = kp_design_printf(B->d, "uniqueness item for %s.%s (conditional put)", st->entity->name,
                                                st->entity->attrs[a]->name);
@@ -1657,8 +1657,6 @@ static void plan_writes(builder *B)
                     units += rows;
                 }
         }
-        wp->touches = touches;
-        wp->touch_count = tn;
         wp->items = items;
         wp->write_units = units;
         wp->requests = wr->is_atomic ? 1 : requests;

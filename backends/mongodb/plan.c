@@ -1142,16 +1142,14 @@ void mg_plan_ops(builder *B, const kp_pattern *p, const mg_fetch *root, kp_plan 
 
 /* ---- write plans ---------------------------------------------------------------------------------------------- */
 
-static kp_write_touch *touch(builder *B, kp_write_touch *t, size_t *n, const char *container, const char *what, double count,
-                             double bytes)
+static kp_write_touch *touch(builder *B, kp_write_plan *wp, const char *container, const char *what, double count, double bytes)
 {
-    if (*n >= 63) return NULL;
-    kp_write_touch *x = &t[(*n)++];
+    kp_write_touch *x = kp_write_plan_touch(B->d, wp);
+    if (!x) return NULL;
     x->container = container;
     x->what = what;
     x->count = count;
     x->bytes = count * bytes;
-    (void)B;
     return x;
 }
 
@@ -1183,8 +1181,8 @@ void mg_plan_writes(builder *B)
     for (size_t w = 0; w < m->write_count; w++) {
         const kp_write *wr = m->writes[w];
         kp_write_plan *wp = &B->d->write_plans[w];
-        kp_write_touch *t = kp_arena_alloc(&B->d->arena, sizeof *t * 64);
-        size_t tn = 0;
+        wp->touches = NULL;
+        wp->touch_count = 0;
         double items = 0, requests = 0;
         const char *only_doc = NULL; /* every step writes this one document */
         int one_doc = 1;
@@ -1209,16 +1207,16 @@ void mg_plan_writes(builder *B)
                 int with_parent = 0;
                 for (size_t k = 0; k < s; k++) with_parent |= wr->steps[k].entity == me->parent->entity && wr->steps[k].op == KP_WRITE_INSERT;
                 if (with_parent && st->op == KP_WRITE_INSERT) {
-                    touch(B, t, &tn, home_name, kp_design_printf(B->d, "%s embedded in the new %s document (same insertOne)",
+                    touch(B, wp, home_name, kp_design_printf(B->d, "%s embedded in the new %s document (same insertOne)",
                                                                  st->entity->name, me->parent->entity->name), rows, 0);
                 } else {
-                    touch(B, t, &tn, home_name, what, rows, doc);
+                    touch(B, wp, home_name, what, rows, doc);
                     items += rows;
                     requests += st->for_each ? rows : 1;
                 }
             } else {
                 what = kp_design_printf(B->d, "%s document (%s)", st->entity->name, ops[st->op]);
-                touch(B, t, &tn, home_name, what, rows, doc);
+                touch(B, wp, home_name, what, rows, doc);
                 if (!only_doc) only_doc = st->entity->name;
                 else if (strcmp(only_doc, st->entity->name) != 0) one_doc = 0;
                 if (rows > 1.0001) one_doc = 0;
@@ -1229,7 +1227,7 @@ void mg_plan_writes(builder *B)
             if (home) {
                 size_t live = 0;
                 for (size_t i = 0; i < home->index_count; i++) live += !home->indexes[i]->is_redundant;
-                if (live) touch(B, t, &tn, home_name, kp_design_printf(B->d, "%zu secondary index entr%s of %s", live,
+                if (live) touch(B, wp, home_name, kp_design_printf(B->d, "%zu secondary index entr%s of %s", live,
                                                                        live == 1 ? "y" : "ies", home_name), rows * (double)live, 0);
             }
             /* subsets that hold this entity */
@@ -1239,7 +1237,7 @@ void mg_plan_writes(builder *B)
                 {
                     const mg_nested *n = &pe->nested[holders->at[h] % 65536];
                     if (n->child != me || !n->subset) continue;
-                    touch(B, t, &tn, pe->collection ? pe->collection->name : "?",
+                    touch(B, wp, pe->collection ? pe->collection->name : "?",
                           kp_design_printf(B->d, "the %s document's subset '%s' (re-read the first %lld %s, $set)",
                                            pe->entity->name, n->field, (long long)n->subset, st->entity->name),
                           rows, mg_document_bytes(pe));
@@ -1262,7 +1260,7 @@ void mg_plan_writes(builder *B)
                         if (!changed) continue;
                         double copies = rows * (x->rel->relation->fanout.avg > 0 ? x->rel->relation->fanout.avg : 1);
                         const mg_collection *cc = kp_mg_home(B->L, ce->entity);
-                        touch(B, t, &tn, cc ? cc->name : "?", kp_design_printf(B->d, "copies in '%s' of %s documents (updateMany)",
+                        touch(B, wp, cc ? cc->name : "?", kp_design_printf(B->d, "copies in '%s' of %s documents (updateMany)",
                                                                                x->field, ce->entity->name), copies, 0);
                         items += copies;
                         requests += 1;
@@ -1277,7 +1275,7 @@ void mg_plan_writes(builder *B)
                         double fan = 1;
                         for (size_t h = 0; h < c->path_len; h++) fan *= c->path[h]->is_inverse ? c->path[h]->relation->fanout.avg : 1;
                         const mg_collection *cc = kp_mg_home(B->L, ce->entity);
-                        touch(B, t, &tn, cc ? cc->name : "?", kp_design_printf(B->d, "%s.%s copies (updateMany)", ce->entity->name,
+                        touch(B, wp, cc ? cc->name : "?", kp_design_printf(B->d, "%s.%s copies (updateMany)", ce->entity->name,
                                                                                ce->entity->attrs[a]->name), rows * fan, 0);
                         items += rows * fan;
                         requests += 1;
@@ -1292,7 +1290,7 @@ void mg_plan_writes(builder *B)
                 {
                     const mg_collection *cc = kp_mg_home(B->L, other);
                     int same_doc = cc && home && cc == home;
-                    touch(B, t, &tn, cc ? cc->name : "?", kp_design_printf(B->d, "%s.%s (computed, $inc / $set)%s", other->name,
+                    touch(B, wp, cc ? cc->name : "?", kp_design_printf(B->d, "%s.%s (computed, $inc / $set)%s", other->name,
                                                                            aggregate->name, same_doc ? " in the same document" : ""),
                           rows, 0);
                     if (!same_doc) { items += rows; requests += 1; one_doc = 0; }
@@ -1306,15 +1304,13 @@ void mg_plan_writes(builder *B)
                     const mg_entity *ce = mg_entity_of(B, rel->target);
                     if (ce->parent == me) continue; /* embedded: gone with the document */
                     const mg_collection *cc = kp_mg_home(B->L, rel->target);
-                    touch(B, t, &tn, cc ? cc->name : "?", kp_design_printf(B->d, "%s documents of the deleted %s (deleteMany)",
+                    touch(B, wp, cc ? cc->name : "?", kp_design_printf(B->d, "%s documents of the deleted %s (deleteMany)",
                                                                            rel->target->name, st->entity->name), rows * fanout_avg(rel), 0);
                     items += rows * fanout_avg(rel);
                     requests += 1;
                     one_doc = 0;
                 }
         }
-        wp->touches = t;
-        wp->touch_count = tn;
         wp->items = items;
         wp->requests = requests > 0 ? requests : 1;
         if (one_doc && only_doc) {
