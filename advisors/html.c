@@ -536,6 +536,15 @@ static void load_section(FILE *f, const cJSON *first)
     fputs("</section>\n", f);
 }
 
+/* Does a design list a risk of this severity with exactly this message? */
+static int has_risk(const cJSON *design, const char *severity, const char *message)
+{
+    const cJSON *risks = cJSON_GetObjectItem(design, "risks");
+    for (const cJSON *x = risks ? risks->child : NULL; x; x = x->next)
+        if (strcmp(kp_json_str(x, "severity"), severity) == 0 && strcmp(kp_json_str(x, "message"), message) == 0) return 1;
+    return 0;
+}
+
 /* Every risk of every design once, by severity; a message several designs share names them all. */
 static void risks_section(FILE *f, const cJSON *designs)
 {
@@ -548,29 +557,22 @@ static void risks_section(FILE *f, const cJSON *designs)
         for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
             const cJSON *risks = cJSON_GetObjectItem(d, "risks");
             for (const cJSON *r = risks ? risks->child : NULL; r; r = r->next) {
+                const char *message = kp_json_str(r, "message");
                 if (strcmp(kp_json_str(r, "severity"), severities[s]) != 0) continue;
                 /* shown already with an earlier design? */
                 int seen = 0;
-                for (const cJSON *e = designs->child; e != d && !seen; e = e->next) {
-                    const cJSON *rs = cJSON_GetObjectItem(e, "risks");
-                    for (const cJSON *x = rs ? rs->child : NULL; x && !seen; x = x->next)
-                        seen = strcmp(kp_json_str(x, "severity"), severities[s]) == 0 && strcmp(kp_json_str(x, "message"), kp_json_str(r, "message")) == 0;
-                }
+                for (const cJSON *e = designs->child; e != d && !seen; e = e->next) seen = has_risk(e, severities[s], message);
                 if (seen) continue;
                 if (count++ == 0) fprintf(f, "<h3 class=\"%s\">%s</h3>\n<ul class=\"risks %s\">", severities[s], titles[s], severities[s]);
                 fprintf(f, "<li class=\"%s\"><b>", severities[s]);
                 int names = 0;
                 for (const cJSON *e = d; e; e = e->next) {
-                    const cJSON *rs = cJSON_GetObjectItem(e, "risks");
-                    int has = 0;
-                    for (const cJSON *x = rs ? rs->child : NULL; x && !has; x = x->next)
-                        has = strcmp(kp_json_str(x, "severity"), severities[s]) == 0 && strcmp(kp_json_str(x, "message"), kp_json_str(r, "message")) == 0;
-                    if (!has) continue;
+                    if (!has_risk(e, severities[s], message)) continue;
                     if (names++) fputs(", ", f);
                     esc(f, kp_json_str(e, "design"));
                 }
                 fputs("</b>: ", f);
-                esc(f, kp_json_str(r, "message"));
+                esc(f, message);
                 fputs("</li>\n", f);
             }
         }
