@@ -472,6 +472,8 @@ cJSON *kp_model_to_json(const kp_model *model);
 /* The readable summary `keyplan check` prints: entities with counts, relations with
  * cardinality and fan-out, patterns with parameters and response shape, writes. */
 void kp_model_print_summary(FILE *out, const kp_model *model);
+/* "1:1", "1:N" or "N:M". */
+const char *kp_cardinality_name(kp_cardinality cardinality);
 /* A one-line rendering of a response shape ("{ id, projects[<=20 by createdAt desc] }"). */
 void kp_shape_describe(const kp_shape *shape, char *buf, size_t size);
 /* The response as the JSON a pattern returns, types in place of values, pretty-printed:

@@ -170,7 +170,7 @@ static void format_count(double v, char *out, size_t size)
     out[o] = '\0';
 }
 
-static const char *cardinality_text(kp_cardinality c)
+const char *kp_cardinality_name(kp_cardinality c)
 {
     return c == KP_CARD_ONE_ONE ? "1:1" : c == KP_CARD_ONE_MANY ? "1:N" : "N:M";
 }
@@ -216,7 +216,7 @@ void kp_model_print_summary(FILE *out, const kp_model *m)
         const kp_relation *r = m->relations[i];
         format_count(r->fanout.avg, a, sizeof a);
         format_count(r->fanout.max, b, sizeof b);
-        fprintf(out, "  %s.%s -> %s  %s", r->from->name, r->name, r->to->name, cardinality_text(r->cardinality));
+        fprintf(out, "  %s.%s -> %s  %s", r->from->name, r->name, r->to->name, kp_cardinality_name(r->cardinality));
         if (r->cardinality != KP_CARD_ONE_ONE)
             fprintf(out, "  fan-out avg %s, max %s%s", a, b, r->fanout.is_unbounded ? " (unbounded)" : "");
         if (r->has_skew) fprintf(out, ", skew %g", r->skew);
@@ -477,7 +477,7 @@ cJSON *kp_model_to_json(const kp_model *m)
         if (r->inverse_name) cJSON_AddStringToObject(o, "inverse", r->inverse_name);
         cJSON_AddStringToObject(o, "from", r->from->name);
         cJSON_AddStringToObject(o, "to", r->to->name);
-        cJSON_AddStringToObject(o, "cardinality", cardinality_text(r->cardinality));
+        cJSON_AddStringToObject(o, "cardinality", kp_cardinality_name(r->cardinality));
         cJSON_AddStringToObject(o, "link", links[r->link]);
         if (r->link == KP_LINK_THROUGH) cJSON_AddStringToObject(o, "through", r->through->name);
         cJSON *f = cJSON_AddObjectToObject(o, "fanout");

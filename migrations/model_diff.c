@@ -32,14 +32,23 @@ static void change(cJSON *list, int *count, const char *kind, const char *subjec
     if (count) (*count)++;
 }
 
-/* ---- the model side ------------------------------------------------------------------------ */
-
-static const kp_attr *attr_named(const kp_entity *e, const char *name)
+/* A change that breaks readers of the old version: listed among the changes, and among
+ * the breaking ones with why it breaks them. */
+static void breaking_change(cJSON *changes_list, int *changes, cJSON *breaking, int *breaks, const char *kind,
+                            const char *subject, const char *why, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+static void breaking_change(cJSON *changes_list, int *changes, cJSON *breaking, int *breaks, const char *kind,
+                            const char *subject, const char *why, const char *fmt, ...)
 {
-    for (size_t i = 0; e && i < e->attr_count; i++)
-        if (strcmp(e->attrs[i]->name, name) == 0) return e->attrs[i];
-    return NULL;
+    char message[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    change(changes_list, changes, kind, subject, "%s", message);
+    change(breaking, breaks, kind, subject, "%s: %s", message, why);
 }
+
+/* ---- the model side ------------------------------------------------------------------------ */
 
 static const kp_relation *relation_named(const kp_model *m, const char *name)
 {
@@ -67,11 +76,6 @@ static void params_text(const kp_pattern *p, char *buf, size_t size)
     }
 }
 
-static const char *cardinality_text(const kp_relation *r)
-{
-    return r->cardinality == KP_CARD_ONE_ONE ? "1:1" : r->cardinality == KP_CARD_ONE_MANY ? "1:N" : "N:M";
-}
-
 static void model_changes(const kp_model *o, const kp_model *n, cJSON *out, cJSON *breaking, int *changes, int *breaks)
 {
     char a[4096], b[4096];
@@ -83,13 +87,12 @@ static void model_changes(const kp_model *o, const kp_model *n, cJSON *out, cJSO
         }
         key_text(e, a, sizeof a);
         key_text(f, b, sizeof b);
-        if (strcmp(a, b) != 0) {
-            change(out, changes, "key-changed", e->name, "the key of %s changes from (%s) to (%s)", e->name, a, b);
-            change(breaking, breaks, "key-changed", e->name, "the key of %s changes from (%s) to (%s): every item, document "
-                   "or row that holds it is rewritten, and readers that build the old keys no longer find them", e->name, a, b);
-        }
+        if (strcmp(a, b) != 0)
+            breaking_change(out, changes, breaking, breaks, "key-changed", e->name, "every item, document or row that holds it "
+                            "is rewritten, and readers that build the old keys no longer find them",
+                            "the key of %s changes from (%s) to (%s)", e->name, a, b);
         for (size_t k = 0; k < e->attr_count; k++) {
-            const kp_attr *x = e->attrs[k], *y = attr_named(f, x->name);
+            const kp_attr *x = e->attrs[k], *y = kp_entity_attr(f, x->name);
             char subject[512];
             snprintf(subject, sizeof subject, "%s.%s", e->name, x->name);
             if (!y) change(out, changes, "attribute-removed", subject, "attribute %s is removed", subject);
@@ -101,7 +104,7 @@ static void model_changes(const kp_model *o, const kp_model *n, cJSON *out, cJSO
                        y->is_optional ? "optional" : "required");
         }
         for (size_t k = 0; k < f->attr_count; k++)
-            if (!attr_named(e, f->attrs[k]->name)) {
+            if (!kp_entity_attr(e, f->attrs[k]->name)) {
                 char subject[512];
                 snprintf(subject, sizeof subject, "%s.%s", f->name, f->attrs[k]->name);
                 change(out, changes, "attribute-added", subject, "attribute %s is added%s", subject,
@@ -114,11 +117,11 @@ static void model_changes(const kp_model *o, const kp_model *n, cJSON *out, cJSO
     for (size_t i = 0; i < o->relation_count; i++) {
         const kp_relation *r = o->relations[i], *s = relation_named(n, r->name);
         if (!s) change(out, changes, "relation-removed", r->name, "relation %s (%s %s %s) is removed", r->name, r->from->name,
-                       cardinality_text(r), r->to->name);
+                       kp_cardinality_name(r->cardinality), r->to->name);
         else if (r->cardinality != s->cardinality || r->link != s->link || strcmp(r->from->name, s->from->name) ||
                  strcmp(r->to->name, s->to->name))
             change(out, changes, "relation-changed", r->name, "relation %s changes from %s %s %s to %s %s %s", r->name,
-                   r->from->name, cardinality_text(r), r->to->name, s->from->name, cardinality_text(s), s->to->name);
+                   r->from->name, kp_cardinality_name(r->cardinality), r->to->name, s->from->name, kp_cardinality_name(s->cardinality), s->to->name);
         else if (fabs(r->fanout.avg - s->fanout.avg) > 1e-9 * (1 + fabs(r->fanout.avg)) || r->fanout.max != s->fanout.max)
             change(out, changes, "fanout-changed", r->name, "relation %s's fan-out changes from avg %g (max %g) to avg %g (max %g)",
                    r->name, r->fanout.avg, r->fanout.max, s->fanout.avg, s->fanout.max);
@@ -126,27 +129,27 @@ static void model_changes(const kp_model *o, const kp_model *n, cJSON *out, cJSO
     for (size_t i = 0; i < n->relation_count; i++)
         if (!relation_named(o, n->relations[i]->name))
             change(out, changes, "relation-added", n->relations[i]->name, "relation %s (%s %s %s) is added", n->relations[i]->name,
-                   n->relations[i]->from->name, cardinality_text(n->relations[i]), n->relations[i]->to->name);
+                   n->relations[i]->from->name, kp_cardinality_name(n->relations[i]->cardinality), n->relations[i]->to->name);
     for (size_t i = 0; i < o->pattern_count; i++) {
         const kp_pattern *p = o->patterns[i], *q = kp_model_pattern(n, p->name);
         if (!q) {
-            change(out, changes, "pattern-removed", p->name, "access pattern %s is removed", p->name);
-            change(breaking, breaks, "pattern-removed", p->name, "access pattern %s is removed: its readers get nothing", p->name);
+            breaking_change(out, changes, breaking, breaks, "pattern-removed", p->name, "its readers get nothing",
+                            "access pattern %s is removed", p->name);
             continue;
         }
         params_text(p, a, sizeof a);
         params_text(q, b, sizeof b);
-        if (strcmp(a, b) != 0) {
-            change(out, changes, "pattern-parameters-changed", p->name, "%s's parameters change from (%s) to (%s)", p->name, a, b);
-            change(breaking, breaks, "pattern-parameters-changed", p->name, "%s's parameters change from (%s) to (%s): its callers "
-                   "must change", p->name, a, b);
-        }
+        if (strcmp(a, b) != 0)
+            breaking_change(out, changes, breaking, breaks, "pattern-parameters-changed", p->name, "its callers must change",
+                            "%s's parameters change from (%s) to (%s)", p->name, a, b);
         kp_shape_outline(p->returns, a, sizeof a);
         kp_shape_outline(q->returns, b, sizeof b);
         if (strcmp(a, b) != 0) {
-            change(out, changes, "pattern-response-changed", p->name, "%s returns another response", p->name);
-            change(breaking, breaks, "pattern-response-changed", p->name, "%s returns another response: readers of the old one "
-                   "break (was %zu bytes of outline, now %zu; `keyplan check --format json` shows both)", p->name, strlen(a), strlen(b));
+            char why[256];
+            snprintf(why, sizeof why, "readers of the old one break (was %zu bytes of outline, now %zu; `keyplan check "
+                     "--format json` shows both)", strlen(a), strlen(b));
+            breaking_change(out, changes, breaking, breaks, "pattern-response-changed", p->name, why, "%s returns another response",
+                            p->name);
         } else if (p->rps != q->rps) {
             change(out, changes, "pattern-rate-changed", p->name, "%s's rate changes from %g to %g req/s", p->name, p->rps, q->rps);
         }
@@ -347,12 +350,12 @@ static void plan_database(planner *P, cJSON *untouched)
             char what[512] = "";
             size_t at = 0;
             for (size_t q = 0; q < was->attr_count && at < sizeof what; q++) {
-                const kp_attr *x = was->attrs[q], *y = attr_named(e, x->name);
+                const kp_attr *x = was->attrs[q], *y = kp_entity_attr(e, x->name);
                 if (!y || y->type.kind != x->type.kind)
                     at += (size_t)snprintf(what + at, sizeof what - at, "%s%s %s", at ? ", " : "", x->name, y ? "retyped" : "removed");
             }
             for (size_t q = 0; q < e->attr_count && at < sizeof what; q++)
-                if (!attr_named(was, e->attrs[q]->name) && !e->attrs[q]->is_optional)
+                if (!kp_entity_attr(was, e->attrs[q]->name) && !e->attrs[q]->is_optional)
                     at += (size_t)snprintf(what + at, sizeof what - at, "%s%s added", at ? ", " : "", e->attrs[q]->name);
             if (!at) continue;
             step(P, "rewrite", c->name, NULL, e->count, avg_bytes(c), 1, "the %s items in %s change (%s): each is rewritten, "
