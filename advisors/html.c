@@ -435,6 +435,7 @@ static void patterns_table(FILE *f, const cJSON *doc, const cJSON *designs)
     const cJSON *patterns = cJSON_GetObjectItem(doc, "patterns"), *responses = cJSON_GetObjectItem(doc, "responses");
     const cJSON *full = cJSON_GetObjectItem(doc, "designs");
     kp_named_cursors cur = {{0}};
+    const cJSON *next_response = responses ? responses->child : NULL;
     for (const cJSON *pn = patterns ? patterns->child : NULL; pn; pn = pn->next) {
         fputs("<tbody><tr class=\"pattern\"><td>", f);
         esc(f, pn->valuestring);
@@ -461,9 +462,11 @@ static void patterns_table(FILE *f, const cJSON *doc, const cJSON *designs)
         fputs(cells, f);
         fprintf(f, "</tr>\n<tr class=\"plan\"><td colspan=\"%d\"><details><summary>what it returns and how each database reads it"
                    "</summary>", columns);
-        const cJSON *r = NULL;
+        /* responses[] is in the patterns' order: the next one is this pattern's */
+        const cJSON *r = next_response && strcmp(kp_json_str(next_response, "pattern"), pn->valuestring) == 0 ? next_response : NULL;
         for (const cJSON *x = responses ? responses->child : NULL; x && !r; x = x->next)
             if (strcmp(kp_json_str(x, "pattern"), pn->valuestring) == 0) r = x;
+        next_response = r ? r->next : next_response;
         if (r && *kp_json_str(r, "description")) { fputs("<p>", f); esc(f, kp_json_str(r, "description")); fputs("</p>", f); }
         if (r) { fputs("<pre class=\"returns\">", f); esc(f, kp_json_str(r, "returns")); fputs("</pre>", f); }
         for (const cJSON *d = full ? full->child : NULL; d; d = d->next) plan_ops(f, d, pn->valuestring);

@@ -43,9 +43,7 @@ int kp_cq_export_open(const kp_design *d, const char *dir, const char *prefix, k
 static const cq_table *table_named(const kp_design *d, const char *name)
 {
     const cq_layout *L = d->layout;
-    for (size_t i = 0; i < L->table_count; i++)
-        if (strcmp(L->tables[i]->name, name) == 0) return L->tables[i];
-    return NULL;
+    return kp_strmap_get(&L->by_name, name);   /* once per item: the layout's own name map, not a scan */
 }
 
 /* the columns a row of this kind carries: a static row its partition key and statics */
