@@ -337,7 +337,10 @@ static void plan_database(planner *P, cJSON *untouched)
                 touched[i] = 1;
             }
     }
-    struct { const kp_container *c; const kp_entity *e; } rewritten[64];
+    /* the (container, entity) pairs rewritten for their attributes: at most one per entity a container holds */
+    size_t pairs = 0;
+    for (size_t i = 0; i < n->container_count; i++) pairs += n->containers[i].entity_count;
+    struct rewrite { const kp_container *c; const kp_entity *e; } *rewritten = calloc(pairs ? pairs : 1, sizeof *rewritten);
     size_t rewritten_count = 0;
     /* data changes the layout does not show: an attribute renamed, removed, retyped or
      * added as required is rewritten in every item that holds its entity */
@@ -361,7 +364,7 @@ static void plan_database(planner *P, cJSON *untouched)
             step(P, "rewrite", c->name, NULL, e->count, avg_bytes(c), 1, "the %s items in %s change (%s): each is rewritten, "
                  "an added required attribute with its backfill default", e->name, c->name, what);
             touched[i] = 1;
-            if (rewritten_count < 64) { rewritten[rewritten_count].c = c; rewritten[rewritten_count++].e = e; }
+            if (rewritten) { rewritten[rewritten_count].c = c; rewritten[rewritten_count++].e = e; }
         }
     }
     /* layout decisions that changed: a key format, a copy, an embedding. A subject may
@@ -404,6 +407,7 @@ static void plan_database(planner *P, cJSON *untouched)
             if (&n->containers[k] == c) touched[k] = 1;
     }
     free(kept);
+    free(rewritten);
     free(same);
     /* containers to drop: last, once nothing reads them */
     for (size_t i = 0; i < o->container_count; i++)
