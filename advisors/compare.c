@@ -372,6 +372,24 @@ static const char *short_num(char *buf, size_t size, double v)
     return buf;
 }
 
+/* One design's row of a totals table, its cells as text and Markdown print them alike:
+ * reads, items read, writes, items written, I/O units, storage, duplication, $/month
+ * (`no_price` where the design is not priced). */
+typedef struct totals_row { char cell[8][24]; } totals_row;
+
+static void totals_cells(const cJSON *design, const char *no_price, totals_row *r)
+{
+    const cJSON *cost = cJSON_GetObjectItem(design, "cost"), *t = cJSON_GetObjectItem(cost, "totals");
+    const cJSON *money = cJSON_GetObjectItem(cost, "monthly_usd");
+    static const char *const counts[] = {"read_requests_per_s", "items_read_per_s", "write_requests_per_s",
+                                         "items_written_per_s", "io_units_per_s"};
+    for (int k = 0; k < 5; k++) short_num(r->cell[k], sizeof r->cell[k], kp_json_num(t, counts[k]));
+    human_bytes(r->cell[5], sizeof r->cell[5], kp_json_num(t, "storage_bytes"));
+    snprintf(r->cell[6], sizeof r->cell[6], "%.2f", kp_json_num(t, "duplication"));
+    if (cJSON_IsObject(money)) snprintf(r->cell[7], sizeof r->cell[7], "%.2f", kp_json_num(money, "total"));
+    else snprintf(r->cell[7], sizeof r->cell[7], "%s", no_price);
+}
+
 const cJSON *kp_compare_find_named(const cJSON *arr, const char *name, const cJSON **cursor)
 {
     const cJSON *start = cursor && *cursor ? *cursor : arr ? arr->child : NULL;
@@ -470,15 +488,10 @@ void kp_compare_print_text(FILE *out, const cJSON *doc, int use_color)
                 "storage", "dup", "$/month");
         const cJSON *ds = cJSON_GetObjectItem(mo, "designs");
         for (const cJSON *d = ds ? ds->child : NULL; d; d = d->next) {
-            const cJSON *cost = cJSON_GetObjectItem(d, "cost"), *t = cJSON_GetObjectItem(cost, "totals");
-            const cJSON *money = cJSON_GetObjectItem(cost, "monthly_usd");
-            char a[24], b[24], c[24], e[24], f[24], g[24], price[24] = "-";
-            if (cJSON_IsObject(money)) snprintf(price, sizeof price, "%.2f", kp_json_num(money, "total"));
-            fprintf(out, "  %-28s %9s %10s %9s %10s %10s %9s %6.2f %10s\n", kp_json_str(d, "design"),
-                    short_num(a, sizeof a, kp_json_num(t, "read_requests_per_s")), short_num(b, sizeof b, kp_json_num(t, "items_read_per_s")),
-                    short_num(c, sizeof c, kp_json_num(t, "write_requests_per_s")), short_num(e, sizeof e, kp_json_num(t, "items_written_per_s")),
-                    short_num(f, sizeof f, kp_json_num(t, "io_units_per_s")), human_bytes(g, sizeof g, kp_json_num(t, "storage_bytes")),
-                    kp_json_num(t, "duplication"), price);
+            totals_row r;
+            totals_cells(d, "-", &r);
+            fprintf(out, "  %-28s %9s %10s %9s %10s %10s %9s %6s %10s\n", kp_json_str(d, "design"), r.cell[0], r.cell[1],
+                    r.cell[2], r.cell[3], r.cell[4], r.cell[5], r.cell[6], r.cell[7]);
         }
         for (const cJSON *d = ds ? ds->child : NULL; d; d = d->next) {
             const cJSON *note = cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "price_note");
@@ -563,15 +576,10 @@ static void render_markdown(FILE *f, const cJSON *doc)
                    "|---|--:|--:|--:|--:|--:|--:|--:|--:|\n");
         const cJSON *ds = cJSON_GetObjectItem(mo, "designs");
         for (const cJSON *d = ds ? ds->child : NULL; d; d = d->next) {
-            const cJSON *cost = cJSON_GetObjectItem(d, "cost"), *t = cJSON_GetObjectItem(cost, "totals");
-            const cJSON *money = cJSON_GetObjectItem(cost, "monthly_usd");
-            char a[24], b[24], c[24], e[24], g[24], h[24], price[24] = "—";
-            if (cJSON_IsObject(money)) snprintf(price, sizeof price, "%.2f", kp_json_num(money, "total"));
-            fprintf(f, "| `%s` | %s | %s | %s | %s | %s | %s | %.2f | %s |\n", kp_json_str(d, "design"),
-                    short_num(a, sizeof a, kp_json_num(t, "read_requests_per_s")), short_num(b, sizeof b, kp_json_num(t, "items_read_per_s")),
-                    short_num(c, sizeof c, kp_json_num(t, "write_requests_per_s")), short_num(e, sizeof e, kp_json_num(t, "items_written_per_s")),
-                    short_num(g, sizeof g, kp_json_num(t, "io_units_per_s")), human_bytes(h, sizeof h, kp_json_num(t, "storage_bytes")),
-                    kp_json_num(t, "duplication"), price);
+            totals_row r;
+            totals_cells(d, "—", &r);
+            fprintf(f, "| `%s` | %s | %s | %s | %s | %s | %s | %s | %s |\n", kp_json_str(d, "design"), r.cell[0], r.cell[1],
+                    r.cell[2], r.cell[3], r.cell[4], r.cell[5], r.cell[6], r.cell[7]);
         }
         for (const cJSON *d = ds ? ds->child : NULL; d; d = d->next) {
             const cJSON *note = cJSON_GetObjectItem(cJSON_GetObjectItem(d, "cost"), "price_note");
