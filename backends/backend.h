@@ -433,6 +433,25 @@ struct kp_backend {
     int (*export_open)(const kp_design *, const char *dir, const char *prefix, kp_exporter **out, kp_error *);
     int (*export_item)(kp_exporter *, const kp_item *item, kp_error *);
     int (*export_close)(kp_exporter *, const cJSON *marker, int is_ok, char *note, size_t note_size, kp_error *);
+
+    /* ---- added for issue #15 (migrate); optional: NULL when not provided ----
+     *
+     * read_records: every record the design's containers hold on the target, decoded back
+     * into neutral objects (the attributes of its entity, canonical values), each passed to
+     * on_record, which takes ownership of the object; keyplan's marker is skipped. A record
+     * held in several places (Cassandra query tables, a MongoDB subset copy) may be passed
+     * once per place: the caller merges them by key. Copies a design keeps of another
+     * record's attributes (extended references) are not records and are not passed.
+     * migrate_schema: with is_final 0, creates on the target what `to` needs and `from`
+     * lacks (containers, indexes, columns), keeping everything `from` has so readers of the
+     * old version keep working; sets *emptied when it had to rebuild a container (its items
+     * are gone and must all be written again) and says in note what was not online. With
+     * is_final 1, removes what only `from` has. Both may be run again after an interruption. */
+    int (*read_records)(kp_conn *, const kp_design *,
+                        int (*on_record)(void *ctx, const kp_entity *entity, cJSON *object, kp_error *err), void *ctx,
+                        kp_error *);
+    int (*migrate_schema)(kp_conn *, const kp_design *from, const kp_design *to, int is_final, int *emptied,
+                          char *note, size_t note_size, kp_error *);
 };
 
 /* ---- the registry: the only place that names every database ------------------------- */

@@ -36,6 +36,8 @@ extern const char cmd_teardown_help[];
 int cmd_compare(int argc, char **argv);
 extern const char cmd_compare_help[];
 int cmd_diff(int argc, char **argv);
+int cmd_migrate(int argc, char **argv);
+extern const char cmd_migrate_help[];
 extern const char cmd_diff_help[];
 int cmd_run(int argc, char **argv);
 extern const char cmd_run_help[];

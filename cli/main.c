@@ -21,6 +21,7 @@ const kp_command kp_commands[] = {
     {"seed", cmd_seed, "write the sample data into live targets, resumably", cmd_seed_help},
     {"verify", cmd_verify, "check every access pattern on a seeded target against the oracle", cmd_verify_help},
     {"teardown", cmd_teardown, "remove what keyplan created under a prefix", cmd_teardown_help},
+    {"migrate", cmd_migrate, "carry a seeded target to a new model version: online, resumable, throttled", cmd_migrate_help},
     {"diff", cmd_diff, "what a change between two model versions does to readers and to each design", cmd_diff_help},
     {"run", cmd_run, "the design-review gate: check, advise, seed, verify --writes, reports", cmd_run_help},
     {"help", cmd_help, "show help for keyplan or one command", cmd_help_help},

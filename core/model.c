@@ -276,7 +276,7 @@ enum attr_context { CTX_ENTITY, CTX_FIELD, CTX_ITEM };
 static const char *const attr_keys[] = {"type", "values", "fields", "items", "key", "value", "avg_items",
                                         "max_items", "optional", "presence", "size", "max_size", "unique",
                                         "encoding", "format", "min", "max", "copy_of", "derived", "description",
-                                        NULL};
+                                        "renamed_from", "backfill", NULL};
 static const char *const field_keys[] = {"type", "values", "fields", "items", "key", "value", "avg_items",
                                          "max_items", "optional", "presence", "size", "max_size", "encoding",
                                          "format", "min", "max", "description", NULL};
@@ -493,6 +493,26 @@ static int parse_attr(kp_parser *P, const cJSON *node, const char *name, kp_enti
         if (desc) {
             if (kp_expect_string(P, desc, "\"description\"")) return -1;
             a->description = kp_pstrdup(P, desc->valuestring);
+        }
+        /* model versions (keyplan migrate): the name it had, the value existing records get */
+        const cJSON *was = cJSON_GetObjectItemCaseSensitive(node, "renamed_from");
+        if (was) {
+            if (kp_expect_string(P, was, "\"renamed_from\"")) return -1;
+            if (strcmp(was->valuestring, name) == 0)
+                return kp_perr(P, was, 0, "'%s' is \"renamed_from\" itself; give the name the attribute had in the "
+                               "previous version of the model", name);
+            a->renamed_from = kp_pstrdup(P, was->valuestring);
+        }
+        const cJSON *backfill = cJSON_GetObjectItemCaseSensitive(node, "backfill");
+        if (backfill) {
+            const cJSON *bad = NULL;
+            char why[300];
+            if (cJSON_IsNull(backfill))
+                return kp_perr(P, backfill, 0, "\"backfill\" of '%s' is null; give a value, or make '%s' optional and "
+                               "leave \"backfill\" out", name, name);
+            if (kp_value_check(&a->type, backfill, P->doc, &bad, why, sizeof why))
+                return kp_perr(P, bad, 0, "\"backfill\" of '%s': %s", name, why);
+            a->backfill = backfill;
         }
     }
     *out = a;

@@ -119,6 +119,8 @@ struct kp_attr {
     kp_copy *copy_of;           /* NULL unless a denormalised copy */
     kp_derived *derived;        /* NULL unless a derived aggregate */
     const char *description;
+    const char *renamed_from;   /* model versions: the name it had in the previous version, or NULL */
+    const cJSON *backfill;      /* model versions: the value records of the previous version get, or NULL */
     kp_pos pos;                 /* where it is declared */
 };
 

@@ -496,7 +496,14 @@ static void draw_bar(pipeline *p, int is_final)
 static cJSON *build_marker(const kp_seed_options *o, const kp_seed_report *r, const long *acknowledged,
                            const long *totals, const char *status)
 {
-    const kp_model *m = o->model;
+    return kp_seed_marker_new(o->model, o->design, r->backend, r->data_hash, acknowledged, totals, r->containers,
+                              r->container_count, status);
+}
+
+cJSON *kp_seed_marker_new(const kp_model *m, const kp_design *design, const char *backend, const char *data_hash,
+                          const long *acknowledged, const long *totals, const kp_seed_container *containers,
+                          size_t container_count, const char *status)
+{
     cJSON *mk = cJSON_CreateObject();
     if (!mk) return NULL;
     char now[32];
@@ -505,11 +512,11 @@ static cJSON *build_marker(const kp_seed_options *o, const kp_seed_report *r, co
     cJSON_AddNumberToObject(mk, "schema_version", KP_MARKER_SCHEMA_VERSION);
     cJSON_AddStringToObject(mk, "model", m->name ? m->name : "");
     cJSON_AddStringToObject(mk, "model_hash", m->hash);
-    cJSON_AddStringToObject(mk, "data_hash", r->data_hash);
+    cJSON_AddStringToObject(mk, "data_hash", data_hash);
     cJSON_AddNumberToObject(mk, "scale", m->scale);
-    cJSON_AddStringToObject(mk, "backend", r->backend);
-    cJSON_AddStringToObject(mk, "design", o->design->candidate);
-    cJSON_AddStringToObject(mk, "design_hash", o->design->fingerprint);
+    cJSON_AddStringToObject(mk, "backend", backend);
+    cJSON_AddStringToObject(mk, "design", design->candidate);
+    cJSON_AddStringToObject(mk, "design_hash", design->fingerprint);
     cJSON_AddStringToObject(mk, "status", status);
     cJSON *ack = cJSON_AddObjectToObject(mk, "acknowledged");
     cJSON *rec = cJSON_AddObjectToObject(mk, "records");
@@ -519,8 +526,8 @@ static cJSON *build_marker(const kp_seed_options *o, const kp_seed_report *r, co
     }
     if (strcmp(status, "complete") == 0) {
         cJSON *items = cJSON_AddObjectToObject(mk, "items");
-        for (size_t i = 0; items && i < r->container_count; i++)
-            cJSON_AddNumberToObject(items, r->containers[i].name, (double)r->containers[i].items);
+        for (size_t i = 0; items && i < container_count; i++)
+            cJSON_AddNumberToObject(items, containers[i].name, (double)containers[i].items);
     }
     cJSON_AddStringToObject(mk, "updated_at", now);
     return mk;

@@ -185,6 +185,13 @@ const char *kp_seed_action_name(kp_seed_action action);
 /* The data hash defined above, as 16 hex digits into out[17]. 0, or -1 when out of memory. */
 int kp_seed_data_hash(const kp_dataset *data, char out[17], kp_error *err);
 
+/* The marker seeding writes (status "seeding", "complete", ...): acknowledged and total
+ * records per entity (model order), and, when complete, the items per container.
+ * `keyplan migrate` leaves the one a complete seed of the new model's data would. */
+cJSON *kp_seed_marker_new(const kp_model *model, const kp_design *design, const char *backend, const char *data_hash,
+                          const long *acknowledged, const long *totals, const kp_seed_container *containers,
+                          size_t container_count, const char *status);
+
 /* Does the marker describe this model, data and design? Returns 1 when it does; 0
  * when it does not, with a sentence saying what differs in why (empty for markers
  * keyplan did not write). data_hash may be NULL (not compared). */

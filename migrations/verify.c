@@ -569,6 +569,10 @@ static int check_marker(kp_vctx *v, const kp_target_state *state, kp_error *err)
         return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "a previous `keyplan verify --writes` on this %s target was "
                             "interrupted before it undid its changes, so the target no longer matches the data; "
                             "re-seed it with `keyplan seed --force`, then verify again", v->b->name);
+    if (strcmp(s, "migrating") == 0)
+        return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "a `keyplan migrate` of this %s target to another version of "
+                            "the model has not finished; rerun the same migrate command to finish it, then verify "
+                            "with the new model and the data it wrote", v->b->name);
     if (strcmp(s, "complete") != 0)
         return kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "seeding of this %s target has not finished (status '%s'); "
                             "rerun the same `keyplan seed` command to complete it", v->b->name, s);

@@ -161,6 +161,11 @@ int kp_cq_poll(kp_conn *conn, int timeout_ms, kp_error *err);
 int kp_cq_read_back(kp_conn *conn, const kp_design *d, kp_readback *out, kp_error *err);
 int kp_cq_delete_items(kp_conn *conn, const kp_design *d, const kp_item_list *items, kp_error *err);
 int kp_cq_server_item_limit(kp_conn *conn, double *bytes, kp_error *err);
+int kp_cq_read_records(kp_conn *conn, const kp_design *d,
+                       int (*on_record)(void *ctx, const kp_entity *entity, cJSON *object, kp_error *err), void *ctx,
+                       kp_error *err);
+int kp_cq_migrate_schema(kp_conn *conn, const kp_design *from, const kp_design *to, int is_final, int *emptied,
+                         char *note, size_t note_size, kp_error *err);
 kp_cql_client *kp_cq_conn_client(kp_conn *conn);
 const char *kp_cq_conn_keyspace(kp_conn *conn, const kp_design *d);
 const char *kp_cq_conn_prefix(kp_conn *conn);

@@ -576,3 +576,166 @@ int kp_cq_server_item_limit(kp_conn *conn, double *bytes, kp_error *err)
     *bytes = mutation_kb > 0 ? mutation_kb * 1024 : segment_mb > 0 ? segment_mb * 1024 * 1024 / 2 : 0;
     return 0;
 }
+
+/* ---- migrate: records read back, schema changes ------------------------------------------------------ */
+
+int kp_cq_read_records(kp_conn *conn, const kp_design *d,
+                       int (*on_record)(void *ctx, const kp_entity *entity, cJSON *object, kp_error *err), void *ctx,
+                       kp_error *err)
+{
+    kp_cq_conn *c = (kp_cq_conn *)conn;
+    kp_cq_conn_keyspace(conn, d);
+    const cq_layout *L = d->layout;
+    for (size_t i = 0; i < L->table_count; i++) {
+        const cq_table *t = L->tables[i];
+        cJSON *rows = NULL;
+        if (kp_cql_fetch_all(c->client, NULL, kp_arena_printf(&c->arena, "SELECT * FROM %s", qname(c, t->name)), NULL, 5000,
+                             &rows, NULL, err)) {
+            cJSON_Delete(rows);
+            return -1;
+        }
+        int rc = 0;
+        const cJSON *prev = NULL;
+        for (const cJSON *row = rows ? rows->child : NULL; row && rc == 0; row = row->next) {
+            if (t->parent && (!prev || !same_partition(t, prev, row))) {
+                cJSON *parent = kp_cq_record_of(t, row, 1, err);
+                rc = parent ? on_record(ctx, t->parent, parent, err) : -1;
+            }
+            prev = row;
+            int has_row = 1;
+            for (size_t k = t->pk_count; k < t->pk_count + t->ck_count; k++) {
+                const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, t->cols[k].name);
+                if (!v || cJSON_IsNull(v)) has_row = 0;
+            }
+            if (rc || !has_row) continue;
+            cJSON *object = kp_cq_record_of(t, row, 0, err);
+            rc = object ? on_record(ctx, t->entity, object, err) : -1;
+        }
+        cJSON_Delete(rows);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+static const cq_table *table_named(const cq_layout *L, const char *name)
+{
+    for (size_t i = 0; i < L->table_count; i++)
+        if (strcmp(L->tables[i]->name, name) == 0) return L->tables[i];
+    return NULL;
+}
+
+static const cq_column *column_named(const cq_table *t, const char *name)
+{
+    for (size_t i = 0; i < t->col_count; i++)
+        if (strcmp(t->cols[i].name, name) == 0) return &t->cols[i];
+    return NULL;
+}
+
+/* Same primary key (columns, types, order), and every column both hold of one type and role:
+ * the table can be changed with ALTER TABLE. */
+static int alterable(const cq_table *a, const cq_table *b)
+{
+    if (a->pk_count != b->pk_count || a->ck_count != b->ck_count) return 0;
+    for (size_t i = 0; i < a->pk_count + a->ck_count; i++)
+        if (strcmp(a->cols[i].name, b->cols[i].name) || strcmp(a->cols[i].cql_type, b->cols[i].cql_type) ||
+            a->cols[i].is_desc != b->cols[i].is_desc)
+            return 0;
+    for (size_t i = 0; i < b->col_count; i++) {
+        const cq_column *x = column_named(a, b->cols[i].name);
+        if (x && (strcmp(x->cql_type, b->cols[i].cql_type) || (x->role == CQ_STATIC) != (b->cols[i].role == CQ_STATIC))) return 0;
+    }
+    return 1;
+}
+
+/* The columns the live table has (system_schema), as rows with column_name. */
+static int live_columns(kp_cq_conn *c, const char *table, cJSON **rows, kp_error *err)
+{
+    *rows = NULL;
+    kp_cql_values v = {0};
+    const kp_cql_type *text = NULL;
+    kp_cql_type_parse("text", &c->arena, &text, err);
+    cJSON *ks = cJSON_CreateString(c->keyspace), *tn = cJSON_CreateString(table);
+    int rc = kp_cql_values_add_json(&v, NULL, text, ks, err);
+    if (rc == 0) rc = kp_cql_values_add_json(&v, NULL, text, tn, err);
+    cJSON_Delete(ks);
+    cJSON_Delete(tn);
+    if (rc == 0)
+        rc = kp_cql_fetch_all(c->client, NULL, "SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? "
+                              "AND table_name = ?", &v, 1000, rows, NULL, err);
+    kp_cql_values_free(&v);
+    return rc;
+}
+
+static int has_column(const cJSON *rows, const char *name)
+{
+    for (const cJSON *r = rows ? rows->child : NULL; r; r = r->next) {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(r, "column_name");
+        if (cJSON_IsString(n) && !strcmp(n->valuestring, name)) return 1;
+    }
+    return 0;
+}
+
+static void note_add(char *note, size_t size, const char *text)
+{
+    size_t n = strlen(note);
+    if (n + 2 < size) snprintf(note + n, size - n, "%s%s", n ? "; " : "", text);
+}
+
+int kp_cq_migrate_schema(kp_conn *conn, const kp_design *from, const kp_design *to, int is_final, int *emptied,
+                         char *note, size_t note_size, kp_error *err)
+{
+    kp_cq_conn *c = (kp_cq_conn *)conn;
+    kp_cq_conn_keyspace(conn, to);
+    const cq_layout *F = from->layout, *T = to->layout;
+    if (!is_final && ensure_keyspace(c, err)) return -1;
+    int rc = 0;
+    if (is_final) {
+        for (size_t i = 0; i < F->table_count && rc == 0; i++) {
+            const cq_table *old = F->tables[i], *now = table_named(T, old->name);
+            if (!now) {
+                rc = kp_cql_query(c->client, kp_arena_printf(&c->arena, "DROP TABLE IF EXISTS %s", qname(c, old->name)),
+                                  NULL, NULL, NULL, err);
+                continue;
+            }
+            cJSON *cols = NULL;
+            rc = live_columns(c, now->name, &cols, err);
+            for (const cJSON *r = cols ? cols->child : NULL; r && rc == 0; r = r->next) {
+                const char *name = cJSON_GetObjectItemCaseSensitive(r, "column_name")->valuestring;
+                if (column_named(now, name)) continue;
+                char q[300];
+                kp_cql_quote_identifier(name, q, sizeof q);
+                rc = kp_cql_query(c->client, kp_arena_printf(&c->arena, "ALTER TABLE %s DROP %s", qname(c, now->name), q),
+                                  NULL, NULL, NULL, err);
+            }
+            cJSON_Delete(cols);
+        }
+        return rc;
+    }
+    for (size_t i = 0; i < T->table_count && rc == 0; i++) {
+        const cq_table *now = T->tables[i], *old = table_named(F, now->name);
+        if (old && !alterable(old, now)) {
+            char line[600];
+            snprintf(line, sizeof line, "table %s is dropped and created again: its primary key or a column's type "
+                     "changes, which ALTER TABLE cannot do (not online: it is empty until its rows are written again)",
+                     now->name);
+            note_add(note, note_size, line);
+            *emptied = 1;
+            rc = kp_cql_query(c->client, kp_arena_printf(&c->arena, "DROP TABLE IF EXISTS %s", qname(c, now->name)), NULL,
+                              NULL, NULL, err);
+            old = NULL;
+        }
+        if (rc == 0) rc = kp_cql_query(c->client, kp_cq_create_table(&c->arena, now, c->keyspace, ""), NULL, NULL, NULL, err);
+        if (rc || !old) continue;
+        cJSON *cols = NULL;
+        rc = live_columns(c, now->name, &cols, err);
+        for (size_t k = 0; k < now->col_count && rc == 0; k++) {
+            if (has_column(cols, now->cols[k].name)) continue;
+            rc = kp_cql_query(c->client, kp_arena_printf(&c->arena, "ALTER TABLE %s ADD %s %s%s", qname(c, now->name),
+                                                         now->cols[k].quoted, now->cols[k].cql_type,
+                                                         now->cols[k].role == CQ_STATIC ? " STATIC" : ""),
+                              NULL, NULL, NULL, err);
+        }
+        cJSON_Delete(cols);
+    }
+    return rc;
+}

@@ -192,11 +192,11 @@ int kp_ddb_inspect(kp_conn *conn, const kp_design *d, kp_target_state *out, kp_e
     return 0;
 }
 
-static int wait_active(kp_ddb_conn *c, const char *table, kp_error *err)
+static int wait_active(kp_ddb_conn *c, const char *table, long limit_ms, kp_error *err)
 {
     /* 10, 20, 40, 80 ms, then every 100 ms: a local server is ACTIVE at once, AWS takes seconds */
     long pause_ms = 10, waited_ms = 0;
-    while (waited_ms < 60000) {
+    while (waited_ms < limit_ms) {
         cJSON *desc = NULL;
         int missing = 0;
         if (describe(c, table, &desc, &missing, err)) return -1;
@@ -215,7 +215,8 @@ static int wait_active(kp_ddb_conn *c, const char *table, kp_error *err)
         waited_ms += pause_ms;
         pause_ms = pause_ms * 2 > 100 ? 100 : pause_ms * 2;
     }
-    return kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "table %s did not become ACTIVE within 60 s", table);
+    return kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "table %s (or an index of it) did not become ACTIVE within %ld s; "
+                        "run the command again once it is", table, limit_ms / 1000);
 }
 
 int kp_ddb_apply_schema(kp_conn *conn, const kp_design *d, kp_error *err)
@@ -233,7 +234,7 @@ int kp_ddb_apply_schema(kp_conn *conn, const kp_design *d, kp_error *err)
         rc = 0; /* it exists: inspect decided it is ours */
     }
     if (rc) return -1;
-    return wait_active(c, table, err);
+    return wait_active(c, table, 60000, err);
 }
 
 int kp_ddb_drop(kp_conn *conn, const kp_design *d, kp_error *err)
@@ -444,3 +445,195 @@ int kp_ddb_read_back(kp_conn *conn, const kp_design *d, kp_readback *out, kp_err
     return 0;
 }
 
+
+/* ---- migrate: records read back, schema changes ------------------------------------------------------ */
+
+int kp_ddb_read_records(kp_conn *conn, const kp_design *d,
+                        int (*on_record)(void *ctx, const kp_entity *entity, cJSON *object, kp_error *err), void *ctx,
+                        kp_error *err)
+{
+    kp_ddb_conn *c = (kp_ddb_conn *)conn;
+    const ddb_layout *L = d->layout;
+    char table[512];
+    snprintf(table, sizeof table, "%s", kp_ddb_conn_table(c, L->table));
+    cJSON *start = NULL;
+    do {
+        cJSON *req = cJSON_CreateObject();
+        cJSON_AddStringToObject(req, "TableName", table);
+        cJSON_AddBoolToObject(req, "ConsistentRead", 1);
+        if (start) cJSON_AddItemToObject(req, "ExclusiveStartKey", start);
+        start = NULL;
+        cJSON *resp = NULL;
+        int rc = kp_ddb_call(c->client, "Scan", req, &resp, err);
+        cJSON_Delete(req);
+        if (rc) return -1;
+        const cJSON *items = cJSON_GetObjectItemCaseSensitive(resp, "Items");
+        for (const cJSON *it = items ? items->child : NULL; it && rc == 0; it = it->next) {
+            const cJSON *type = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(it, KP_DDB_TYPE_ATTR), "S");
+            if (!cJSON_IsString(type)) continue; /* the marker, or an item keyplan did not write */
+            const kp_entity *e = kp_model_entity(d->model, type->valuestring);
+            if (!e) {
+                const cJSON *pk = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(it, "PK"), "S");
+                rc = kp_error_set(err, KP_ERR_DATA, NULL, 0, 0, "the item PK=%s names entity \"%s\", which the model lacks",
+                                  cJSON_IsString(pk) ? pk->valuestring : "?", type->valuestring);
+                break;
+            }
+            cJSON *object = cJSON_CreateObject();
+            for (size_t i = 0; object && rc == 0 && i < e->attr_count; i++) {
+                const cJSON *av = cJSON_GetObjectItemCaseSensitive(it, e->attrs[i]->name);
+                if (!av) continue;
+                cJSON *v = kp_ddb_from_attribute_value(&e->attrs[i]->type, av, err);
+                if (!v) { rc = -1; break; }
+                if (cJSON_IsNull(v)) cJSON_Delete(v);
+                else cJSON_AddItemToObject(object, e->attrs[i]->name, v);
+            }
+            if (!object) rc = kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+            if (rc) { cJSON_Delete(object); break; }
+            rc = on_record(ctx, e, object, err);
+        }
+        const cJSON *last = cJSON_GetObjectItemCaseSensitive(resp, "LastEvaluatedKey");
+        if (rc == 0 && cJSON_IsObject(last) && last->child) start = cJSON_Duplicate(last, 1);
+        cJSON_Delete(resp);
+        if (rc) return -1;
+    } while (start);
+    return 0;
+}
+
+/* The names of the live table's indexes of one kind ("GlobalSecondaryIndexes"), as a JSON
+ * array of strings; NULL when the table is missing (*missing set). */
+static int live_indexes(kp_ddb_conn *c, const char *table, cJSON **gsis, cJSON **lsis, int *missing, kp_error *err)
+{
+    cJSON *desc = NULL;
+    *gsis = cJSON_CreateArray();
+    *lsis = cJSON_CreateArray();
+    if (describe(c, table, &desc, missing, err)) return -1;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(desc, "Table");
+    const char *kinds[2] = {"GlobalSecondaryIndexes", "LocalSecondaryIndexes"};
+    for (int k = 0; k < 2; k++) {
+        const cJSON *list = cJSON_GetObjectItemCaseSensitive(t, kinds[k]);
+        for (const cJSON *x = list ? list->child : NULL; x; x = x->next) {
+            const cJSON *name = cJSON_GetObjectItemCaseSensitive(x, "IndexName");
+            if (cJSON_IsString(name)) cJSON_AddItemToArray(k ? *lsis : *gsis, cJSON_CreateString(name->valuestring));
+        }
+    }
+    cJSON_Delete(desc);
+    return 0;
+}
+
+static int has_string(const cJSON *array, const char *s)
+{
+    for (const cJSON *x = array ? array->child : NULL; x; x = x->next)
+        if (cJSON_IsString(x) && strcmp(x->valuestring, s) == 0) return 1;
+    return 0;
+}
+
+static int update_index(kp_ddb_conn *c, const char *table, const ddb_index *gsi, int is_create, kp_error *err)
+{
+    cJSON *req = cJSON_CreateObject();
+    cJSON_AddStringToObject(req, "TableName", table);
+    if (is_create) {
+        cJSON *defs = cJSON_AddArrayToObject(req, "AttributeDefinitions");
+        attribute(defs, gsi->pk_attr);
+        attribute(defs, gsi->sk_attr);
+    }
+    cJSON *updates = cJSON_AddArrayToObject(req, "GlobalSecondaryIndexUpdates");
+    cJSON *u = cJSON_CreateObject();
+    cJSON *x = cJSON_AddObjectToObject(u, is_create ? "Create" : "Delete");
+    cJSON_AddStringToObject(x, "IndexName", gsi->name);
+    if (is_create) {
+        key_schema(x, gsi->pk_attr, gsi->sk_attr);
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(x, "Projection"), "ProjectionType", "ALL");
+    }
+    cJSON_AddItemToArray(updates, u);
+    cJSON *resp = NULL;
+    int rc = kp_ddb_call(c->client, "UpdateTable", req, &resp, err);
+    cJSON_Delete(req);
+    cJSON_Delete(resp);
+    return rc;
+}
+
+static void note_add(char *note, size_t size, const char *text)
+{
+    size_t n = strlen(note);
+    if (n + 2 < size) snprintf(note + n, size - n, "%s%s", n ? "; " : "", text);
+}
+
+/* Drops the table and creates it with `to`'s indexes: every item must be written again. */
+static int rebuild(kp_ddb_conn *c, const kp_design *from, const kp_design *to, int *emptied, kp_error *err)
+{
+    if (kp_ddb_drop((kp_conn *)c, from, err) || kp_ddb_apply_schema((kp_conn *)c, to, err)) return -1;
+    *emptied = 1;
+    return 0;
+}
+
+int kp_ddb_migrate_schema(kp_conn *conn, const kp_design *from, const kp_design *to, int is_final, int *emptied,
+                          char *note, size_t note_size, kp_error *err)
+{
+    kp_ddb_conn *c = (kp_ddb_conn *)conn;
+    const ddb_layout *T = to->layout;
+    char table[512], line[800];
+    snprintf(table, sizeof table, "%s", kp_ddb_conn_table(c, T->table));
+    cJSON *gsis = NULL, *lsis = NULL;
+    int missing = 0, rc = 0;
+    if (live_indexes(c, table, &gsis, &lsis, &missing, err)) { cJSON_Delete(gsis); cJSON_Delete(lsis); return -1; }
+    if (missing) {
+        cJSON_Delete(gsis);
+        cJSON_Delete(lsis);
+        if (is_final) return 0;
+        *emptied = 1;
+        return kp_ddb_apply_schema(conn, to, err);
+    }
+    if (is_final) {
+        for (const cJSON *g = gsis->child; g && rc == 0; g = g->next) {
+            int kept = 0;
+            for (size_t i = 0; i < T->gsi_count; i++) kept |= strcmp(T->gsi[i].name, g->valuestring) == 0;
+            if (kept) continue;
+            ddb_index gone = {.kind = DDB_GSI, .name = g->valuestring};
+            rc = update_index(c, table, &gone, 0, err);
+            if (rc == 0) rc = wait_active(c, table, 600000, err);
+            cJSON *now = NULL, *nl = NULL;
+            int m = 0;
+            if (rc == 0 && live_indexes(c, table, &now, &nl, &m, err) == 0 && has_string(now, g->valuestring)) {
+                snprintf(line, sizeof line, "the server accepted the deletion of index %s but still has it (dynalite "
+                         "implements only throughput updates); it is unused and can be left or dropped by hand", g->valuestring);
+                note_add(note, note_size, line);
+            }
+            cJSON_Delete(now);
+            cJSON_Delete(nl);
+        }
+        cJSON_Delete(gsis);
+        cJSON_Delete(lsis);
+        return rc;
+    }
+    /* local indexes exist only from the table's creation: another set means a rebuild */
+    int same_lsis = (size_t)cJSON_GetArraySize(lsis) == T->lsi_count;
+    for (size_t i = 0; i < T->lsi_count; i++) same_lsis &= has_string(lsis, T->lsi[i].name);
+    if (!same_lsis) {
+        snprintf(line, sizeof line, "table %s is rebuilt: its local secondary indexes change and DynamoDB creates those "
+                 "only with the table (not online: the table is empty until every item is written again)", table);
+        note_add(note, note_size, line);
+        rc = rebuild(c, from, to, emptied, err);
+    }
+    for (size_t i = 0; rc == 0 && same_lsis && i < T->gsi_count; i++) {
+        if (has_string(gsis, T->gsi[i].name)) continue;
+        rc = update_index(c, table, &T->gsi[i], 1, err);
+        cJSON *now = NULL, *nl = NULL;
+        int m = 0;
+        if (rc == 0) rc = live_indexes(c, table, &now, &nl, &m, err);
+        if (rc == 0 && !has_string(now, T->gsi[i].name)) {
+            snprintf(line, sizeof line, "the server accepted the creation of index %s but did not create it (dynalite "
+                     "implements only throughput updates): table %s is rebuilt instead (not online: the table is empty "
+                     "until every item is written again); DynamoDB itself creates it online", T->gsi[i].name, table);
+            note_add(note, note_size, line);
+            rc = rebuild(c, from, to, emptied, err);
+            same_lsis = 0; /* rebuilt with every index: done */
+        } else if (rc == 0) {
+            rc = wait_active(c, table, 3600000, err); /* DynamoDB backfills the new index from the items */
+        }
+        cJSON_Delete(now);
+        cJSON_Delete(nl);
+    }
+    cJSON_Delete(gsis);
+    cJSON_Delete(lsis);
+    return rc;
+}

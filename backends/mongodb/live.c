@@ -143,45 +143,83 @@ static void warn_validators(kp_mg_conn *c, const char *why)
             kp_mg_client_uri(c->client), why);
 }
 
+/* The names of a collection's indexes on the server (listIndexes); an empty array when none. */
+static int live_index_names(kp_mg_conn *c, const char *name, cJSON **names, kp_error *err)
+{
+    *names = cJSON_CreateArray();
+    cJSON *cmd = cJSON_CreateObject(), *reply = NULL;
+    cJSON_AddStringToObject(cmd, "listIndexes", name);
+    int code = 0;
+    kp_error e;
+    kp_error_clear(&e);
+    int rc = kp_mg_command(c->client, cmd, &reply, &code, &e);
+    cJSON_Delete(cmd);
+    if (rc && code == 26) { cJSON_Delete(reply); return 0; } /* NamespaceNotFound */
+    if (rc) { cJSON_Delete(reply); *err = e; return -1; }
+    const cJSON *batch = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(reply, "cursor"), "firstBatch");
+    for (const cJSON *x = batch ? batch->child : NULL; x; x = x->next) {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(x, "name");
+        if (cJSON_IsString(n)) cJSON_AddItemToArray(*names, cJSON_CreateString(n->valuestring));
+    }
+    cJSON_Delete(reply);
+    return 0;
+}
+
+/* Creates a collection (an existing one is kept) and the indexes it lacks: with
+ * `only_missing`, the server's index list is read first and only the others are built
+ * (FerretDB fails a createIndexes that repeats an existing index). */
+static int create_collection(kp_mg_conn *c, const kp_design *d, const mg_collection *col, int only_missing, kp_error *err)
+{
+    char name[512];
+    snprintf(name, sizeof name, "%s", kp_mg_conn_collection(c, col->name));
+    cJSON *cmd = cJSON_CreateObject();
+    cJSON_AddStringToObject(cmd, "create", name);
+    cJSON_AddItemToObject(cmd, "validator", kp_mg_json_schema(d, col));
+    int code = 0;
+    kp_error e;
+    kp_error_clear(&e);
+    int rc = kp_mg_command(c->client, cmd, NULL, &code, &e);
+    cJSON_Delete(cmd);
+    if (rc && code == 238) { /* NotImplemented: FerretDB */
+        warn_validators(c, "NotImplemented");
+        cmd = cJSON_CreateObject();
+        cJSON_AddStringToObject(cmd, "create", name);
+        kp_error_clear(&e);
+        rc = kp_mg_command(c->client, cmd, NULL, &code, &e);
+        cJSON_Delete(cmd);
+    }
+    if (rc && code == 48) rc = 0; /* NamespaceExists: inspect decided it is ours */
+    if (rc) { *err = e; return -1; }
+    cJSON *specs = kp_mg_index_specs(col), *have = NULL;
+    if (only_missing && live_index_names(c, name, &have, err)) { cJSON_Delete(specs); return -1; }
+    cJSON *spec = specs->child;
+    while (spec && have) {
+        cJSON *next = spec->next;
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(spec, "name");
+        for (const cJSON *h = have->child; h; h = h->next)
+            if (cJSON_IsString(n) && strcmp(h->valuestring, n->valuestring) == 0) {
+                cJSON_Delete(cJSON_DetachItemViaPointer(specs, spec));
+                break;
+            }
+        spec = next;
+    }
+    cJSON_Delete(have);
+    if (!specs->child) { cJSON_Delete(specs); return 0; }
+    cmd = cJSON_CreateObject();
+    cJSON_AddStringToObject(cmd, "createIndexes", name);
+    cJSON_AddItemToObject(cmd, "indexes", specs);
+    rc = kp_mg_command(c->client, cmd, NULL, NULL, err);
+    cJSON_Delete(cmd);
+    return rc ? -1 : 0;
+}
+
 int kp_mg_apply_schema(kp_conn *conn, const kp_design *d, kp_error *err)
 {
     kp_mg_conn *c = (kp_mg_conn *)conn;
     kp_mg_conn_use(c, d);
     const mg_layout *L = d->layout;
-    for (size_t i = 0; i < L->collection_count; i++) {
-        const mg_collection *col = L->collections[i];
-        char name[512];
-        snprintf(name, sizeof name, "%s", kp_mg_conn_collection(c, col->name));
-        cJSON *cmd = cJSON_CreateObject();
-        cJSON_AddStringToObject(cmd, "create", name);
-        cJSON_AddItemToObject(cmd, "validator", kp_mg_json_schema(d, col));
-        int code = 0;
-        kp_error e;
-        kp_error_clear(&e);
-        int rc = kp_mg_command(c->client, cmd, NULL, &code, &e);
-        cJSON_Delete(cmd);
-        if (rc && code == 238) { /* NotImplemented: FerretDB */
-            warn_validators(c, "NotImplemented");
-            cmd = cJSON_CreateObject();
-            cJSON_AddStringToObject(cmd, "create", name);
-            kp_error_clear(&e);
-            rc = kp_mg_command(c->client, cmd, NULL, &code, &e);
-            cJSON_Delete(cmd);
-        }
-        if (rc && code == 48) rc = 0; /* NamespaceExists: inspect decided it is ours */
-        if (rc) { *err = e; return -1; }
-        cJSON *specs = kp_mg_index_specs(col);
-        if (specs->child) {
-            cmd = cJSON_CreateObject();
-            cJSON_AddStringToObject(cmd, "createIndexes", name);
-            cJSON_AddItemToObject(cmd, "indexes", specs);
-            rc = kp_mg_command(c->client, cmd, NULL, NULL, err);
-            cJSON_Delete(cmd);
-            if (rc) return -1;
-        } else {
-            cJSON_Delete(specs);
-        }
-    }
+    for (size_t i = 0; i < L->collection_count; i++)
+        if (create_collection(c, d, L->collections[i], 0, err)) return -1;
     return 0;
 }
 
@@ -264,6 +302,111 @@ int kp_mg_read_back(kp_conn *conn, const kp_design *d, kp_readback *out, kp_erro
             e->checksum ^= kp_item_hash(doc);
         }
         cJSON_Delete(docs);
+    }
+    return 0;
+}
+
+/* ---- migrate: records read back, schema changes ------------------------------------------------------ */
+
+int kp_mg_read_records(kp_conn *conn, const kp_design *d,
+                       int (*on_record)(void *ctx, const kp_entity *entity, cJSON *object, kp_error *err), void *ctx,
+                       kp_error *err)
+{
+    kp_mg_conn *c = (kp_mg_conn *)conn;
+    kp_mg_conn_use(c, d);
+    const mg_layout *L = d->layout;
+    for (size_t i = 0; i < L->collection_count; i++) {
+        const mg_collection *col = L->collections[i];
+        cJSON *options = cJSON_CreateObject();
+        cJSON_AddNumberToObject(options, "batchSize", 10000);
+        cJSON *docs = NULL;
+        int rc = kp_mg_find(c->client, kp_mg_conn_collection(c, col->name), NULL, options, &docs, err);
+        cJSON_Delete(options);
+        for (const cJSON *doc = docs ? docs->child : NULL; doc && rc == 0; doc = doc->next) {
+            cJSON *object = kp_mg_record_of(col->owner->entity, doc, err);
+            rc = object ? on_record(ctx, col->owner->entity, object, err) : -1;
+            /* the records embedded in it (their only home); subsets are copies of records kept elsewhere */
+            for (size_t n = 0; rc == 0 && n < col->owner->nested_count; n++) {
+                const mg_nested *nest = &col->owner->nested[n];
+                if (nest->child->collection || nest->subset > 0) continue;
+                const cJSON *held = cJSON_GetObjectItemCaseSensitive(doc, nest->field);
+                const cJSON *one = cJSON_IsObject(held) ? held : NULL;
+                for (const cJSON *sub = one ? one : cJSON_IsArray(held) ? held->child : NULL; sub && rc == 0;
+                     sub = one ? NULL : sub->next) {
+                    cJSON *child = kp_mg_record_of(nest->child->entity, sub, err);
+                    rc = child ? on_record(ctx, nest->child->entity, child, err) : -1;
+                }
+            }
+        }
+        cJSON_Delete(docs);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+static const mg_collection *collection_named(const mg_layout *L, const char *name)
+{
+    for (size_t i = 0; i < L->collection_count; i++)
+        if (strcmp(L->collections[i]->name, name) == 0) return L->collections[i];
+    return NULL;
+}
+
+int kp_mg_migrate_schema(kp_conn *conn, const kp_design *from, const kp_design *to, int is_final, int *emptied,
+                         char *note, size_t note_size, kp_error *err)
+{
+    (void)emptied;
+    (void)note;
+    (void)note_size;
+    kp_mg_conn *c = (kp_mg_conn *)conn;
+    const mg_layout *F = from->layout, *T = to->layout;
+    if (!is_final) {
+        /* new collections and index builds (what exists stays); the new validators, so the
+         * documents rewritten next are accepted (a validator checks writes only) */
+        kp_mg_conn_use(c, to);
+        for (size_t i = 0; i < T->collection_count; i++)
+            if (create_collection(c, to, T->collections[i], 1, err)) return -1;
+        for (size_t i = 0; i < T->collection_count; i++) {
+            if (!collection_named(F, T->collections[i]->name)) continue;
+            cJSON *cmd = cJSON_CreateObject();
+            cJSON_AddStringToObject(cmd, "collMod", kp_mg_conn_collection(c, T->collections[i]->name));
+            cJSON_AddItemToObject(cmd, "validator", kp_mg_json_schema(to, T->collections[i]));
+            int code = 0;
+            kp_error e;
+            kp_error_clear(&e);
+            int rc = kp_mg_command(c->client, cmd, NULL, &code, &e);
+            cJSON_Delete(cmd);
+            if (rc && code != 238 && code != 59) { *err = e; return -1; } /* FerretDB: no validators (warned at creation) */
+        }
+        return 0;
+    }
+    kp_mg_conn_use(c, to);
+    for (size_t i = 0; i < F->collection_count; i++) {
+        const mg_collection *old = F->collections[i], *now = collection_named(T, old->name);
+        char name[512];
+        snprintf(name, sizeof name, "%s", kp_mg_conn_collection(c, old->name));
+        if (!now) {
+            if (kp_mg_drop_collection(c->client, name, err)) return -1;
+            continue;
+        }
+        cJSON *keep = kp_mg_index_specs(now), *had = kp_mg_index_specs(old);
+        int rc = 0;
+        for (const cJSON *spec = had->child; spec && rc == 0; spec = spec->next) {
+            const char *index = cJSON_GetObjectItemCaseSensitive(spec, "name")->valuestring;
+            int kept = 0;
+            for (const cJSON *k = keep->child; k; k = k->next)
+                kept |= strcmp(cJSON_GetObjectItemCaseSensitive(k, "name")->valuestring, index) == 0;
+            if (kept) continue;
+            cJSON *cmd = cJSON_CreateObject();
+            cJSON_AddStringToObject(cmd, "dropIndexes", name);
+            cJSON_AddStringToObject(cmd, "index", index);
+            int code = 0;
+            rc = kp_mg_command(c->client, cmd, NULL, &code, err);
+            if (rc && code == 27) { kp_error_clear(err); rc = 0; } /* IndexNotFound: dropped by an earlier run */
+            cJSON_Delete(cmd);
+        }
+        cJSON_Delete(keep);
+        cJSON_Delete(had);
+        if (rc) return -1;
     }
     return 0;
 }
