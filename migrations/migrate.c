@@ -656,6 +656,10 @@ static int run(const kp_migrate_options *o, kp_conn *conn, kp_migrate_report *r,
     progress p;
     int found = 0;
     if (load_progress(o, &p, &found, err)) return -1;
+    if (found && p.phase == PH_DONE) { /* an earlier run finished: the target says where it stands now */
+        found = 0;
+        memset(&p, 0, sizeof p);
+    }
     r->is_resumed = found && p.phase != PH_NONE;
     snprintf(r->note, sizeof r->note, "%s", p.note);
 

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+#
+# migrate.sh BUILD_DIR — `keyplan migrate` against the real servers: every model-version
+# pair under examples/*/versions/ on every database. For each: the OLD data is generated
+# and seeded, `keyplan migrate OLD NEW` runs, then
+#   - the snapshot migrate read from the target equals the data seeding wrote (nothing
+#     lost or changed on the way in),
+#   - `keyplan verify NEW --exhaustive` passes with the data migrate wrote (every pattern,
+#     every anchor, every container read back with the items and checksums NEW predicts),
+#   - an independent client reads the target back: DynamoDB with a Python Scan and
+#     MongoDB with a libmongoc dump, item for item against what `keyplan seed NEW
+#     --dry-run --export-items` expects; Cassandra rows counted per table with
+#     cassandra-driver against the same export,
+#   - a second migrate run does nothing (already at NEW).
+# KP_MIGRATE_PAIRS narrows the pairs (folder names), KP_MIGRATE_DBS the databases. The kill
+# -9 loop is scripts/migrate-kill.sh (CI runs a fixed-seed subset of it: KP_MIGRATE_KILL_RUNS).
+set -uo pipefail
+here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd -- "$here/../.." && pwd)
+build=$(cd -- "${1:-$root/build}" && pwd)
+keyplan=$build/keyplan
+passed=0 failed=0
+ok() { echo "ok: $*"; passed=$((passed + 1)); }
+bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
+
+py=$root/.deps/mutations-py
+if ! "$py/bin/python" -c 'import cassandra' 2>/dev/null; then
+    python3 -m venv "$py" && "$py/bin/pip" install -q boto3==1.35.99 pymongo==4.10.1 cassandra-driver==3.29.2 ||
+        { echo "FAIL: cassandra-driver could not be installed from PyPI"; echo "0 passed, 1 failed"; exit 1; }
+fi
+work=$(mktemp -d "${TMPDIR:-/tmp}/kp-migrate.XXXXXX")
+[[ ${KP_MIGRATE_KEEP:-} ]] || trap 'rm -rf "$work"' EXIT
+
+# same_records DIR_A DIR_B — the same records per entity (order and number spelling aside)
+same_records() {
+    python3 - "$1" "$2" <<'EOF'
+import decimal, json, os, sys
+def load(d):
+    out = {}
+    for f in sorted(os.listdir(d)):
+        if f.endswith(".ndjson"):
+            with open(os.path.join(d, f)) as h:
+                out[f] = sorted(json.dumps(json.loads(l, parse_float=decimal.Decimal), sort_keys=True, default=str)
+                                for l in h if l.strip())
+    return out
+a, b = load(sys.argv[1]), load(sys.argv[2])
+for f in sorted(set(a) | set(b)):
+    if a.get(f) != b.get(f):
+        x, y = set(a.get(f, [])), set(b.get(f, []))
+        print(f"{f}: {len(a.get(f, []))} vs {len(b.get(f, []))} records; only in the first: {sorted(x - y)[:2]}; "
+              f"only in the second: {sorted(y - x)[:2]}")
+        sys.exit(1)
+EOF
+}
+
+# independent DB URL MODEL_NAME PREFIX EXPORT — the target holds exactly EXPORT
+independent() {
+    local db=$1 url=$2 name=$3 prefix=$4 export=$5
+    case $db in
+    dynamodb) python3 "$here/faults_readback.py" dynamodb "$url" "$export" | tail -1 | grep -q "^readback ok" ;;
+    mongodb)
+        mapfile -t tables < <(python3 -c 'import json,sys
+seen=[]
+for l in open(sys.argv[1]):
+    t=json.loads(l)["table"]
+    if t not in seen: seen.append(t); print(t)' "$export")
+        "$build/tests/fault_mongo_dump" "$url" "$name" "${tables[@]}" >"$work/dump.nd" 2>"$work/dump.err" &&
+            python3 "$here/faults_readback.py" dump "$work/dump.nd" "$export" | tail -1 | grep -q "^readback ok" ;;
+    cassandra)
+        local host=${url%:*} port=${url##*:} keyspace table want got rc=0
+        # the keyspace as keyplan names it (emit writes it into the schema file)
+        "$keyplan" emit "$new" --db cassandra --prefix "$prefix" --scale "$scale" --out "$work/emit" >/dev/null 2>&1 || return 1
+        keyspace=$(grep -ohE "CREATE KEYSPACE IF NOT EXISTS [A-Za-z0-9_\"]+" "$work"/emit/cassandra/*.cql | head -1 | awk '{print $6}' | tr -d '"')
+        while read -r table want; do
+            table=${table#"$prefix"}
+            got=$("$py/bin/python" "$here/cassandra_count.py" "$host" "$port" "$keyspace" "$table" 2>&1)
+            [[ $got == "$want" ]] || { echo "    $table: $got rows, the new design predicts $want"; rc=1; }
+        done < <(python3 -c 'import collections,json,sys
+c=collections.Counter(json.loads(l)["table"] for l in open(sys.argv[1]))
+for t,n in c.items(): print(t,n)' "$export")
+        return $rc ;;
+    esac
+}
+
+pairs=()
+for dir in "$root"/examples/*/versions/*/; do
+    [[ -f $dir/old.json && -f $dir/new.json ]] || continue
+    name=$(basename "$dir")
+    [[ -z ${KP_MIGRATE_PAIRS:-} || " $KP_MIGRATE_PAIRS " == *" $name "* ]] && pairs+=("$dir")
+done
+[[ ${#pairs[@]} -ge 6 ]] || [[ -n ${KP_MIGRATE_PAIRS:-} ]] || bad "at least six version pairs under examples/*/versions (found ${#pairs[@]})"
+
+for db in ${KP_MIGRATE_DBS:-dynamodb mongodb cassandra}; do
+    "$root/scripts/targets.sh" install "$db" >/dev/null && "$root/scripts/targets.sh" start "$db" >/dev/null ||
+        { bad "$db: the server could not be installed or started"; continue; }
+    url=$("$root/scripts/targets.sh" url "$db" | awk '{print $2}')
+    n=0
+    for dir in "${pairs[@]}"; do
+        n=$((n + 1))
+        pair=$(basename "$dir")
+        old=$dir/old.json new=$dir/new.json
+        # about 1,000 records whatever the model's counts
+        scale=$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); t=sum(e.get("count",0) for e in m["entities"].values()); print("%.6g" % (1000.0/t))' "$old")
+        prefix=mg$$x$n
+        model_name=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["model"])' "$old")
+        data=$work/$pair-data state=$work/$pair-state mine=$work/$pair-state/$db
+        [[ -d $data ]] || "$keyplan" generate "$old" --scale "$scale" --seed 11 --out "$data" --quiet ||
+            { bad "$db $pair: generate"; continue; }
+        common=(--db "$db" --target "$db=$url" --prefix "$prefix" --scale "$scale")
+        if ! "$keyplan" seed "$old" "${common[@]}" --data "$data" --quiet >"$work/seed.log" 2>&1; then
+            bad "$db $pair: seed OLD"; tail -5 "$work/seed.log"; continue
+        fi
+        if "$keyplan" migrate "$old" "$new" "${common[@]}" --state "$state" --quiet >"$work/migrate.log" 2>&1; then
+            ok "$db $pair: migrate ($(grep -oE 'items written [0-9]+, unchanged [0-9]+, deleted [0-9]+' "$work/migrate.log"))"
+        else
+            bad "$db $pair: migrate"; cat "$work/migrate.log"; continue
+        fi
+        if out=$(same_records "$data" "$mine/old"); then
+            ok "$db $pair: the records migrate read from the target are the records seeded"
+        else
+            bad "$db $pair: the snapshot differs from the seeded data: $out"
+        fi
+        if "$keyplan" verify "$new" "${common[@]}" --data "$mine/new" --exhaustive --seed 3 --quiet >"$work/verify.log" 2>&1; then
+            ok "$db $pair: verify NEW --exhaustive passes"
+        else
+            bad "$db $pair: verify NEW"; grep -vE "^ +[a-z-]+ +pass " "$work/verify.log" | head -30
+        fi
+        "$keyplan" seed "$new" --db "$db" --data "$mine/new" --scale "$scale" --prefix "$prefix" --dry-run --quiet \
+            --export-items "$work/expect.nd" >/dev/null 2>&1 || { bad "$db $pair: seed --dry-run --export-items"; continue; }
+        if independent "$db" "$url" "$model_name" "$prefix" "$work/expect.nd"; then
+            ok "$db $pair: an independent client reads back exactly what NEW's design predicts ($(wc -l <"$work/expect.nd") items)"
+        else
+            bad "$db $pair: the independent read-back differs from NEW's design"
+        fi
+        if "$keyplan" migrate "$old" "$new" "${common[@]}" --state "$state" --quiet 2>&1 | grep -q "already at the new model"; then
+            ok "$db $pair: a second migrate finds the target at NEW and does nothing"
+        else
+            bad "$db $pair: a second migrate did not recognise the finished migration"
+        fi
+        "$keyplan" teardown "$new" --db "$db" --target "$db=$url" --prefix "$prefix" --scale "$scale" --force >/dev/null 2>&1 ||
+            bad "$db $pair: teardown after the migration"
+    done
+done
+
+echo "$passed passed, $failed failed"
+[[ $failed == 0 ]]
