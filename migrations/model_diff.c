@@ -92,10 +92,14 @@ static void model_changes(const kp_model *o, const kp_model *n, cJSON *out, cJSO
                             "is rewritten, and readers that build the old keys no longer find them",
                             "the key of %s changes from (%s) to (%s)", e->name, a, b);
         for (size_t k = 0; k < e->attr_count; k++) {
-            const kp_attr *x = e->attrs[k], *y = kp_entity_attr(f, x->name);
+            const kp_attr *x = e->attrs[k], *y = kp_entity_attr(f, x->name), *renamed = NULL;
+            for (size_t j = 0; !y && j < f->attr_count; j++)
+                if (f->attrs[j]->renamed_from && strcmp(f->attrs[j]->renamed_from, x->name) == 0) renamed = f->attrs[j];
             char subject[512];
             snprintf(subject, sizeof subject, "%s.%s", e->name, x->name);
-            if (!y) change(out, changes, "attribute-removed", subject, "attribute %s is removed", subject);
+            if (renamed) change(out, changes, "attribute-renamed", subject, "attribute %s is renamed %s (its values are kept)",
+                                subject, renamed->name);
+            else if (!y) change(out, changes, "attribute-removed", subject, "attribute %s is removed", subject);
             else if (x->type.kind != y->type.kind)
                 change(out, changes, "attribute-type-changed", subject, "attribute %s changes from %s to %s", subject,
                        kp_type_name(x->type.kind), kp_type_name(y->type.kind));
@@ -103,13 +107,18 @@ static void model_changes(const kp_model *o, const kp_model *n, cJSON *out, cJSO
                 change(out, changes, "attribute-optionality-changed", subject, "attribute %s becomes %s", subject,
                        y->is_optional ? "optional" : "required");
         }
-        for (size_t k = 0; k < f->attr_count; k++)
-            if (!kp_entity_attr(e, f->attrs[k]->name)) {
-                char subject[512];
-                snprintf(subject, sizeof subject, "%s.%s", f->name, f->attrs[k]->name);
-                change(out, changes, "attribute-added", subject, "attribute %s is added%s", subject,
-                       f->attrs[k]->is_optional ? " (optional)" : " (required: existing records need a value, the backfill default)");
-            }
+        for (size_t k = 0; k < f->attr_count; k++) {
+            const kp_attr *y = f->attrs[k];
+            if (kp_entity_attr(e, y->name) || (y->renamed_from && kp_entity_attr(e, y->renamed_from))) continue;
+            char subject[512], value[80] = "";
+            snprintf(subject, sizeof subject, "%s.%s", f->name, y->name);
+            if (y->backfill) kp_json_describe(y->backfill, value, sizeof value);
+            change(out, changes, "attribute-added", subject, "attribute %s is added%s%s%s", subject,
+                   y->is_optional ? " (optional)"
+                   : y->copy_of || y->derived ? " (computed for existing records)"
+                   : y->backfill ? " (existing records get its backfill value " : " (required, and no \"backfill\" value: `keyplan migrate` refuses it)",
+                   value, y->backfill && !y->is_optional && !y->copy_of && !y->derived ? ")" : "");
+        }
     }
     for (size_t i = 0; i < n->entity_count; i++)
         if (!kp_model_entity(o, n->entities[i]->name))

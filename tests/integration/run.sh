@@ -14,11 +14,14 @@ summary=()
 # The kill -9 fault loop runs 3 times per database here (a fixed subset that fits CI's
 # budget); its full loop is `KP_FAULT_RUNS=10 bash tests/integration/faults_kill.sh BUILD`.
 export KP_FAULT_RUNS=${KP_FAULT_RUNS:-3}
+# The kill -9 loop of `keyplan migrate` likewise: 2 runs per database with a fixed seed here; the
+# full loop (10 per database) is `bash tests/integration/migrate_kill.sh BUILD`.
+export KP_MIGRATE_KILL_RUNS=${KP_MIGRATE_KILL_RUNS:-2}
 budget=${KP_IT_BUDGET_S:-2400}   # what the integration suites may take of CI's 40 minutes
 all_started=$SECONDS
 for suite in "$here"/dynamodb.sh "$here"/mongodb.sh "$here"/cassandra.sh "$here"/emit_tools.sh "$here"/mongosh.sh \
              "$here"/report_browser.sh "$here"/gate.sh "$here"/readme.sh "$here"/secrets.sh "$here"/force.sh "$here"/tls.sh \
-             "$here"/mutations.sh "$here"/export.sh "$here"/faults_kill.sh "$here"/faults_restart.sh "$here"/faults_proxy.sh; do
+             "$here"/mutations.sh "$here"/export.sh "$here"/migrate.sh "$here"/migrate_kill.sh "$here"/faults_kill.sh "$here"/faults_restart.sh "$here"/faults_proxy.sh; do
     echo "== integration: $(basename "$suite")"
     started=$SECONDS suite_status=0
     bash "$suite" "$build" || suite_status=1
