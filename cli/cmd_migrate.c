@@ -200,6 +200,11 @@ int cmd_migrate(int argc, char **argv)
         kp_design_list_free(&news);
     }
     if (format == 1) {
+        cJSON *doc = cJSON_CreateObject();
+        cJSON_AddNumberToObject(doc, "schema_version", 1);
+        cJSON_AddStringToObject(doc, "command", "migrate");
+        cJSON_AddItemToObject(doc, "databases", all);
+        all = doc;
         char *text = kp_json_print(all);
         fputs(text ? text : "[]", stdout);
         fputc('\n', stdout);

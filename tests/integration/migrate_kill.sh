@@ -59,7 +59,7 @@ for db in ${KP_MIGRATE_DBS:-dynamodb mongodb cassandra}; do
         # the kill falls anywhere in the run: a dry run says how many items it writes and
         # deletes, so the window is its expected length at --rate (plus the read and schema steps)
         n=$("$keyplan" migrate "$old" "$new" "${common[@]}" --state "$work/dry-$db-$run" --dry-run --format json --quiet 2>/dev/null |
-            python3 -c 'import json,sys; r=json.load(sys.stdin)[0]; print(r["items_written"]+r["items_deleted"])' 2>/dev/null || echo 1000)
+            python3 -c 'import json,sys; r=json.load(sys.stdin)["databases"][0]; print(r["items_written"]+r["items_deleted"])' 2>/dev/null || echo 1000)
         window=$(( 600 + n * 1000 / rate ))
         delay=$(( (RANDOM * 32768 + RANDOM) % window ))
         "$keyplan" migrate "$old" "$new" "${common[@]}" --state "$state" --rate "$rate" --quiet >"$work/m1.log" 2>&1 &
