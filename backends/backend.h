@@ -454,6 +454,10 @@ struct kp_backend {
                           char *note, size_t note_size, kp_error *);
 };
 
+/* Appends a sentence to a note ("; " between sentences), unless the note holds it already
+ * or is full (migrate_schema's note, migrate's report). */
+void kp_note_add(char *note, size_t size, const char *text);
+
 /* ---- the registry: the only place that names every database ------------------------- */
 
 /* NULL-terminated list of the backends built in. */

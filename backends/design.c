@@ -277,3 +277,10 @@ uint64_t kp_item_hash(const cJSON *body)
 {
     return hash_node(1469598103934665603ULL, body);
 }
+
+void kp_note_add(char *note, size_t size, const char *text)
+{
+    if (!text || !*text || strstr(note, text)) return;
+    size_t n = strlen(note);
+    if (n + 2 < size) snprintf(note + n, size - n, "%s%s", n ? "; " : "", text);
+}

@@ -36,8 +36,8 @@ const char cmd_diff_help[] =
     "exit status: 0 no change, or no breaking change; 1 a breaking change (unless\n"
     "--allow-breaking); 2 bad input.\n\n"
     "example:\n"
-    "  keyplan diff examples/saas-control-plane/versions/1-add-index/old.json \\\n"
-    "      examples/saas-control-plane/versions/1-add-index/new.json --db dynamodb\n";
+    "  keyplan diff examples/saas-control-plane/versions/1-add-pattern-new-index/old.json \\\n"
+    "      examples/saas-control-plane/versions/1-add-pattern-new-index/new.json --db dynamodb\n";
 
 int cmd_diff(int argc, char **argv)
 {

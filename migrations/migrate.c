@@ -42,12 +42,6 @@ static double now_seconds(void)
 
 static int nomem(kp_error *err) { return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
 
-static void note_add(char *note, size_t size, const char *text)
-{
-    if (!text || !*text || strstr(note, text)) return;
-    size_t n = strlen(note);
-    if (n + 2 < size) snprintf(note + n, size - n, "%s%s", n ? "; " : "", text);
-}
 
 /* ---- the progress file ---------------------------------------------------------------------------- */
 
@@ -88,6 +82,11 @@ static int load_progress(const kp_migrate_options *o, progress *p, int *found, k
     if (!j || !*from || !*to || !*db)
         return cJSON_Delete(j), kp_error_set(err, KP_ERR_USAGE, path, 0, 0, "this progress file is not one keyplan "
                                              "migrate wrote; remove it only if no migration of this target is under way");
+    const char *was = kp_json_str(j, "phase");
+    if (strcmp(was, "done") == 0 && (strcmp(from, o->old_model->hash) || strcmp(to, o->new_model->hash))) {
+        cJSON_Delete(j); /* a finished migration between other versions: this state directory is free again */
+        return 0;
+    }
     if (strcmp(from, o->old_model->hash) || strcmp(to, o->new_model->hash) || strcmp(db, o->backend->name)) {
         int rc = kp_error_set(err, KP_ERR_USAGE, path, 0, 0, "this state belongs to a migration of %s from model %s to %s; "
                               "finish that one (same models and --state), or give another --state", db, from, to);
@@ -608,6 +607,21 @@ static cJSON *marker_with(const cJSON *marker, const char *status, const char *t
     return m;
 }
 
+typedef struct container_count {
+    kp_seed_container *containers;
+    size_t count;
+} container_count;
+
+static int count_container(void *ctx, kp_item *item, long record_index, kp_error *err)
+{
+    (void)record_index;
+    (void)err;
+    container_count *c = ctx;
+    for (size_t i = 0; i < c->count; i++)
+        if (strcmp(c->containers[i].name, item->container) == 0) { c->containers[i].items++; break; }
+    return 0;
+}
+
 /* The marker a complete seed of NEW's data leaves. */
 static int final_marker(const kp_migrate_options *o, kp_conn *conn, const kp_dataset *data, kp_error *err)
 {
@@ -619,21 +633,8 @@ static int final_marker(const kp_migrate_options *o, kp_conn *conn, const kp_dat
     for (size_t i = 0; i < o->new_design->container_count; i++) containers[count++].name = (char *)o->new_design->containers[i].name;
     for (size_t e = 0; e < m->entity_count; e++) totals[e] = (long)kp_dataset_count(data, m->entities[e]);
     /* items per container, as transform makes them */
-    kp_item_list items = {0};
-    int rc = 0;
-    for (size_t e = 0; e < m->entity_count && rc == 0; e++) {
-        size_t n = 0;
-        kp_record *const *records = kp_dataset_records(data, m->entities[e], &n);
-        for (size_t i = 0; i < n && rc == 0; i++) {
-            if (records[i]->is_deleted) continue;
-            kp_item_list_clear(&items);
-            rc = o->backend->transform(o->new_design, data, records[i], &items, err);
-            for (size_t k = 0; k < items.count; k++)
-                for (size_t c = 0; c < count; c++)
-                    if (strcmp(containers[c].name, items.items[k].container) == 0) { containers[c].items++; break; }
-        }
-    }
-    kp_item_list_free(&items);
+    container_count cc = {containers, count};
+    int rc = each_item(o->backend, o->new_design, data, count_container, &cc, err);
     char data_hash[17];
     if (rc == 0) rc = kp_seed_data_hash(data, data_hash, err);
     cJSON *mk = rc == 0 ? kp_seed_marker_new(m, o->new_design, o->backend->name, data_hash, totals, totals, containers, count,
@@ -761,7 +762,7 @@ static int run(const kp_migrate_options *o, kp_conn *conn, kp_migrate_report *r,
         int emptied = 0;
         rc = b->migrate_schema(conn, old_design, o->new_design, 0, &emptied, note, sizeof note, err);
         p.emptied |= emptied;
-        note_add(p.note, sizeof p.note, note);
+        kp_note_add(p.note, sizeof p.note, note);
         if (rc == 0) { p.phase = PH_WRITE; p.cursor = 0; rc = save_progress(o, &p, err); }
     }
     r->is_rebuilt = p.emptied;
@@ -797,7 +798,7 @@ static int run(const kp_migrate_options *o, kp_conn *conn, kp_migrate_report *r,
         char note[2048] = "";
         int emptied = 0;
         rc = b->migrate_schema(conn, old_design, o->new_design, 1, &emptied, note, sizeof note, err);
-        note_add(p.note, sizeof p.note, note);
+        kp_note_add(p.note, sizeof p.note, note);
         snprintf(r->note, sizeof r->note, "%s", p.note);
         if (rc == 0) rc = final_marker(o, conn, new_data, err);
         if (rc == 0) { p.phase = PH_DONE; rc = save_progress(o, &p, err); }

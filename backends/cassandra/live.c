@@ -675,11 +675,6 @@ static int has_column(const cJSON *rows, const char *name)
     return 0;
 }
 
-static void note_add(char *note, size_t size, const char *text)
-{
-    size_t n = strlen(note);
-    if (n + 2 < size) snprintf(note + n, size - n, "%s%s", n ? "; " : "", text);
-}
 
 int kp_cq_migrate_schema(kp_conn *conn, const kp_design *from, const kp_design *to, int is_final, int *emptied,
                          char *note, size_t note_size, kp_error *err)
@@ -718,7 +713,7 @@ int kp_cq_migrate_schema(kp_conn *conn, const kp_design *from, const kp_design *
             snprintf(line, sizeof line, "table %s is dropped and created again: its primary key or a column's type "
                      "changes, which ALTER TABLE cannot do (not online: it is empty until its rows are written again)",
                      now->name);
-            note_add(note, note_size, line);
+            kp_note_add(note, note_size, line);
             *emptied = 1;
             rc = kp_cql_query(c->client, kp_arena_printf(&c->arena, "DROP TABLE IF EXISTS %s", qname(c, now->name)), NULL,
                               NULL, NULL, err);

@@ -409,53 +409,10 @@ uint64_t kp_ddb_item_checksum(const cJSON *body)
     return h;
 }
 
-int kp_ddb_read_back(kp_conn *conn, const kp_design *d, kp_readback *out, kp_error *err)
+/* Scans the whole table (consistent reads, every page) and passes each item but keyplan's marker. */
+static int scan_items(kp_ddb_conn *c, const char *table, int (*fn)(void *ctx, const cJSON *item, kp_error *err), void *ctx,
+                      kp_error *err)
 {
-    kp_ddb_conn *c = (kp_ddb_conn *)conn;
-    const ddb_layout *L = d->layout;
-    memset(out, 0, sizeof *out);
-    out->entries = calloc(1, sizeof *out->entries);
-    if (!out->entries) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
-    out->count = 1;
-    out->entries[0].container = strdup(L->table);
-    char table[512];
-    snprintf(table, sizeof table, "%s", kp_ddb_conn_table(c, L->table));
-    cJSON *start = NULL;
-    do {
-        cJSON *req = cJSON_CreateObject();
-        cJSON_AddStringToObject(req, "TableName", table);
-        cJSON_AddBoolToObject(req, "ConsistentRead", 1);
-        if (start) cJSON_AddItemToObject(req, "ExclusiveStartKey", start);
-        start = NULL;
-        cJSON *resp = NULL;
-        int rc = kp_ddb_call(c->client, "Scan", req, &resp, err);
-        cJSON_Delete(req);
-        if (rc) { kp_readback_free(out); return -1; }
-        const cJSON *items = cJSON_GetObjectItemCaseSensitive(resp, "Items");
-        for (const cJSON *it = items ? items->child : NULL; it; it = it->next) {
-            const cJSON *pk = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(it, "PK"), "S");
-            if (cJSON_IsString(pk) && strcmp(pk->valuestring, MARKER_PK) == 0) continue;
-            out->entries[0].items++;
-            out->entries[0].checksum ^= kp_ddb_item_checksum(it);
-        }
-        const cJSON *last = cJSON_GetObjectItemCaseSensitive(resp, "LastEvaluatedKey");
-        if (cJSON_IsObject(last) && last->child) start = cJSON_Duplicate(last, 1);
-        cJSON_Delete(resp);
-    } while (start);
-    return 0;
-}
-
-
-/* ---- migrate: records read back, schema changes ------------------------------------------------------ */
-
-int kp_ddb_read_records(kp_conn *conn, const kp_design *d,
-                        int (*on_record)(void *ctx, const kp_entity *entity, cJSON *object, kp_error *err), void *ctx,
-                        kp_error *err)
-{
-    kp_ddb_conn *c = (kp_ddb_conn *)conn;
-    const ddb_layout *L = d->layout;
-    char table[512];
-    snprintf(table, sizeof table, "%s", kp_ddb_conn_table(c, L->table));
     cJSON *start = NULL;
     do {
         cJSON *req = cJSON_CreateObject();
@@ -469,27 +426,9 @@ int kp_ddb_read_records(kp_conn *conn, const kp_design *d,
         if (rc) return -1;
         const cJSON *items = cJSON_GetObjectItemCaseSensitive(resp, "Items");
         for (const cJSON *it = items ? items->child : NULL; it && rc == 0; it = it->next) {
-            const cJSON *type = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(it, KP_DDB_TYPE_ATTR), "S");
-            if (!cJSON_IsString(type)) continue; /* the marker, or an item keyplan did not write */
-            const kp_entity *e = kp_model_entity(d->model, type->valuestring);
-            if (!e) {
-                const cJSON *pk = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(it, "PK"), "S");
-                rc = kp_error_set(err, KP_ERR_DATA, NULL, 0, 0, "the item PK=%s names entity \"%s\", which the model lacks",
-                                  cJSON_IsString(pk) ? pk->valuestring : "?", type->valuestring);
-                break;
-            }
-            cJSON *object = cJSON_CreateObject();
-            for (size_t i = 0; object && rc == 0 && i < e->attr_count; i++) {
-                const cJSON *av = cJSON_GetObjectItemCaseSensitive(it, e->attrs[i]->name);
-                if (!av) continue;
-                cJSON *v = kp_ddb_from_attribute_value(&e->attrs[i]->type, av, err);
-                if (!v) { rc = -1; break; }
-                if (cJSON_IsNull(v)) cJSON_Delete(v);
-                else cJSON_AddItemToObject(object, e->attrs[i]->name, v);
-            }
-            if (!object) rc = kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
-            if (rc) { cJSON_Delete(object); break; }
-            rc = on_record(ctx, e, object, err);
+            const cJSON *pk = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(it, "PK"), "S");
+            if (cJSON_IsString(pk) && strcmp(pk->valuestring, MARKER_PK) == 0) continue;
+            rc = fn(ctx, it, err);
         }
         const cJSON *last = cJSON_GetObjectItemCaseSensitive(resp, "LastEvaluatedKey");
         if (rc == 0 && cJSON_IsObject(last) && last->child) start = cJSON_Duplicate(last, 1);
@@ -497,6 +436,75 @@ int kp_ddb_read_records(kp_conn *conn, const kp_design *d,
         if (rc) return -1;
     } while (start);
     return 0;
+}
+
+static int count_item(void *ctx, const cJSON *item, kp_error *err)
+{
+    (void)err;
+    kp_readback_entry *e = ctx;
+    e->items++;
+    e->checksum ^= kp_ddb_item_checksum(item);
+    return 0;
+}
+
+int kp_ddb_read_back(kp_conn *conn, const kp_design *d, kp_readback *out, kp_error *err)
+{
+    kp_ddb_conn *c = (kp_ddb_conn *)conn;
+    const ddb_layout *L = d->layout;
+    memset(out, 0, sizeof *out);
+    out->entries = calloc(1, sizeof *out->entries);
+    if (!out->entries) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    out->count = 1;
+    out->entries[0].container = strdup(L->table);
+    char table[512];
+    snprintf(table, sizeof table, "%s", kp_ddb_conn_table(c, L->table));
+    if (scan_items(c, table, count_item, &out->entries[0], err)) { kp_readback_free(out); return -1; }
+    return 0;
+}
+
+/* ---- migrate: records read back, schema changes ------------------------------------------------------ */
+
+typedef struct records_ctx {
+    const kp_design *d;
+    int (*on_record)(void *ctx, const kp_entity *entity, cJSON *object, kp_error *err);
+    void *ctx;
+} records_ctx;
+
+/* One item back into its record: the entity it names, the attributes of that entity. */
+static int record_of_item(void *p, const cJSON *it, kp_error *err)
+{
+    records_ctx *r = p;
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(it, KP_DDB_TYPE_ATTR), "S");
+    if (!cJSON_IsString(type)) return 0; /* an item keyplan did not write */
+    const kp_entity *e = kp_model_entity(r->d->model, type->valuestring);
+    if (!e) {
+        const cJSON *pk = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(it, "PK"), "S");
+        return kp_error_set(err, KP_ERR_DATA, NULL, 0, 0, "the item PK=%s names entity \"%s\", which the model lacks",
+                            cJSON_IsString(pk) ? pk->valuestring : "?", type->valuestring);
+    }
+    cJSON *object = cJSON_CreateObject();
+    if (!object) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    for (size_t i = 0; i < e->attr_count; i++) {
+        const cJSON *av = cJSON_GetObjectItemCaseSensitive(it, e->attrs[i]->name);
+        if (!av) continue;
+        cJSON *v = kp_ddb_from_attribute_value(&e->attrs[i]->type, av, err);
+        if (!v) { cJSON_Delete(object); return -1; }
+        if (cJSON_IsNull(v)) cJSON_Delete(v);
+        else cJSON_AddItemToObject(object, e->attrs[i]->name, v);
+    }
+    return r->on_record(r->ctx, e, object, err);
+}
+
+int kp_ddb_read_records(kp_conn *conn, const kp_design *d,
+                        int (*on_record)(void *ctx, const kp_entity *entity, cJSON *object, kp_error *err), void *ctx,
+                        kp_error *err)
+{
+    kp_ddb_conn *c = (kp_ddb_conn *)conn;
+    const ddb_layout *L = d->layout;
+    char table[512];
+    snprintf(table, sizeof table, "%s", kp_ddb_conn_table(c, L->table));
+    records_ctx r = {d, on_record, ctx};
+    return scan_items(c, table, record_of_item, &r, err);
 }
 
 /* The names of the live table's indexes of one kind ("GlobalSecondaryIndexes"), as a JSON
@@ -552,11 +560,6 @@ static int update_index(kp_ddb_conn *c, const char *table, const ddb_index *gsi,
     return rc;
 }
 
-static void note_add(char *note, size_t size, const char *text)
-{
-    size_t n = strlen(note);
-    if (n + 2 < size) snprintf(note + n, size - n, "%s%s", n ? "; " : "", text);
-}
 
 /* Drops the table and creates it with `to`'s indexes: every item must be written again. */
 static int rebuild(kp_ddb_conn *c, const kp_design *from, const kp_design *to, int *emptied, kp_error *err)
@@ -596,7 +599,7 @@ int kp_ddb_migrate_schema(kp_conn *conn, const kp_design *from, const kp_design 
             if (rc == 0 && live_indexes(c, table, &now, &nl, &m, err) == 0 && has_string(now, g->valuestring)) {
                 snprintf(line, sizeof line, "the server accepted the deletion of index %s but still has it (dynalite "
                          "implements only throughput updates); it is unused and can be left or dropped by hand", g->valuestring);
-                note_add(note, note_size, line);
+                kp_note_add(note, note_size, line);
             }
             cJSON_Delete(now);
             cJSON_Delete(nl);
@@ -611,7 +614,7 @@ int kp_ddb_migrate_schema(kp_conn *conn, const kp_design *from, const kp_design 
     if (!same_lsis) {
         snprintf(line, sizeof line, "table %s is rebuilt: its local secondary indexes change and DynamoDB creates those "
                  "only with the table (not online: the table is empty until every item is written again)", table);
-        note_add(note, note_size, line);
+        kp_note_add(note, note_size, line);
         rc = rebuild(c, from, to, emptied, err);
     }
     for (size_t i = 0; rc == 0 && same_lsis && i < T->gsi_count; i++) {
@@ -632,7 +635,7 @@ int kp_ddb_migrate_schema(kp_conn *conn, const kp_design *from, const kp_design 
             snprintf(line, sizeof line, "the server did not create index %s online%s; dynalite implements only throughput "
                      "updates: table %s is rebuilt instead (not online: the table is empty until every item is written "
                      "again); DynamoDB itself creates the index online", T->gsi[i].name, refused, table);
-            note_add(note, note_size, line);
+            kp_note_add(note, note_size, line);
             rc = rebuild(c, from, to, emptied, err);
             same_lsis = 0; /* rebuilt with every index: done */
         } else if (rc == 0) {

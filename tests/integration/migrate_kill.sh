@@ -24,15 +24,11 @@ if [[ ${CI:-} == true && -z ${KP_TEST_SEED:-} ]]; then seed=20261204; else seed=
 RANDOM=$seed
 echo "migrate_kill: $runs runs per database, random seed $seed (KP_TEST_SEED=$seed replays it)"
 
-py=$root/.deps/mutations-py
-if ! "$py/bin/python" -c 'import cassandra' 2>/dev/null; then
-    python3 -m venv "$py" && "$py/bin/pip" install -q boto3==1.35.99 pymongo==4.10.1 cassandra-driver==3.29.2 ||
-        { echo "FAIL: cassandra-driver could not be installed from PyPI"; echo "0 passed, 1 failed"; exit 1; }
-fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/kp-migrate-kill.XXXXXX")
 [[ ${KP_MIGRATE_KEEP:-} ]] || trap 'rm -rf "$work"' EXIT
 # shellcheck source=tests/integration/migrate_lib.sh
 source "$here/migrate_lib.sh"
+need_driver || { echo "FAIL: cassandra-driver could not be installed from PyPI"; echo "0 passed, 1 failed"; exit 1; }
 
 pairs=()
 for dir in "$root"/examples/*/versions/*/; do

@@ -1,5 +1,12 @@
 # migrate_lib.sh — shared by tests/integration/migrate.sh and migrate_kill.sh (sourced, never
-# run alone). The caller sets: here, build, keyplan, work, py (a venv with cassandra-driver).
+# run alone). The caller sets: root, here, build, keyplan, work.
+
+# need_driver — the pinned independent clients in a venv ($py), installed from PyPI once
+py=$root/.deps/mutations-py
+need_driver() {
+    "$py/bin/python" -c 'import cassandra' 2>/dev/null ||
+        { python3 -m venv "$py" && "$py/bin/pip" install -q boto3==1.35.99 pymongo==4.10.1 cassandra-driver==3.29.2; }
+}
 
 # same_records DIR_A DIR_B — the same records per entity (order and number spelling aside)
 same_records() {
