@@ -336,6 +336,9 @@ typedef struct kp_readback {
 
 void kp_readback_free(kp_readback *readback);
 
+/* Called by read_items with each item a target holds. */
+typedef int (*kp_read_item_fn)(void *ctx, const char *container, const char *id, uint64_t checksum, kp_error *err);
+
 /* Order-independent checksum of one item body (canonical JSON, keys sorted). */
 uint64_t kp_item_hash(const cJSON *body);
 
@@ -452,7 +455,20 @@ struct kp_backend {
                         kp_error *);
     int (*migrate_schema)(kp_conn *, const kp_design *from, const kp_design *to, int is_final, int *emptied,
                           char *note, size_t note_size, kp_error *);
+
+    /* ---- added for issue #13 (strays by key); optional: NULL when not provided ----
+     *
+     * Every item the design's containers hold on the target, keyplan's marker left out: its
+     * container, its identity as transform names it (kp_item.id) and the checksum
+     * item_checksum gives its body — what read_back sums, item by item, so verify can name
+     * the items of a container whose read-back differs (missing, changed, strays). */
+    int (*read_items)(kp_conn *, const kp_design *, kp_read_item_fn fn, void *ctx, kp_error *);
 };
+
+/* read_back made from read_items: per container (the design's first, in its order, empty
+ * ones included), the items and the XOR of their checksums. */
+int kp_read_back_from_items(int (*read_items)(kp_conn *, const kp_design *, kp_read_item_fn, void *, kp_error *),
+                            kp_conn *conn, const kp_design *design, kp_readback *out, kp_error *err);
 
 /* Appends a sentence to a note ("; " between sentences), unless the note holds it already
  * or is full (migrate_schema's note, migrate's report). */

@@ -284,3 +284,41 @@ void kp_note_add(char *note, size_t size, const char *text)
     size_t n = strlen(note);
     if (n + 2 < size) snprintf(note + n, size - n, "%s%s", n ? "; " : "", text);
 }
+
+static kp_readback_entry *readback_entry(kp_readback *r, const char *container)
+{
+    for (size_t i = 0; i < r->count; i++)
+        if (strcmp(r->entries[i].container, container) == 0) return &r->entries[i];
+    kp_readback_entry *bigger = realloc(r->entries, (r->count + 1) * sizeof *bigger);
+    if (!bigger) return NULL;
+    r->entries = bigger;
+    kp_readback_entry *e = &r->entries[r->count];
+    memset(e, 0, sizeof *e);
+    e->container = strdup(container);
+    if (!e->container) return NULL;
+    r->count++;
+    return e;
+}
+
+static int fold_item(void *ctx, const char *container, const char *id, uint64_t checksum, kp_error *err)
+{
+    (void)id;
+    kp_readback_entry *e = readback_entry(ctx, container);
+    if (!e) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    e->items++;
+    e->checksum ^= checksum;
+    return 0;
+}
+
+int kp_read_back_from_items(int (*read_items)(kp_conn *, const kp_design *, kp_read_item_fn, void *, kp_error *),
+                            kp_conn *conn, const kp_design *design, kp_readback *out, kp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < design->container_count; i++)
+        if (!readback_entry(out, design->containers[i].name)) {
+            kp_readback_free(out);
+            return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+        }
+    if (read_items(conn, design, fold_item, out, err)) { kp_readback_free(out); return -1; }
+    return 0;
+}

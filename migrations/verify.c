@@ -519,6 +519,93 @@ static int expect_item(void *ctx, kp_item *item, kp_error *err)
     return 0;
 }
 
+/* ---- a container that differs: which items ---------------------------------------------------------- */
+
+typedef struct expected_item {
+    uint64_t checksum;
+    int is_seen;
+    kp_verify_container *container;
+} expected_item;
+
+typedef struct item_diag {
+    kp_vctx *v;
+    kp_arena arena;
+    kp_strmap expected;         /* id -> expected_item *, of the containers that differ */
+} item_diag;
+
+static kp_verify_container *failed_container(kp_verify_report *r, const char *name)
+{
+    for (size_t i = 0; i < r->container_count; i++)
+        if (!r->containers[i].is_match && strcmp(r->containers[i].name, name) == 0) return &r->containers[i];
+    return NULL;
+}
+
+/* A readable identity: DynamoDB's "PK\x1fSK" as "PK | SK". */
+static char *shown_key(const char *id)
+{
+    char *s = strdup(id);
+    for (char *p = s; p && *p; p++)
+        if (*p == '\x1f') *p = '|';
+    return s;
+}
+
+static void note_key(long *count, char **keys, const char *id)
+{
+    if (*count < KP_VERIFY_KEYS_SHOWN) keys[*count] = shown_key(id);
+    (*count)++;
+}
+
+static int expect_by_id(void *ctx, kp_item *item, kp_error *err)
+{
+    item_diag *d = ctx;
+    kp_verify_container *c = failed_container(d->v->r, item->container);
+    if (!c) return 0;
+    expected_item *e = kp_arena_alloc(&d->arena, sizeof *e);
+    const char *id = kp_arena_strdup(&d->arena, item->id);
+    if (!e || !id) return nomem(err);
+    e->checksum = d->v->b->item_checksum ? d->v->b->item_checksum(item->body) : 0;
+    e->is_seen = 0;
+    e->container = c;
+    return kp_strmap_put(&d->arena, &d->expected, id, e) ? nomem(err) : 0;
+}
+
+static int classify(void *ctx, const char *container, const char *id, uint64_t checksum, kp_error *err)
+{
+    (void)err;
+    item_diag *d = ctx;
+    kp_verify_container *c = failed_container(d->v->r, container);
+    if (!c) return 0;
+    expected_item *e = kp_strmap_get(&d->expected, id);
+    if (!e) note_key(&c->strays, c->stray_keys, id);
+    else if (e->is_seen) note_key(&c->strays, c->stray_keys, id); /* the same identity twice */
+    else {
+        e->is_seen = 1;
+        if (d->v->b->item_checksum && e->checksum != checksum) note_key(&c->changed, c->changed_keys, id);
+    }
+    return 0;
+}
+
+/* Names the items of every container that differs: missing, strays, changed. */
+static int diagnose_containers(kp_vctx *v, kp_error *err)
+{
+    kp_verify_report *r = v->r;
+    for (size_t i = 0; i < r->container_count; i++) r->containers[i].missing = r->containers[i].strays = r->containers[i].changed = -1;
+    if (!v->b->read_items || r->containers_failed == 0) return 0;
+    for (size_t i = 0; i < r->container_count; i++)
+        if (!r->containers[i].is_match) r->containers[i].missing = r->containers[i].strays = r->containers[i].changed = 0;
+    item_diag d = {.v = v};
+    int rc = kp_verify_each_item(v, expect_by_id, &d, err);
+    if (rc == 0) rc = v->b->read_items(v->conn, v->design, classify, &d, err);
+    for (size_t i = 0; rc == 0 && i < d.expected.cap; i++) {
+        if (!d.expected.keys || !d.expected.keys[i]) continue;
+        expected_item *e = d.expected.values[i];
+        if (!e->is_seen) note_key(&e->container->missing, e->container->missing_keys, d.expected.keys[i]);
+    }
+    kp_arena_free(&d.arena);
+    if (rc && err->code == KP_OK) err->code = KP_ERR_TARGET;
+    return rc;
+}
+
 static int check_containers(kp_vctx *v, kp_error *err)
 {
     kp_verify_report *r = v->r;
@@ -539,6 +626,7 @@ static int check_containers(kp_vctx *v, kp_error *err)
                       (!c->is_content_checked || (got ? got->checksum : 0) == c->checksum_expected);
         if (!c->is_match) r->containers_failed++;
     }
+    if (rc == 0) rc = diagnose_containers(v, err);
     r->is_read_back = rc == 0;
     if (rc == 0) {
         v->readback = rb;
@@ -586,7 +674,15 @@ void kp_verify_report_free(kp_verify_report *r)
     for (size_t i = 0; i < r->write_count; i++) kp_verify_difference_free(&r->write_results[i].difference);
     free(r->patterns);
     free(r->write_results);
-    for (size_t i = 0; i < r->container_count; i++) free(r->containers[i].name);
+    for (size_t i = 0; i < r->container_count; i++) {
+        kp_verify_container *c = &r->containers[i];
+        free(c->name);
+        for (int k = 0; k < KP_VERIFY_KEYS_SHOWN; k++) {
+            free(c->missing_keys[k]);
+            free(c->stray_keys[k]);
+            free(c->changed_keys[k]);
+        }
+    }
     free(r->containers);
     memset(r, 0, sizeof *r);
 }

@@ -35,6 +35,9 @@
  * transform makes of the data: an item changed, deleted or added behind keyplan's back
  * fails the container even where no pattern reads it (a partition no pattern asks for,
  * a column no pattern returns). Skipped with `no_read_back` (each container is scanned).
+ * A container that differs is then read item by item (backend read_items) and compared
+ * by identity with the items the data makes: missing, strays (items no pattern or design
+ * predicts) and changed items are counted and the first few named by their keys.
  *
  * Writes (`writes`). For each write pattern, `write_ops` operations are generated
  * (existing keys for `where`, fresh records for inserts with foreign keys pointing at
@@ -69,6 +72,9 @@
 #include "core/data.h"
 #include "core/error.h"
 #include "core/model.h"
+
+/* Identities of missing, stray and changed items a failed container names. */
+#define KP_VERIFY_KEYS_SHOWN 5
 
 /* Anchors a pattern is checked from by default: all of them up to this many. */
 #define KP_VERIFY_ANCHORS 2000
@@ -154,6 +160,12 @@ typedef struct kp_verify_container {
     long items;                     /* what read_back counted */
     int is_content_checked;         /* the backend gives checksums (item_checksum) */
     int is_match;                   /* same count and, when checked, the same content */
+    /* when it does not match, item by item (backend read_items; -1: not available): the
+     * items the data makes that the target lacks, the items it holds that neither a
+     * pattern nor the design predicts (strays), and items of the same identity whose
+     * content differs — with the first KP_VERIFY_KEYS_SHOWN identities of each */
+    long missing, strays, changed;
+    char *missing_keys[KP_VERIFY_KEYS_SHOWN], *stray_keys[KP_VERIFY_KEYS_SHOWN], *changed_keys[KP_VERIFY_KEYS_SHOWN];
 } kp_verify_container;
 
 typedef struct kp_verify_report {

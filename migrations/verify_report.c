@@ -10,7 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One sentence about a container that does not hold what the data predicts. */
+/* "3 strays (k1, k2, k3)" into buf at *at. */
+static void keys_part(char *buf, size_t size, size_t *at, long count, char *const *keys, const char *what)
+{
+    if (count <= 0 || *at >= size) return;
+    *at += (size_t)snprintf(buf + *at, size - *at, "%s%ld %s (", *at && buf[*at - 1] != ' ' ? ", " : "", count, what);
+    for (long k = 0; k < count && k < KP_VERIFY_KEYS_SHOWN && *at < size; k++)
+        *at += (size_t)snprintf(buf + *at, size - *at, "%s%s", k ? ", " : "", keys[k] ? keys[k] : "?");
+    if (*at < size) *at += (size_t)snprintf(buf + *at, size - *at, "%s)", count > KP_VERIFY_KEYS_SHOWN ? ", ..." : "");
+}
+
+/* One sentence about a container that does not hold what the data predicts, with the
+ * items that differ by identity when the backend can name them. */
 static void container_message(const kp_verify_container *c, char *buf, size_t size)
 {
     if (c->items != c->items_expected)
@@ -21,6 +32,23 @@ static void container_message(const kp_verify_container *c, char *buf, size_t si
     else
         snprintf(buf, size, "container '%s' holds the %ld items the data makes, but their content differs (checksum): "
                  "an item was changed behind keyplan's back", c->name, c->items);
+    if (c->missing < 0) return;
+    size_t at = strlen(buf);
+    if (at < size) at += (size_t)snprintf(buf + at, size - at, "; by identity: ");
+    size_t before = at;
+    keys_part(buf, size, &at, c->missing, c->missing_keys, "missing");
+    keys_part(buf, size, &at, c->strays, c->stray_keys, "strays");
+    keys_part(buf, size, &at, c->changed, c->changed_keys, "changed");
+    if (at == before && at < size) snprintf(buf + at, size - at, "none differs (the server reorders or rewrites values)");
+}
+
+static cJSON *keys_json(long count, char *const *keys)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "count", (double)count);
+    cJSON *a = cJSON_AddArrayToObject(o, "keys");
+    for (long k = 0; a && k < count && k < KP_VERIFY_KEYS_SHOWN; k++) cJSON_AddItemToArray(a, cJSON_CreateString(keys[k] ? keys[k] : ""));
+    return o;
 }
 
 static const char *pattern_result(const kp_verify_pattern *p)
@@ -92,7 +120,7 @@ void kp_verify_report_print(FILE *out, const kp_verify_report *r)
                 r->container_count - (size_t)r->containers_failed, r->container_count);
         for (size_t i = 0; i < r->container_count; i++) {
             if (r->containers[i].is_match) continue;
-            char m[600];
+            char m[2400];
             container_message(&r->containers[i], m, sizeof m);
             fprintf(out, "      FAIL %s\n", m);
         }
@@ -268,9 +296,14 @@ cJSON *kp_verify_report_to_json(const kp_verify_report *r)
             cJSON_AddNumberToObject(x, "items", (double)c->items);
             cJSON_AddBoolToObject(x, "content_checked", c->is_content_checked);
             if (!c->is_match) {
-                char m[600];
+                char m[2400];
                 container_message(c, m, sizeof m);
                 cJSON_AddStringToObject(x, "message", m);
+                if (c->missing >= 0) {
+                    cJSON_AddItemToObject(x, "missing", keys_json(c->missing, c->missing_keys));
+                    cJSON_AddItemToObject(x, "strays", keys_json(c->strays, c->stray_keys));
+                    cJSON_AddItemToObject(x, "changed", keys_json(c->changed, c->changed_keys));
+                }
             }
             cJSON_AddItemToArray(cs, x);
         }
@@ -378,7 +411,7 @@ int kp_verify_write_junit(FILE *out, const kp_verify_report *const *reports, siz
         }
         for (size_t i = 0; i < r->container_count; i++) {
             const kp_verify_container *c = &r->containers[i];
-            char name[300], m[600] = "";
+            char name[300], m[2400] = "";
             snprintf(name, sizeof name, "container:%s", c->name);
             if (!c->is_match) container_message(c, m, sizeof m);
             junit_case(out, classname, name, 0, c->is_match, 0, m, m);

@@ -62,6 +62,7 @@ const kp_backend kp_cassandra_backend = {
     .disconnect = kp_cq_disconnect,
     .delete_items = kp_cq_delete_items,
     .read_records = kp_cq_read_records,
+    .read_items = kp_cq_read_items,
     .migrate_schema = kp_cq_migrate_schema,
     .server_item_limit = kp_cq_server_item_limit,
     .export_format = "dsbulk",

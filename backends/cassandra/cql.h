@@ -159,6 +159,9 @@ int kp_cq_export_close(kp_exporter *x, const cJSON *marker, int is_ok, char *not
 int kp_cq_submit(kp_conn *conn, kp_item_list *batch, kp_ack_fn on_ack, void *ctx, kp_error *err);
 int kp_cq_poll(kp_conn *conn, int timeout_ms, kp_error *err);
 int kp_cq_read_back(kp_conn *conn, const kp_design *d, kp_readback *out, kp_error *err);
+int kp_cq_read_items(kp_conn *conn, const kp_design *d, kp_read_item_fn fn, void *ctx, kp_error *err);
+/* A row's identity as transform names it (table, static mark, key values). */
+char *kp_cq_item_id(const cq_table *t, const cJSON *body, int statics);
 int kp_cq_delete_items(kp_conn *conn, const kp_design *d, const kp_item_list *items, kp_error *err);
 int kp_cq_server_item_limit(kp_conn *conn, double *bytes, kp_error *err);
 int kp_cq_read_records(kp_conn *conn, const kp_design *d,

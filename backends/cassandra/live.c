@@ -471,26 +471,32 @@ int kp_cq_poll(kp_conn *conn, int timeout_ms, kp_error *err)
 
 /* ---- read-back, deletes ---------------------------------------------------------------------------------- */
 
-int kp_cq_read_back(kp_conn *conn, const kp_design *d, kp_readback *out, kp_error *err)
+/* One row or static row read back, passed with its identity and checksum. */
+static int pass_row(const cq_table *t, const cJSON *row, int statics, kp_read_item_fn fn, void *ctx, kp_error *err)
+{
+    cJSON *body = kp_cq_row_body(t, row, statics);
+    char *id = body ? kp_cq_item_id(t, body, statics) : NULL;
+    int rc = id ? fn(ctx, t->name, id, kp_cq_item_checksum(body), err) : kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    free(id);
+    cJSON_Delete(body);
+    return rc;
+}
+
+int kp_cq_read_items(kp_conn *conn, const kp_design *d, kp_read_item_fn fn, void *ctx, kp_error *err)
 {
     kp_cq_conn *c = (kp_cq_conn *)conn;
     kp_cq_conn_keyspace(conn, d);
     const cq_layout *L = d->layout;
-    memset(out, 0, sizeof *out);
-    out->entries = calloc(L->table_count ? L->table_count : 1, sizeof *out->entries);
-    if (!out->entries) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
     for (size_t i = 0; i < L->table_count; i++) {
         const cq_table *t = L->tables[i];
-        kp_readback_entry *e = &out->entries[out->count++];
-        e->container = strdup(t->name);
         cJSON *rows = NULL;
         if (kp_cql_fetch_all(c->client, NULL, kp_arena_printf(&c->arena, "SELECT * FROM %s", qname(c, t->name)), NULL, 5000, &rows, NULL, err)) {
             cJSON_Delete(rows);
-            kp_readback_free(out);
             return -1;
         }
+        int rc = 0;
         const cJSON *prev = NULL;
-        for (const cJSON *row = rows ? rows->child : NULL; row; row = row->next) {
+        for (const cJSON *row = rows ? rows->child : NULL; row && rc == 0; row = row->next) {
             int has_row = 1;
             if (t->parent) {
                 for (size_t k = t->pk_count; k < t->pk_count + t->ck_count; k++) {
@@ -504,24 +510,21 @@ int kp_cq_read_back(kp_conn *conn, const kp_design *d, kp_readback *out, kp_erro
                         if (t->cols[k].role == CQ_STATIC && v && !cJSON_IsNull(v)) has_static = 1;
                     }
                     /* a static row with only null statics still exists when the partition has no rows */
-                    if (has_static || !has_row) {
-                        cJSON *body = kp_cq_row_body(t, row, 1);
-                        e->items++;
-                        e->checksum ^= kp_cq_item_checksum(body);
-                        cJSON_Delete(body);
-                    }
+                    if (has_static || !has_row) rc = pass_row(t, row, 1, fn, ctx, err);
                 }
                 prev = row;
             }
-            if (!has_row) continue;
-            cJSON *body = kp_cq_row_body(t, row, 0);
-            e->items++;
-            e->checksum ^= kp_cq_item_checksum(body);
-            cJSON_Delete(body);
+            if (has_row && rc == 0) rc = pass_row(t, row, 0, fn, ctx, err);
         }
         cJSON_Delete(rows);
+        if (rc) return -1;
     }
     return 0;
+}
+
+int kp_cq_read_back(kp_conn *conn, const kp_design *d, kp_readback *out, kp_error *err)
+{
+    return kp_read_back_from_items(kp_cq_read_items, conn, d, out, err);
 }
 
 int kp_cq_delete_items(kp_conn *conn, const kp_design *d, const kp_item_list *items, kp_error *err)

@@ -85,7 +85,7 @@ int kp_cq_bucket(const cq_table *t, const cJSON *row)
     return (int)(h % (uint64_t)t->buckets);
 }
 
-static char *item_id(const cq_table *t, const cJSON *body, int statics)
+char *kp_cq_item_id(const cq_table *t, const cJSON *body, int statics)
 {
     char *out = NULL;
     size_t n = t->pk_count + (statics ? 0 : t->ck_count);
@@ -122,7 +122,7 @@ static int push_item(kp_item_list *out, const cq_table *t, const kp_record *r, c
     it->entity = r->entity;
     it->body = body;
     it->bytes = bytes;
-    it->id = item_id(t, body, statics);
+    it->id = kp_cq_item_id(t, body, statics);
     if (statics) {
         /* a static row: marked so the writer binds only its partition and static columns */
         cJSON_AddTrueToObject(body, "$static");

@@ -186,6 +186,7 @@ const kp_backend kp_dynamodb_backend = {
     .apply_write = kp_ddb_apply_write,
     .delete_items = kp_ddb_delete_items,
     .read_records = kp_ddb_read_records,
+    .read_items = kp_ddb_read_items,
     .migrate_schema = kp_ddb_migrate_schema,
     .item_checksum = kp_ddb_item_checksum,
     .item_write_units = ddb_item_write_units,

@@ -39,6 +39,7 @@ int kp_ddb_write_marker(kp_conn *conn, const kp_design *d, const cJSON *marker, 
 int kp_ddb_submit_items(kp_conn *conn, kp_item_list *batch, kp_ack_fn on_ack, void *ctx, kp_error *err);
 int kp_ddb_poll_conn(kp_conn *conn, int timeout_ms, kp_error *err);
 int kp_ddb_read_back(kp_conn *conn, const kp_design *d, kp_readback *out, kp_error *err);
+int kp_ddb_read_items(kp_conn *conn, const kp_design *d, kp_read_item_fn fn, void *ctx, kp_error *err);
 /* writes.c */
 int kp_ddb_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *before, const kp_dataset *after,
                        const void *request, int *atomic_exercised, kp_error *err);

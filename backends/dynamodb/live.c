@@ -438,28 +438,36 @@ static int scan_items(kp_ddb_conn *c, const char *table, int (*fn)(void *ctx, co
     return 0;
 }
 
-static int count_item(void *ctx, const cJSON *item, kp_error *err)
+typedef struct items_ctx {
+    const char *container;
+    kp_read_item_fn fn;
+    void *ctx;
+} items_ctx;
+
+/* One item: its identity as transform names it (PK, SK) and its checksum. */
+static int pass_item(void *p, const cJSON *it, kp_error *err)
 {
-    (void)err;
-    kp_readback_entry *e = ctx;
-    e->items++;
-    e->checksum ^= kp_ddb_item_checksum(item);
-    return 0;
+    items_ctx *x = p;
+    const cJSON *pk = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(it, "PK"), "S");
+    const cJSON *sk = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(it, "SK"), "S");
+    char id[4200];
+    snprintf(id, sizeof id, "%s\x1f%s", cJSON_IsString(pk) ? pk->valuestring : "", cJSON_IsString(sk) ? sk->valuestring : "");
+    return x->fn(x->ctx, x->container, id, kp_ddb_item_checksum(it), err);
+}
+
+int kp_ddb_read_items(kp_conn *conn, const kp_design *d, kp_read_item_fn fn, void *ctx, kp_error *err)
+{
+    kp_ddb_conn *c = (kp_ddb_conn *)conn;
+    const ddb_layout *L = d->layout;
+    char table[512];
+    snprintf(table, sizeof table, "%s", kp_ddb_conn_table(c, L->table));
+    items_ctx x = {L->table, fn, ctx};
+    return scan_items(c, table, pass_item, &x, err);
 }
 
 int kp_ddb_read_back(kp_conn *conn, const kp_design *d, kp_readback *out, kp_error *err)
 {
-    kp_ddb_conn *c = (kp_ddb_conn *)conn;
-    const ddb_layout *L = d->layout;
-    memset(out, 0, sizeof *out);
-    out->entries = calloc(1, sizeof *out->entries);
-    if (!out->entries) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
-    out->count = 1;
-    out->entries[0].container = strdup(L->table);
-    char table[512];
-    snprintf(table, sizeof table, "%s", kp_ddb_conn_table(c, L->table));
-    if (scan_items(c, table, count_item, &out->entries[0], err)) { kp_readback_free(out); return -1; }
-    return 0;
+    return kp_read_back_from_items(kp_ddb_read_items, conn, d, out, err);
 }
 
 /* ---- migrate: records read back, schema changes ------------------------------------------------------ */

@@ -97,6 +97,7 @@ const kp_backend kp_mongodb_backend = {
     .disconnect = kp_mg_disconnect,
     .delete_items = kp_mg_delete_items,
     .read_records = kp_mg_read_records,
+    .read_items = kp_mg_read_items,
     .migrate_schema = kp_mg_migrate_schema,
     .export_format = "mongoimport",
     .export_open = kp_mg_export_open,

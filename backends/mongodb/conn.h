@@ -30,6 +30,7 @@ int kp_mg_export_close(kp_exporter *x, const cJSON *marker, int is_ok, char *not
 int kp_mg_submit(kp_conn *conn, kp_item_list *batch, kp_ack_fn on_ack, void *ctx, kp_error *err);
 int kp_mg_poll(kp_conn *conn, int timeout_ms, kp_error *err);
 int kp_mg_read_back(kp_conn *conn, const kp_design *d, kp_readback *out, kp_error *err);
+int kp_mg_read_items(kp_conn *conn, const kp_design *d, kp_read_item_fn fn, void *ctx, kp_error *err);
 /* execute.c */
 int kp_mg_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const kp_params *params, const char *page,
                   kp_result *out, kp_error *err);

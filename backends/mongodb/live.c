@@ -280,30 +280,32 @@ int kp_mg_poll(kp_conn *conn, int timeout_ms, kp_error *err)
 
 /* ---- read-back -------------------------------------------------------------------------------------- */
 
-int kp_mg_read_back(kp_conn *conn, const kp_design *d, kp_readback *out, kp_error *err)
+int kp_mg_read_items(kp_conn *conn, const kp_design *d, kp_read_item_fn fn, void *ctx, kp_error *err)
 {
     kp_mg_conn *c = (kp_mg_conn *)conn;
     kp_mg_conn_use(c, d);
     const mg_layout *L = d->layout;
-    memset(out, 0, sizeof *out);
-    out->entries = calloc(L->collection_count ? L->collection_count : 1, sizeof *out->entries);
-    if (!out->entries) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
     for (size_t i = 0; i < L->collection_count; i++) {
-        kp_readback_entry *e = &out->entries[out->count++];
-        e->container = strdup(L->collections[i]->name);
+        const char *name = L->collections[i]->name;
         cJSON *options = cJSON_CreateObject();
         cJSON_AddNumberToObject(options, "batchSize", 10000);
         cJSON *docs = NULL;
-        int rc = kp_mg_find(c->client, kp_mg_conn_collection(c, L->collections[i]->name), NULL, options, &docs, err);
+        int rc = kp_mg_find(c->client, kp_mg_conn_collection(c, name), NULL, options, &docs, err);
         cJSON_Delete(options);
-        if (rc || !e->container) { cJSON_Delete(docs); kp_readback_free(out); return rc ? -1 : kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
-        for (const cJSON *doc = docs->child; doc; doc = doc->next) {
-            e->items++;
-            e->checksum ^= kp_item_hash(doc);
+        for (const cJSON *doc = docs ? docs->child : NULL; doc && rc == 0; doc = doc->next) {
+            char *id = kp_mg_item_id(name, doc);
+            rc = id ? fn(ctx, name, id, kp_item_hash(doc), err) : kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+            free(id);
         }
         cJSON_Delete(docs);
+        if (rc) return -1;
     }
     return 0;
+}
+
+int kp_mg_read_back(kp_conn *conn, const kp_design *d, kp_readback *out, kp_error *err)
+{
+    return kp_read_back_from_items(kp_mg_read_items, conn, d, out, err);
 }
 
 /* ---- migrate: records read back, schema changes ------------------------------------------------------ */

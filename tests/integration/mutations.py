@@ -418,7 +418,22 @@ def main():
                 failed = [p["name"] for p in rep["patterns"] if p["result"] == "fail"]
                 # a change no pattern can see (a partition no pattern asks for, a column none
                 # returns) fails the container it is in: the read-back names it
-                failed += ["container " + c["name"] for c in rep.get("containers") or [] if c["result"] == "fail"]
+                bad_containers = [c for c in rep.get("containers") or [] if c["result"] == "fail"]
+                failed += ["container " + c["name"] for c in bad_containers]
+                # a container that differs names the items that differ, by identity: every
+                # change shows as a missing, stray or changed item, an added one as a stray
+                unnamed = [c["name"] for c in bad_containers
+                           if sum(c.get(k, {}).get("count", 0) for k in ("missing", "strays", "changed")) < 1]
+                if unnamed:
+                    failed = []
+                    print(f"    the read-back of {', '.join(unnamed)} differs but names no item")
+                if kind == "extra" and bad_containers and not any(c.get("strays", {}).get("count", 0) for c in bad_containers):
+                    failed = []
+                    print("    an extra item was added, but no container names a stray")
+                for c in bad_containers:
+                    for k in ("missing", "strays", "changed"):
+                        if c.get(k, {}).get("count"):
+                            print(f"    {c['name']}: {c[k]['count']} {k}: {', '.join(c[k]['keys'])}")
                 cov = rep.get("coverage", {})
                 coverage = f"{cov.get('anchors')} of {cov.get('anchors_total')} anchors"
             except (ValueError, KeyError, IndexError):
