@@ -30,6 +30,13 @@ typedef struct ddb_segment {
     const char *literal;        /* exactly one of literal / attr */
     const kp_attr *attr;
     int width;                  /* zero-padding width for ints (0: none) */
+    /* order segments of a sort key (ordered_sk): the value's key text inverted (digits
+     * complemented, then "~"), so a part ordered against the read direction sorts right;
+     * and the text an absent value takes ("~" after every value, "!" before), so items
+     * without it stay in the index where the declared `nulls` puts them. NULL: a value is
+     * required (an item without one is not in the index: sparse). */
+    int is_inverted;
+    const char *null_text;
 } ddb_segment;
 
 typedef struct ddb_format {
@@ -136,6 +143,9 @@ const char *kp_ddb_format_prefix(kp_arena *arena, const ddb_format *f);
 const char *kp_ddb_format_describe(kp_arena *arena, const ddb_format *f);
 /* One attribute value as it appears inside a key: escaped, numbers zero-padded. */
 int kp_ddb_key_text(const kp_attr *attr, int width, const cJSON *value, char *buf, size_t size);
+/* Can an attribute's key text be inverted (order reversed: ints, counters, non-negative
+ * decimals, dates, ISO timestamps)? */
+int kp_ddb_invertible(const kp_attr *attr);
 /* Neutral value <-> DynamoDB AttributeValue JSON ({"S": ...}, {"N": ...}, {"M": ...}, ...). */
 cJSON *kp_ddb_to_attribute_value(const kp_type *type, const cJSON *value);
 cJSON *kp_ddb_from_attribute_value(const kp_type *type, const cJSON *av, kp_error *err);

@@ -115,6 +115,29 @@ int kp_ddb_key_text(const kp_attr *attr, int width, const cJSON *value, char *bu
     return append_escaped(buf, size, &len, text);
 }
 
+int kp_ddb_invertible(const kp_attr *attr)
+{
+    switch (attr->type.kind) {
+    case KP_T_INT: case KP_T_COUNTER: case KP_T_DATE: return 1;
+    case KP_T_DECIMAL: /* the key text orders non-negative ones */
+        return !attr->min || (cJSON_IsNumber(attr->min) ? attr->min->valuedouble >= 0
+                                                        : !(cJSON_IsRaw(attr->min) && attr->min->valuestring[0] == '-'));
+    case KP_T_TIMESTAMP: return attr->encoding == KP_ENC_ISO;
+    default: return 0;
+    }
+}
+
+/* Reverses the order of key texts: every digit complemented (9 - d), other characters kept,
+ * then "~", which sorts after every digit, so a shorter text (5) sorts after a longer one
+ * with the same start (5.5) as the reversed order wants. */
+static void invert(char *text, size_t size)
+{
+    size_t n = strlen(text);
+    for (size_t i = 0; i < n; i++)
+        if (text[i] >= '0' && text[i] <= '9') text[i] = (char)('9' - (text[i] - '0'));
+    if (n + 1 < size) { text[n] = '~'; text[n + 1] = '\0'; }
+}
+
 static int render(const ddb_format *f, const cJSON *object, const cJSON *const *values, size_t value_count, char *buf,
                   size_t size)
 {
@@ -128,9 +151,13 @@ static int render(const ddb_format *f, const cJSON *object, const cJSON *const *
         }
         const cJSON *v = values ? (k < value_count ? values[k] : NULL) : cJSON_GetObjectItemCaseSensitive(object, s->attr->name);
         k++;
-        if (!v || cJSON_IsNull(v)) return -1;
+        if (!v || cJSON_IsNull(v)) {
+            if (!s->null_text || append(buf, size, &len, s->null_text, strlen(s->null_text))) return -1;
+            continue;
+        }
         char part[1024];
         if (kp_ddb_key_text(s->attr, s->width, v, part, sizeof part)) return -1;
+        if (s->is_inverted) invert(part, sizeof part);
         if (append(buf, size, &len, part, strlen(part))) return -1;
     }
     return 0;
@@ -165,8 +192,11 @@ const char *kp_ddb_format_describe(kp_arena *arena, const ddb_format *f)
         if (s->literal) append(buf, sizeof buf, &len, s->literal, strlen(s->literal));
         else {
             char part[200];
-            if (s->width) snprintf(part, sizeof part, "<%s:%d>", s->attr->name, s->width);
-            else snprintf(part, sizeof part, "<%s>", s->attr->name);
+            char how[64] = "";
+            if (s->width) snprintf(how, sizeof how, ":%d", s->width);
+            if (s->is_inverted) snprintf(how + strlen(how), sizeof how - strlen(how), ":inverted");
+            if (s->null_text) snprintf(how + strlen(how), sizeof how - strlen(how), ",null=%s", s->null_text);
+            snprintf(part, sizeof part, "<%s%s>", s->attr->name, how);
             append(buf, sizeof buf, &len, part, strlen(part));
         }
     }

@@ -206,6 +206,9 @@ static int same_format(const ddb_format *a, const ddb_format *b)
     for (size_t i = 0; i < a->count; i++) {
         if ((a->segs[i].literal == NULL) != (b->segs[i].literal == NULL)) return 0;
         if (a->segs[i].literal ? strcmp(a->segs[i].literal, b->segs[i].literal) : a->segs[i].attr != b->segs[i].attr) return 0;
+        if (a->segs[i].is_inverted != b->segs[i].is_inverted || (a->segs[i].null_text == NULL) != (b->segs[i].null_text == NULL) ||
+            (a->segs[i].null_text && strcmp(a->segs[i].null_text, b->segs[i].null_text)))
+            return 0;
     }
     return 1;
 }
@@ -582,7 +585,7 @@ static int range_in_sk(const ddb_format *sk, const kp_attr *attr, size_t skip)
 static ddb_format ordered_sk(builder *B, const ddb_entity *e, const kp_cond *const *eqs, size_t eq_count, const kp_shape *s,
                              const kp_attr *const *exclude, size_t exclude_count)
 {
-    const kp_attr *attrs[64];
+    const kp_attr *attrs[64] = {0};
     size_t n = 0;
     for (size_t i = 0; i < eq_count && n < 64; i++) attrs[n++] = eqs[i]->attr;
     for (size_t i = 0; s && i < s->order_count && n < 64; i++) {
@@ -597,23 +600,38 @@ static ddb_format ordered_sk(builder *B, const ddb_entity *e, const kp_cond *con
         for (size_t x = 0; x < n; x++) skip |= attrs[x] == e->entity->key[k];
         if (!skip) attrs[n++] = e->entity->key[k];
     }
-    return fmt_keyed(B, e->prefix, attrs, n);
+    ddb_format f = fmt_keyed(B, e->prefix, attrs, n);
+    /* the declared order's parts: one against the read direction inverted, an optional one
+     * given the text its absence sorts at (nulls last along the read: "~" reading forward) */
+    for (size_t i = 0; s && i < s->declared_order_count; i++) {
+        const kp_order_key *o = &s->order[i];
+        int backward = s->order[0].is_desc, nulls_last = !o->is_nulls_first;
+        for (size_t k = 0; k < f.count; k++) {
+            ddb_segment *seg = &f.segs[k];
+            if (seg->attr != o->attr) continue;
+            int is_eq = 0;
+            for (size_t x = 0; x < eq_count; x++) is_eq |= eqs[x]->attr == o->attr;
+            if (is_eq) break;
+            seg->is_inverted = o->is_desc != s->order[0].is_desc;
+            if (o->attr->is_optional) seg->null_text = nulls_last != backward ? "~" : "!";
+            break;
+        }
+    }
+    return f;
 }
 
-/* An order attribute some items lack cannot be in an index sort key: those items would
- * not be in the index at all. Such an order is sorted in the client. */
-static int optional_order(const kp_shape *s)
+/* Can a sort key hold the declared order? Parts against the first one's direction are
+ * inverted (their types must allow it), optional parts sort their absence where `nulls`
+ * says; the first part must be required (a range on it must not reach the items that lack
+ * it). Otherwise the client sorts. */
+static int key_orderable(const kp_shape *s)
 {
-    for (size_t i = 0; s && i < s->declared_order_count; i++)
-        if (s->order[i].attr->is_optional) return 1;
-    return 0;
-}
-
-static int mixed_directions(const kp_shape *s)
-{
-    for (size_t i = 1; i < s->declared_order_count; i++)
-        if (s->order[i].is_desc != s->order[0].is_desc) return 1;
-    return 0;
+    for (size_t i = 0; s && i < s->declared_order_count; i++) {
+        const kp_order_key *o = &s->order[i];
+        if (i == 0 && o->attr->is_optional) return 0;
+        if (o->is_desc != s->order[0].is_desc && !kp_ddb_invertible(o->attr)) return 0;
+    }
+    return 1;
 }
 
 /* Splits $where conditions into equalities (foldable into a sort key) and the rest. */
@@ -674,7 +692,7 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
             int ok = s && s->kind == KP_SHAPE_EACH ? order_is_key(s, child, &child->placements[0].sk, &forward) : 1;
             if (ok && eq_count == 0 && !range) {
                 pl = &child->placements[0];
-            } else if (s && !mixed_directions(s) && !optional_order(s)) {
+            } else if (s && key_orderable(s)) {
                 /* rule 3: an LSI on the collection ordered as declared */
                 const kp_attr *const *fk = (const kp_attr *const *)rel->fk_attrs;
                 ddb_format sk = ordered_sk(B, child, eqs, eq_count, s, fk, rel->fk_count);
@@ -706,7 +724,7 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
             /* rule 4: the child lives elsewhere; a GSI keyed by the parent reference */
             ddb_format pk = fmt_keyed(B, kp_ddb_entity_prefix(B->arena, B->m, r->source), (const kp_attr *const *)rel->fk_attrs,
                                       rel->fk_count);
-            ddb_format sk = s && !mixed_directions(s) && !optional_order(s) ? ordered_sk(B, child, eqs, eq_count, s, NULL, 0)
+            ddb_format sk = s && key_orderable(s) ? ordered_sk(B, child, eqs, eq_count, s, NULL, 0)
                                                       : fmt_keyed(B, child->prefix, (const kp_attr *const *)r->target->key,
                                                                   r->target->key_count);
             int is_new = 0;
@@ -714,7 +732,7 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
             if (!gp) return NULL;
             pl = gp;
             forward = s && s->declared_order_count ? !s->order[0].is_desc : 1;
-            server_ordered = !(s && (mixed_directions(s) || optional_order(s)));
+            server_ordered = !s || key_orderable(s);
             if (is_new) {
                 kp_decision *x = kp_design_decide(
                     B->d, kp_design_printf(B->d, "%s %s", gp->index->name, r->target->name),
@@ -1110,7 +1128,7 @@ static int plan_root(builder *B, const kp_pattern *p, ddb_fetch **out)
     const kp_attr *eq_attrs[32] = {0};
     for (size_t i = 0; i < eq_count && i < 32; i++) eq_attrs[i] = eqs[i]->attr;
     ddb_format pk = fmt_keyed(B, label, eq_attrs, eq_count < 32 ? eq_count : 32);
-    int client_sorted = each && (mixed_directions(each) || optional_order(each));
+    int client_sorted = each && !key_orderable(each);
     ddb_format sk = ordered_sk(B, e, NULL, 0, client_sorted ? NULL : each, eq_attrs, eq_count);
     double rows = p->root->count;
     for (size_t i = 0; i < literal_count; i++)
