@@ -362,16 +362,23 @@ static void plan_database(planner *P, cJSON *untouched)
             char what[512] = "";
             size_t at = 0;
             for (size_t q = 0; q < was->attr_count && at < sizeof what; q++) {
-                const kp_attr *x = was->attrs[q], *y = kp_entity_attr(e, x->name);
-                if (!y || y->type.kind != x->type.kind)
+                const kp_attr *x = was->attrs[q], *y = kp_entity_attr(e, x->name), *renamed = NULL;
+                for (size_t r = 0; !y && r < e->attr_count; r++)
+                    if (e->attrs[r]->renamed_from && strcmp(e->attrs[r]->renamed_from, x->name) == 0) renamed = e->attrs[r];
+                if (renamed)
+                    at += (size_t)snprintf(what + at, sizeof what - at, "%s%s renamed %s", at ? ", " : "", x->name, renamed->name);
+                else if (!y || y->type.kind != x->type.kind)
                     at += (size_t)snprintf(what + at, sizeof what - at, "%s%s %s", at ? ", " : "", x->name, y ? "retyped" : "removed");
             }
-            for (size_t q = 0; q < e->attr_count && at < sizeof what; q++)
-                if (!kp_entity_attr(was, e->attrs[q]->name) && !e->attrs[q]->is_optional)
-                    at += (size_t)snprintf(what + at, sizeof what - at, "%s%s added", at ? ", " : "", e->attrs[q]->name);
+            for (size_t q = 0; q < e->attr_count && at < sizeof what; q++) {
+                const kp_attr *y = e->attrs[q];
+                if (kp_entity_attr(was, y->name) || y->is_optional || (y->renamed_from && kp_entity_attr(was, y->renamed_from))) continue;
+                at += (size_t)snprintf(what + at, sizeof what - at, "%s%s added (%s)", at ? ", " : "", y->name,
+                                       y->copy_of || y->derived ? "computed" : y->backfill ? "its backfill value" : "no backfill value");
+            }
             if (!at) continue;
-            step(P, "rewrite", c->name, NULL, e->count, avg_bytes(c), 1, "the %s items in %s change (%s): each is rewritten, "
-                 "an added required attribute with its backfill default", e->name, c->name, what);
+            step(P, "rewrite", c->name, NULL, e->count, avg_bytes(c), 1, "the %s items in %s change (%s): each is rewritten",
+                 e->name, c->name, what);
             touched[i] = 1;
             if (rewritten) { rewritten[rewritten_count].c = c; rewritten[rewritten_count++].e = e; }
         }
