@@ -118,7 +118,7 @@ int kp_ddb_key_text(const kp_attr *attr, int width, const cJSON *value, char *bu
 int kp_ddb_invertible(const kp_attr *attr)
 {
     switch (attr->type.kind) {
-    case KP_T_INT: case KP_T_COUNTER: case KP_T_DATE: return 1;
+    case KP_T_INT: case KP_T_COUNTER: case KP_T_DATE: case KP_T_UUID: return 1;
     case KP_T_DECIMAL: /* the key text orders non-negative ones */
         return !attr->min || (cJSON_IsNumber(attr->min) ? attr->min->valuedouble >= 0
                                                         : !(cJSON_IsRaw(attr->min) && attr->min->valuestring[0] == '-'));
@@ -127,14 +127,22 @@ int kp_ddb_invertible(const kp_attr *attr)
     }
 }
 
-/* Reverses the order of key texts: every digit complemented (9 - d), other characters kept,
- * then "~", which sorts after every digit, so a shorter text (5) sorts after a longer one
- * with the same start (5.5) as the reversed order wants. */
-static void invert(char *text, size_t size)
+/* Reverses the order of key texts: every digit complemented (9 - d; a uuid's hex digits
+ * 15 - d), other characters kept, then "~", which sorts after every digit, so a shorter
+ * text (5) sorts after a longer one with the same start (5.5) as the reversed order wants. */
+static void invert(char *text, size_t size, int is_hex)
 {
+    static const char hex[] = "0123456789abcdef";
     size_t n = strlen(text);
-    for (size_t i = 0; i < n; i++)
-        if (text[i] >= '0' && text[i] <= '9') text[i] = (char)('9' - (text[i] - '0'));
+    for (size_t i = 0; i < n; i++) {
+        char c = text[i];
+        if (is_hex && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) {
+            int v = c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+            text[i] = hex[15 - v];
+        } else if (!is_hex && c >= '0' && c <= '9') {
+            text[i] = (char)('9' - (c - '0'));
+        }
+    }
     if (n + 1 < size) { text[n] = '~'; text[n + 1] = '\0'; }
 }
 
@@ -157,7 +165,7 @@ static int render(const ddb_format *f, const cJSON *object, const cJSON *const *
         }
         char part[1024];
         if (kp_ddb_key_text(s->attr, s->width, v, part, sizeof part)) return -1;
-        if (s->is_inverted) invert(part, sizeof part);
+        if (s->is_inverted) invert(part, sizeof part, s->attr->type.kind == KP_T_UUID);
         if (append(buf, size, &len, part, strlen(part))) return -1;
     }
     return 0;

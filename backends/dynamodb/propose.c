@@ -603,7 +603,7 @@ static ddb_format ordered_sk(builder *B, const ddb_entity *e, const kp_cond *con
     ddb_format f = fmt_keyed(B, e->prefix, attrs, n);
     /* the declared order's parts: one against the read direction inverted, an optional one
      * given the text its absence sorts at (nulls last along the read: "~" reading forward) */
-    for (size_t i = 0; s && i < s->declared_order_count; i++) {
+    for (size_t i = 0; s && i < s->order_count; i++) { /* the key parts that break ties too */
         const kp_order_key *o = &s->order[i];
         int backward = s->order[0].is_desc, nulls_last = !o->is_nulls_first;
         for (size_t k = 0; k < f.count; k++) {
@@ -626,7 +626,7 @@ static ddb_format ordered_sk(builder *B, const ddb_entity *e, const kp_cond *con
  * it). Otherwise the client sorts. */
 static int key_orderable(const kp_shape *s)
 {
-    for (size_t i = 0; s && i < s->declared_order_count; i++) {
+    for (size_t i = 0; s && i < s->order_count; i++) { /* ties are broken in the last part's direction */
         const kp_order_key *o = &s->order[i];
         if (i == 0 && o->attr->is_optional) return 0;
         if (o->is_desc != s->order[0].is_desc && !kp_ddb_invertible(o->attr)) return 0;

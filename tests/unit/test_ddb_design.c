@@ -304,23 +304,30 @@ static void test_an_order_of_mixed_directions_and_nulls_is_held_by_the_sort_key(
     assert_non_null(query);
     assert_true(query->items <= 26 && query->requests == 1);
     assert_null(strstr(query->why ? query->why : "", "reads every item"));
-    /* the key text orders as the oracle does: endsAt asc, highestBid desc, no bid last, id */
+    /* the key text orders as the oracle does: endsAt asc, highestBid desc, no bid last, and
+     * ties broken by the key in the last declared part's direction (desc): id inverted too */
     const kp_entity *item = kp_model_entity(m, "Item");
     const kp_attr *ends = kp_entity_attr(item, "endsAt"), *bid = kp_entity_attr(item, "highestBid"), *id = kp_entity_attr(item, "id");
+    int found = 0;
+    for (size_t i = 0; i < d->decision_count; i++)
+        found |= d->decisions[i].choice && strstr(d->decisions[i].choice, "ITEM#<endsAt>#<highestBid:inverted,null=~>#<id:inverted>") != NULL;
+    assert_true(found);
     ddb_segment segs[] = {{.literal = "ITEM#"}, {.attr = ends}, {.literal = "#"}, {.attr = bid, .is_inverted = 1, .null_text = "~"},
-                          {.literal = "#"}, {.attr = id}};
+                          {.literal = "#"}, {.attr = id, .is_inverted = 1}};
     ddb_format f = {segs, sizeof segs / sizeof segs[0]};
+#define U1 "2119c79a-b56c-4136-bcae-b702041bee2e"
+#define U2 "fe5051b1-1fba-4643-8bca-0adbb85a3bb5"
     /* in the expected order */
     const char *const rows[] = {
-        "{\"endsAt\":\"2026-01-01T00:00:00.000Z\",\"highestBid\":100.5,\"id\":\"a\"}",
-        "{\"endsAt\":\"2026-01-01T00:00:00.000Z\",\"highestBid\":100,\"id\":\"a\"}",
-        "{\"endsAt\":\"2026-01-01T00:00:00.000Z\",\"highestBid\":99.99,\"id\":\"b\"}",
-        "{\"endsAt\":\"2026-01-01T00:00:00.000Z\",\"highestBid\":9,\"id\":\"a\"}",
-        "{\"endsAt\":\"2026-01-01T00:00:00.000Z\",\"highestBid\":9,\"id\":\"b\"}",
-        "{\"endsAt\":\"2026-01-01T00:00:00.000Z\",\"id\":\"a\"}",
-        "{\"endsAt\":\"2026-01-01T00:00:00.000Z\",\"id\":\"c\"}",
-        "{\"endsAt\":\"2026-01-01T00:00:00.001Z\",\"highestBid\":100000,\"id\":\"a\"}",
-        "{\"endsAt\":\"2026-01-01T00:00:00.001Z\",\"id\":\"a\"}",
+        "{\"endsAt\":\"2026-01-01T00:00:00.000Z\",\"highestBid\":100.5,\"id\":\"" U1 "\"}",
+        "{\"endsAt\":\"2026-01-01T00:00:00.000Z\",\"highestBid\":100,\"id\":\"" U1 "\"}",
+        "{\"endsAt\":\"2026-01-01T00:00:00.000Z\",\"highestBid\":99.99,\"id\":\"" U2 "\"}",
+        "{\"endsAt\":\"2026-01-01T00:00:00.000Z\",\"highestBid\":9,\"id\":\"" U2 "\"}",
+        "{\"endsAt\":\"2026-01-01T00:00:00.000Z\",\"highestBid\":9,\"id\":\"" U1 "\"}",
+        "{\"endsAt\":\"2026-01-01T00:00:00.000Z\",\"id\":\"" U2 "\"}",
+        "{\"endsAt\":\"2026-01-01T00:00:00.000Z\",\"id\":\"" U1 "\"}",
+        "{\"endsAt\":\"2026-01-01T00:00:00.001Z\",\"highestBid\":100000,\"id\":\"" U1 "\"}",
+        "{\"endsAt\":\"2026-01-01T00:00:00.001Z\",\"id\":\"" U1 "\"}",
     };
     char prev[512] = "";
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
