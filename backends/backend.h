@@ -336,6 +336,9 @@ typedef struct kp_readback {
 
 void kp_readback_free(kp_readback *readback);
 
+/* Called by read_records with each record read back (it takes the object). */
+typedef int (*kp_read_record_fn)(void *ctx, const kp_entity *entity, cJSON *object, kp_error *err);
+
 /* Called by read_items with each item a target holds. */
 typedef int (*kp_read_item_fn)(void *ctx, const char *container, const char *id, uint64_t checksum, kp_error *err);
 
@@ -450,9 +453,7 @@ struct kp_backend {
      * old version keep working; sets *emptied when it had to rebuild a container (its items
      * are gone and must all be written again) and says in note what was not online. With
      * is_final 1, removes what only `from` has. Both may be run again after an interruption. */
-    int (*read_records)(kp_conn *, const kp_design *,
-                        int (*on_record)(void *ctx, const kp_entity *entity, cJSON *object, kp_error *err), void *ctx,
-                        kp_error *);
+    int (*read_records)(kp_conn *, const kp_design *, kp_read_record_fn on_record, void *ctx, kp_error *);
     int (*migrate_schema)(kp_conn *, const kp_design *from, const kp_design *to, int is_final, int *emptied,
                           char *note, size_t note_size, kp_error *);
 
@@ -464,6 +465,16 @@ struct kp_backend {
      * the items of a container whose read-back differs (missing, changed, strays). */
     int (*read_items)(kp_conn *, const kp_design *, kp_read_item_fn fn, void *ctx, kp_error *);
 };
+
+/* The design's container of that name (without the prefix), or NULL. */
+const kp_container *kp_design_container(const kp_design *design, const char *name);
+
+/* Every item a design makes of a dataset: each record transformed (model order, insertion
+ * order within an entity), each item passed with its record's index. The callback may take
+ * an item over (move it and zero it); what it leaves is freed. */
+typedef int (*kp_each_item_fn)(void *ctx, kp_item *item, long record_index, kp_error *err);
+int kp_design_each_item(const kp_backend *backend, const kp_design *design, const kp_dataset *data, kp_each_item_fn fn,
+                        void *ctx, kp_error *err);
 
 /* read_back made from read_items: per container (the design's first, in its order, empty
  * ones included), the items and the XOR of their checksums. */

@@ -322,3 +322,30 @@ int kp_read_back_from_items(int (*read_items)(kp_conn *, const kp_design *, kp_r
     if (read_items(conn, design, fold_item, out, err)) { kp_readback_free(out); return -1; }
     return 0;
 }
+
+int kp_design_each_item(const kp_backend *b, const kp_design *design, const kp_dataset *data, kp_each_item_fn fn,
+                        void *ctx, kp_error *err)
+{
+    const kp_model *m = kp_dataset_model(data);
+    kp_item_list items = {0};
+    long index = 0;
+    int rc = 0;
+    for (size_t e = 0; e < m->entity_count && rc == 0; e++) {
+        size_t n = 0;
+        kp_record *const *records = kp_dataset_records(data, m->entities[e], &n);
+        for (size_t i = 0; i < n && rc == 0; i++, index++) {
+            kp_item_list_clear(&items);
+            rc = b->transform(design, data, records[i], &items, err);
+            for (size_t k = 0; k < items.count && rc == 0; k++) rc = fn(ctx, &items.items[k], index, err);
+        }
+    }
+    kp_item_list_free(&items);
+    return rc;
+}
+
+const kp_container *kp_design_container(const kp_design *d, const char *name)
+{
+    for (size_t i = 0; i < d->container_count; i++)
+        if (strcmp(d->containers[i].name, name) == 0) return &d->containers[i];
+    return NULL;
+}

@@ -8,16 +8,15 @@
  */
 #include "migrations/migrate.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "backends/emit.h"
 #include "core/arena.h"
 #include "core/data.h"
+#include "core/json.h"
 #include "migrations/seed.h"
 
 enum phase { PH_NONE, PH_SCHEMA, PH_WRITE, PH_DELETE, PH_FINAL, PH_DONE };
@@ -45,45 +44,24 @@ static int nomem(kp_error *err) { return kp_error_set(err, KP_ERR_NOMEM, NULL, 0
 
 /* ---- the progress file ---------------------------------------------------------------------------- */
 
-static char *read_text(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 65536;
-            char *bigger = realloc(buf, cap);
-            if (!bigger) { free(buf); fclose(f); return NULL; }
-            buf = bigger;
-        }
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0) break;
-    }
-    fclose(f);
-    buf[n] = '\0';
-    if (len) *len = n;
-    return buf;
-}
-
 static int load_progress(const kp_migrate_options *o, progress *p, int *found, kp_error *err)
 {
     memset(p, 0, sizeof *p);
     *found = 0;
     char path[1200];
     snprintf(path, sizeof path, "%s/progress.json", o->state_dir);
-    char *text = read_text(path, NULL);
-    if (!text) return 0;
+    if (access(path, F_OK) != 0) return 0; /* no migration under way here */
+    char *text = NULL;
+    size_t len = 0;
+    if (kp_file_read(path, 1 << 20, &text, &len, err)) return -1;
     cJSON *j = cJSON_Parse(text);
     free(text);
     const char *from = kp_json_str(j, "from"), *to = kp_json_str(j, "to"), *db = kp_json_str(j, "backend");
     if (!j || !*from || !*to || !*db)
         return cJSON_Delete(j), kp_error_set(err, KP_ERR_USAGE, path, 0, 0, "this progress file is not one keyplan "
                                              "migrate wrote; remove it only if no migration of this target is under way");
-    const char *was = kp_json_str(j, "phase");
-    if (strcmp(was, "done") == 0 && (strcmp(from, o->old_model->hash) || strcmp(to, o->new_model->hash))) {
+    const char *phase = kp_json_str(j, "phase");
+    if (strcmp(phase, "done") == 0 && (strcmp(from, o->old_model->hash) || strcmp(to, o->new_model->hash))) {
         cJSON_Delete(j); /* a finished migration between other versions: this state directory is free again */
         return 0;
     }
@@ -93,13 +71,12 @@ static int load_progress(const kp_migrate_options *o, progress *p, int *found, k
         cJSON_Delete(j);
         return rc;
     }
-    const char *phase = kp_json_str(j, "phase");
-    for (int i = 0; phase && i <= PH_DONE; i++)
+    for (int i = 0; i <= PH_DONE; i++)
         if (strcmp(phase, phase_names[i]) == 0) p->phase = (enum phase)i;
     p->cursor = (long)kp_json_num(j, "cursor");
     p->emptied = kp_json_num(j, "emptied") != 0;
-    snprintf(p->old_design, sizeof p->old_design, "%s", kp_json_str(j, "old_design") ? kp_json_str(j, "old_design") : "");
-    snprintf(p->note, sizeof p->note, "%s", kp_json_str(j, "note") ? kp_json_str(j, "note") : "");
+    snprintf(p->old_design, sizeof p->old_design, "%s", kp_json_str(j, "old_design"));
+    snprintf(p->note, sizeof p->note, "%s", kp_json_str(j, "note"));
     cJSON_Delete(j);
     *found = 1;
     return 0;
@@ -130,7 +107,6 @@ static int save_progress(const kp_migrate_options *o, const progress *p, kp_erro
 /* ---- records read back, merged by key ------------------------------------------------------------- */
 
 typedef struct merged {
-    const kp_model *model;
     kp_arena arena;
     kp_strmap by_key;           /* entity + key text -> index + 1 in objects[entity] */
     cJSON **objects[256];
@@ -227,16 +203,13 @@ static int write_records(const kp_model *model, const char *dir, cJSON **const *
 }
 
 /* Step 1: the live records, through OLD's design, into DIR/old. */
-static int snapshot(const kp_migrate_options *o, kp_conn *conn, const kp_design *old_design, const char *dir, long *records,
-                    kp_error *err)
+static int snapshot(const kp_migrate_options *o, kp_conn *conn, const kp_design *old_design, const char *dir, kp_error *err)
 {
-    merged m = {.model = o->old_model};
+    merged m = {0};
     int rc = o->backend->read_records(conn, old_design, on_record, &m, err);
-    *records = 0;
     for (size_t e = 0; rc == 0 && e < o->old_model->entity_count; e++) {
         sort_entity = o->old_model->entities[e];
         if (m.count[e] > 1) qsort(m.objects[e], m.count[e], sizeof *m.objects[e], by_key);
-        *records += (long)m.count[e];
     }
     if (rc == 0) rc = write_records(o->old_model, dir, m.objects, m.count, err);
     merged_free(&m);
@@ -294,7 +267,6 @@ static int change_records(const kp_migrate_options *o, const kp_dataset *old_dat
         objects[e] = calloc(n ? n : 1, sizeof *objects[e]);
         if (!objects[e]) { rc = nomem(err); break; }
         for (size_t i = 0; i < n; i++) {
-            if (records[i]->is_deleted) continue;
             cJSON *obj = cJSON_CreateObject();
             if (!obj) { rc = nomem(err); break; }
             objects[e][counts[e]++] = obj;
@@ -328,8 +300,7 @@ static int write_dataset(const kp_dataset *data, const char *dir, kp_error *err)
         kp_record *const *records = kp_dataset_records(data, m->entities[e], &n);
         objects[e] = calloc(n ? n : 1, sizeof *objects[e]);
         if (!objects[e]) rc = nomem(err);
-        for (size_t i = 0; rc == 0 && i < n; i++)
-            if (!records[i]->is_deleted) objects[e][counts[e]++] = records[i]->object;
+        for (size_t i = 0; rc == 0 && i < n; i++) objects[e][counts[e]++] = records[i]->object;
     }
     if (rc == 0) rc = write_records(m, dir, objects, counts, err);
     for (size_t e = 0; e < 256; e++) free(objects[e]);
@@ -348,32 +319,6 @@ typedef struct item_set {
 static uint64_t checksum_of(const kp_backend *b, const cJSON *body)
 {
     return b->item_checksum ? b->item_checksum(body) : kp_item_hash(body);
-}
-
-typedef int (*item_fn)(void *ctx, kp_item *item, long record_index, kp_error *err);
-
-/* Transforms every live record of `data` (model order) with `design`, passing each item (the
- * callback may take the body by setting it to NULL) and its record's index. */
-static int each_item(const kp_backend *b, const kp_design *design, const kp_dataset *data, item_fn fn, void *ctx,
-                     kp_error *err)
-{
-    const kp_model *m = kp_dataset_model(data);
-    kp_item_list items = {0};
-    long index = 0;
-    int rc = 0;
-    for (size_t e = 0; e < m->entity_count && rc == 0; e++) {
-        size_t n = 0;
-        kp_record *const *records = kp_dataset_records(data, m->entities[e], &n);
-        for (size_t i = 0; i < n && rc == 0; i++) {
-            if (records[i]->is_deleted) continue;
-            kp_item_list_clear(&items);
-            rc = b->transform(design, data, records[i], &items, err);
-            for (size_t k = 0; k < items.count && rc == 0; k++) rc = fn(ctx, &items.items[k], index, err);
-            index++;
-        }
-    }
-    kp_item_list_free(&items);
-    return rc;
 }
 
 typedef struct collect_ctx {
@@ -399,7 +344,7 @@ static int item_set_build(const kp_backend *b, const kp_design *design, const kp
 {
     memset(out, 0, sizeof *out);
     collect_ctx c = {b, out};
-    return each_item(b, design, data, collect, &c, err);
+    return kp_design_each_item(b, design, data, collect, &c, err);
 }
 
 /* ---- step 4 and 5: writes and deletes, throttled --------------------------------------------------- */
@@ -410,28 +355,26 @@ typedef struct writer {
     const item_set *old_items;  /* NULL: write every item */
     kp_item_list batch;
     long batch_last_record;     /* the last record with items in the batch */
-    long acked_ok, failed;
+    long failed;
     kp_error first_failure;
     progress *p;
     kp_migrate_report *r;
     long total_items;           /* for the progress line */
-    long done_items;
+    long done_items;            /* written (or deleted) by this step of this run */
     double started, last_saved, last_line;
-    long written_at_start;
 } writer;
 
 static void on_ack(void *ctx, const kp_item *item, int ok, const kp_error *err)
 {
     (void)item;
     writer *w = ctx;
-    if (ok) { w->acked_ok++; return; }
-    if (!w->failed++ && err) w->first_failure = *err;
+    if (!ok && !w->failed++ && err) w->first_failure = *err;
 }
 
 static void throttle(writer *w, long done)
 {
     if (w->o->rate <= 0) return;
-    double due = w->started + (double)(done - w->written_at_start) / w->o->rate, now = now_seconds();
+    double due = w->started + (double)done / w->o->rate, now = now_seconds();
     if (due > now) {
         double wait = due - now;
         struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
@@ -448,13 +391,37 @@ static void progress_line(writer *w, const char *what, int is_last)
     if (!is_last && (!tty || now - w->last_line < 0.2)) return;
     w->last_line = now;
     double elapsed = now - w->started;
-    double rate = elapsed > 0 ? (double)(w->done_items - w->written_at_start) / elapsed : 0;
+    double rate = elapsed > 0 ? (double)w->done_items / elapsed : 0;
     long left = w->total_items - w->done_items;
     char eta[32] = "-";
     if (rate > 0 && left > 0) snprintf(eta, sizeof eta, "%.0f s", (double)left / rate);
     fprintf(out, "%s  migrate %s: %s %ld/%ld items  %.0f items/s  ETA %s%s", tty ? "\r" : "", w->o->backend->name, what,
             w->done_items, w->total_items, rate, eta, tty && !is_last ? "\033[K" : "\n");
     fflush(out);
+}
+
+/* After a batch of n items the server took: counted, shown, and an interruption honoured. */
+static int batch_done(writer *w, long n, const char *what, kp_error *err)
+{
+    w->done_items += n;
+    progress_line(w, what, 0);
+    if (w->o->interrupted && *w->o->interrupted)
+        return kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "interrupted; run the same command again to resume");
+    return 0;
+}
+
+/* Is this item of NEW's design on the target already (OLD made it, same identity and content)? */
+static int is_unchanged(const kp_backend *b, const item_set *old_items, const kp_item *item)
+{
+    const uint64_t *sum = old_items && item->id ? kp_strmap_get(&old_items->ids, item->id) : NULL;
+    return sum && *sum == checksum_of(b, item->body);
+}
+
+/* Is this item of OLD's design one to delete: NEW lacks it, in a container NEW keeps (the
+ * containers NEW drops go whole in the last step)? */
+static int is_stale(const item_set *new_items, const kp_design *new_design, const kp_item *item)
+{
+    return item->id && !kp_strmap_get(&new_items->ids, item->id) && kp_design_container(new_design, item->container);
 }
 
 /* Sends the batch and waits for every ack; then the records up to batch_last_record are done. */
@@ -476,7 +443,6 @@ static int flush(writer *w, kp_error *err)
         if (err->code == KP_OK) kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "the server refused an item");
         return -1;
     }
-    w->done_items += n;
     w->r->items_written += n;
     w->p->cursor = w->batch_last_record + 1;
     double now = now_seconds();
@@ -484,10 +450,7 @@ static int flush(writer *w, kp_error *err)
         if (save_progress(w->o, w->p, err)) return -1;
         w->last_saved = now;
     }
-    progress_line(w, "writing", 0);
-    if (w->o->interrupted && *w->o->interrupted)
-        return kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "interrupted; run the same command again to resume");
-    return 0;
+    return batch_done(w, n, "writing", err);
 }
 
 static int write_item(void *ctx, kp_item *item, long record_index, kp_error *err)
@@ -496,13 +459,10 @@ static int write_item(void *ctx, kp_item *item, long record_index, kp_error *err
     if (record_index < w->p->cursor) return 0;
     /* a batch ends only between records, so the cursor never splits one */
     if (w->batch.count >= BATCH_ITEMS && record_index != w->batch_last_record && flush(w, err)) return -1;
-    if (w->old_items) {
-        const uint64_t *sum = item->id ? kp_strmap_get(&w->old_items->ids, item->id) : NULL;
-        if (sum && *sum == checksum_of(w->o->backend, item->body)) {
-            w->r->items_unchanged++;
-            w->total_items--;
-            return 0;
-        }
+    if (is_unchanged(w->o->backend, w->old_items, item)) {
+        w->r->items_unchanged++;
+        w->total_items--;
+        return 0;
     }
     kp_item *to = kp_item_list_push(&w->batch);
     if (!to) return nomem(err);
@@ -519,13 +479,6 @@ typedef struct deleter {
     const kp_design *old_design;
 } deleter;
 
-static int has_container(const kp_design *d, const char *name)
-{
-    for (size_t i = 0; i < d->container_count; i++)
-        if (strcmp(d->containers[i].name, name) == 0) return 1;
-    return 0;
-}
-
 static int flush_deletes(deleter *d, kp_error *err)
 {
     writer *w = d->w;
@@ -535,20 +488,15 @@ static int flush_deletes(deleter *d, kp_error *err)
     int rc = w->o->backend->delete_items(w->conn, d->old_design, &w->batch, err);
     kp_item_list_clear(&w->batch);
     if (rc) return -1;
-    w->done_items += n;
     w->r->items_deleted += n;
-    progress_line(w, "deleting", 0);
-    if (w->o->interrupted && *w->o->interrupted)
-        return kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "interrupted; run the same command again to resume");
-    return 0;
+    return batch_done(w, n, "deleting", err);
 }
 
 static int delete_item(void *ctx, kp_item *item, long record_index, kp_error *err)
 {
     (void)record_index;
     deleter *d = ctx;
-    if (!item->id || kp_strmap_get(&d->new_items->ids, item->id)) return 0;
-    if (!has_container(d->new_design, item->container)) return 0; /* dropped whole in the last step */
+    if (!is_stale(d->new_items, d->new_design, item)) return 0;
     kp_item *to = kp_item_list_push(&d->w->batch);
     if (!to) return nomem(err);
     *to = *item;
@@ -571,8 +519,7 @@ static int count_write(void *ctx, kp_item *item, long record_index, kp_error *er
     (void)record_index;
     (void)err;
     dry_count *c = ctx;
-    const uint64_t *sum = item->id ? kp_strmap_get(&c->old_items->ids, item->id) : NULL;
-    if (sum && *sum == checksum_of(c->b, item->body)) c->r->items_unchanged++;
+    if (is_unchanged(c->b, c->old_items, item)) c->r->items_unchanged++;
     else c->r->items_written++;
     return 0;
 }
@@ -582,8 +529,7 @@ static int count_delete(void *ctx, kp_item *item, long record_index, kp_error *e
     (void)record_index;
     (void)err;
     dry_count *c = ctx;
-    if (item->id && !kp_strmap_get(&c->new_items->ids, item->id) && has_container(c->new_design, item->container))
-        c->r->items_deleted++;
+    if (is_stale(c->new_items, c->new_design, item)) c->r->items_deleted++;
     return 0;
 }
 
@@ -594,17 +540,6 @@ static const kp_design *design_named(const kp_design_list *list, const char *can
     for (size_t i = 0; candidate && i < list->count; i++)
         if (strcmp(list->items[i]->candidate, candidate) == 0) return list->items[i];
     return list->count ? list->items[0] : NULL;
-}
-
-static cJSON *marker_with(const cJSON *marker, const char *status, const char *to)
-{
-    cJSON *m = cJSON_Duplicate(marker, 1);
-    if (!m) return NULL;
-    cJSON_DeleteItemFromObjectCaseSensitive(m, "status");
-    cJSON_AddStringToObject(m, "status", status);
-    cJSON_DeleteItemFromObjectCaseSensitive(m, "migrating_to");
-    if (to) cJSON_AddStringToObject(m, "migrating_to", to);
-    return m;
 }
 
 typedef struct container_count {
@@ -634,7 +569,7 @@ static int final_marker(const kp_migrate_options *o, kp_conn *conn, const kp_dat
     for (size_t e = 0; e < m->entity_count; e++) totals[e] = (long)kp_dataset_count(data, m->entities[e]);
     /* items per container, as transform makes them */
     container_count cc = {containers, count};
-    int rc = each_item(o->backend, o->new_design, data, count_container, &cc, err);
+    int rc = kp_design_each_item(o->backend, o->new_design, data, count_container, &cc, err);
     char data_hash[17];
     if (rc == 0) rc = kp_seed_data_hash(data, data_hash, err);
     cJSON *mk = rc == 0 ? kp_seed_marker_new(m, o->new_design, o->backend->name, data_hash, totals, totals, containers, count,
@@ -672,7 +607,7 @@ static int run(const kp_migrate_options *o, kp_conn *conn, kp_migrate_report *r,
     const char *model_hash = kp_json_str(mk, "model_hash"), *status = kp_json_str(mk, "status");
     int rc = 0;
     if (!found || p.phase == PH_NONE) {
-        if (mk && model_hash && strcmp(model_hash, o->new_model->hash) == 0 && status && strcmp(status, "complete") == 0) {
+        if (mk && strcmp(model_hash, o->new_model->hash) == 0 && strcmp(status, "complete") == 0) {
             r->is_already_done = 1;
             cJSON_Delete(state.marker);
             return 0;
@@ -680,8 +615,8 @@ static int run(const kp_migrate_options *o, kp_conn *conn, kp_migrate_report *r,
         if (!o->is_force) {
             const char *why = NULL;
             if (!mk) why = state.exists ? "its containers hold no keyplan marker" : "it holds nothing keyplan seeded";
-            else if (!model_hash || strcmp(model_hash, o->old_model->hash) != 0) why = "it was seeded from another model (or version)";
-            else if (!status || (strcmp(status, "complete") && strcmp(status, "migrating"))) why = "its seeding has not finished";
+            else if (strcmp(model_hash, o->old_model->hash) != 0) why = "it was seeded from another model (or version)";
+            else if (strcmp(status, "complete") && strcmp(status, "migrating")) why = "its seeding has not finished";
             if (why) {
                 rc = kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "the %s target is not a complete seed of the old model: %s; "
                                   "migrate starts from what `keyplan seed OLD` left (--force to take it as it is)",
@@ -706,8 +641,7 @@ static int run(const kp_migrate_options *o, kp_conn *conn, kp_migrate_report *r,
     /* 1. snapshot (only before anything changed) */
     if (!found || p.phase == PH_NONE) {
         if (o->progress) fprintf(o->progress, "  migrate %s: reading every record from the target\n", b->name);
-        long records = 0;
-        if (snapshot(o, conn, old_design, old_dir, &records, err)) { cJSON_Delete(state.marker); return -1; }
+        if (snapshot(o, conn, old_design, old_dir, err)) { cJSON_Delete(state.marker); return -1; }
     }
     kp_dataset *old_data = NULL, *new_data = NULL;
     if (kp_dataset_load(o->old_model, old_dir, &old_data, err)) {
@@ -743,17 +677,22 @@ static int run(const kp_migrate_options *o, kp_conn *conn, kp_migrate_report *r,
     if (rc == 0 && o->is_dry_run) {
         /* what the write and delete steps would do; nothing is sent */
         dry_count c = {b, &old_items, &new_items, o->new_design, r};
-        rc = each_item(b, o->new_design, new_data, count_write, &c, err);
-        if (rc == 0) rc = each_item(b, old_design, old_data, count_delete, &c, err);
+        rc = kp_design_each_item(b, o->new_design, new_data, count_write, &c, err);
+        if (rc == 0) rc = kp_design_each_item(b, old_design, old_data, count_delete, &c, err);
         goto done;
     }
 
     if (rc == 0 && (!found || p.phase == PH_NONE)) {
         p.phase = PH_SCHEMA;
         rc = save_progress(o, &p, err);
-        cJSON *m = rc == 0 && mk ? marker_with(mk, "migrating", o->new_model->hash) : NULL;
-        if (m) rc = b->write_marker(conn, old_design, m, err);
-        cJSON_Delete(m);
+        if (rc == 0 && mk) {
+            /* OLD's marker, saying a migration to NEW is under way (seed and verify refuse it) */
+            cJSON *m = cJSON_Duplicate(mk, 1);
+            cJSON_DeleteItemFromObjectCaseSensitive(m, "migrating_to");
+            cJSON_AddStringToObject(m, "migrating_to", o->new_model->hash);
+            rc = m ? kp_seed_marker_set_status(b, conn, old_design, m, "migrating", err) : nomem(err);
+            cJSON_Delete(m);
+        }
     }
     /* 3. schema: what NEW needs, next to what OLD has */
     if (rc == 0 && p.phase == PH_SCHEMA) {
@@ -775,7 +714,7 @@ static int run(const kp_migrate_options *o, kp_conn *conn, kp_migrate_report *r,
         w.old_items = p.emptied ? NULL : &old_items;
         w.total_items = new_items.count;
         w.batch_last_record = -1;
-        if (rc == 0) rc = each_item(b, o->new_design, new_data, write_item, &w, err);
+        if (rc == 0) rc = kp_design_each_item(b, o->new_design, new_data, write_item, &w, err);
         if (rc == 0) rc = flush(&w, err);
         kp_item_list_free(&w.batch);
         if (rc == 0) { progress_line(&w, "written", 1); p.phase = PH_DELETE; rc = save_progress(o, &p, err); }
@@ -785,10 +724,9 @@ static int run(const kp_migrate_options *o, kp_conn *conn, kp_migrate_report *r,
         deleter d = {&w, &new_items, o->new_design, old_design};
         w.total_items = old_items.count;
         w.done_items = 0;
-        w.written_at_start = 0;
         w.started = now_seconds();
         memset(&w.batch, 0, sizeof w.batch);
-        rc = each_item(b, old_design, old_data, delete_item, &d, err);
+        rc = kp_design_each_item(b, old_design, old_data, delete_item, &d, err);
         if (rc == 0) rc = flush_deletes(&d, err);
         kp_item_list_free(&w.batch);
         if (rc == 0) { p.phase = PH_FINAL; rc = save_progress(o, &p, err); }

@@ -176,13 +176,6 @@ static void model_changes(const kp_model *o, const kp_model *n, cJSON *out, cJSO
 
 /* ---- the database side --------------------------------------------------------------------- */
 
-static const kp_container *container_named(const kp_design *d, const char *name)
-{
-    for (size_t i = 0; i < d->container_count; i++)
-        if (strcmp(d->containers[i].name, name) == 0) return &d->containers[i];
-    return NULL;
-}
-
 static void keys_text(const kp_key_part *keys, size_t n, char *buf, size_t size)
 {
     size_t at = 0;
@@ -277,7 +270,7 @@ static void plan_database(planner *P, cJSON *untouched)
     int *touched = calloc(n->container_count ? n->container_count : 1, sizeof *touched);
     /* containers to create, and in those kept: keys, entities, indexes */
     for (size_t i = 0; i < n->container_count; i++) {
-        const kp_container *c = &n->containers[i], *old = container_named(o, c->name);
+        const kp_container *c = &n->containers[i], *old = kp_design_container(o, c->name);
         if (!old) {
             step(P, "create", c->name, NULL, c->items, avg_bytes(c), 1, "create %s %s and backfill it from the current data (%s "
                  "read from the existing containers)", c->kind, c->name, c->entity_count == 1 ? "its entity's records are" : "its entities' records are");
@@ -355,7 +348,7 @@ static void plan_database(planner *P, cJSON *untouched)
      * added as required is rewritten in every item that holds its entity */
     for (size_t i = 0; i < n->container_count; i++) {
         const kp_container *c = &n->containers[i];
-        if (!container_named(o, c->name)) continue;
+        if (!kp_design_container(o, c->name)) continue;
         for (size_t k = 0; k < c->entity_count; k++) {
             const kp_entity *e = c->entities[k], *was = kp_model_entity(o->model, e->name);
             if (!was) continue;
@@ -405,14 +398,14 @@ static void plan_database(planner *P, cJSON *untouched)
             if (cJSON_IsString(ix) && strstr(x->subject, ix->valuestring)) about_index = 1;
         }
         if (about_index) continue;
-        const kp_container *c = container_named(n, x->subject);
+        const kp_container *c = kp_design_container(n, x->subject);
         const kp_entity *e = c && c->entity_count ? c->entities[0] : decision_entity(n->model, x->subject);
         if (!c) c = holder(n, e);
-        if (!c || !container_named(o, c->name)) continue;   /* part of a container created above */
+        if (!c || !kp_design_container(o, c->name)) continue;   /* part of a container created above */
         int done = 0;   /* the same items are rewritten for an attribute change already */
         for (size_t r = 0; r < rewritten_count; r++) done |= rewritten[r].c == c && (!e || rewritten[r].e == e);
         if (done) continue;
-        double items = c && container_named(n, x->subject) ? c->items : e ? e->count : 0;
+        double items = c && kp_design_container(n, x->subject) ? c->items : e ? e->count : 0;
         if (y)
             step(P, "rewrite", c->name, NULL, items, avg_bytes(c), 1, "%s: %s -> %s%s%s", x->subject, y->choice, x->choice,
                  e ? "; the items of " : "", e ? e->name : "");
@@ -427,7 +420,7 @@ static void plan_database(planner *P, cJSON *untouched)
     free(same);
     /* containers to drop: last, once nothing reads them */
     for (size_t i = 0; i < o->container_count; i++)
-        if (!container_named(n, o->containers[i].name))
+        if (!kp_design_container(n, o->containers[i].name))
             step(P, "drop", o->containers[i].name, NULL, 0, 0, 1, "drop %s %s (%.0f items) last, once no reader of the old "
                  "version uses it", o->containers[i].kind, o->containers[i].name, o->containers[i].items);
     for (size_t i = 0; i < n->container_count; i++)

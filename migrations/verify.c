@@ -485,27 +485,26 @@ static kp_verify_container *container_entry(kp_verify_report *r, const char *nam
     return c;
 }
 
+typedef struct with_id {
+    const kp_vctx *v;
+    kp_verify_item_fn fn;
+    void *ctx;
+} with_id;
+
+static int item_with_id(void *p, kp_item *item, long record_index, kp_error *err)
+{
+    (void)record_index;
+    with_id *w = p;
+    if (!item->id)
+        return kp_error_set(err, KP_ERR_INTERNAL, NULL, 0, 0, "the %s backend's transform made an item without an id; "
+                            "verify needs ids to compare and undo", w->v->b->name);
+    return w->fn(w->ctx, item, err);
+}
+
 int kp_verify_each_item(kp_vctx *v, kp_verify_item_fn fn, void *ctx, kp_error *err)
 {
-    const kp_model *m = v->o->model;
-    kp_item_list items = {0};
-    int rc = 0;
-    for (size_t e = 0; e < m->entity_count && rc == 0; e++) {
-        size_t n = 0;
-        kp_record *const *records = kp_dataset_records(v->data, m->entities[e], &n);
-        for (size_t i = 0; i < n && rc == 0; i++) {
-            kp_item_list_clear(&items);
-            if (v->b->transform(v->design, v->data, records[i], &items, err)) { rc = -1; break; }
-            for (size_t k = 0; k < items.count && rc == 0; k++) {
-                if (!items.items[k].id)
-                    rc = kp_error_set(err, KP_ERR_INTERNAL, NULL, 0, 0, "the %s backend's transform made an item "
-                                      "without an id; verify needs ids to compare and undo", v->b->name);
-                else rc = fn(ctx, &items.items[k], err);
-            }
-        }
-    }
-    kp_item_list_free(&items);
-    return rc;
+    with_id w = {v, fn, ctx};
+    return kp_design_each_item(v->b, v->design, v->data, item_with_id, &w, err);
 }
 
 /* One item the data makes: counted, and its checksum folded into its container's. */

@@ -164,9 +164,7 @@ int kp_cq_read_items(kp_conn *conn, const kp_design *d, kp_read_item_fn fn, void
 char *kp_cq_item_id(const cq_table *t, const cJSON *body, int statics);
 int kp_cq_delete_items(kp_conn *conn, const kp_design *d, const kp_item_list *items, kp_error *err);
 int kp_cq_server_item_limit(kp_conn *conn, double *bytes, kp_error *err);
-int kp_cq_read_records(kp_conn *conn, const kp_design *d,
-                       int (*on_record)(void *ctx, const kp_entity *entity, cJSON *object, kp_error *err), void *ctx,
-                       kp_error *err);
+int kp_cq_read_records(kp_conn *conn, const kp_design *d, kp_read_record_fn on_record, void *ctx, kp_error *err);
 int kp_cq_migrate_schema(kp_conn *conn, const kp_design *from, const kp_design *to, int is_final, int *emptied,
                          char *note, size_t note_size, kp_error *err);
 kp_cql_client *kp_cq_conn_client(kp_conn *conn);

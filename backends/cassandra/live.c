@@ -153,42 +153,49 @@ static int ensure_keyspace(kp_cq_conn *c, kp_error *err)
     return kp_cql_query(c->client, cql, NULL, NULL, NULL, err);
 }
 
-static int table_names(kp_cq_conn *c, cJSON **names, kp_error *err)
+/* Runs a SELECT whose ? are the given text values (NULL-terminated); every row into *rows. */
+static int select_texts(kp_cq_conn *c, const char *cql, const char *const *texts, int32_t page_size, cJSON **rows,
+                        kp_error *err)
 {
-    *names = NULL;
+    *rows = NULL;
     kp_cql_values v = {0};
-    cJSON *ks = cJSON_CreateString(c->keyspace);
     const kp_cql_type *text = NULL;
-    kp_cql_type_parse("text", &c->arena, &text, err);
-    int rc = kp_cql_values_add_json(&v, NULL, text, ks, err);
-    cJSON_Delete(ks);
-    if (rc == 0) rc = kp_cql_fetch_all(c->client, NULL, "SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?", &v, 1000, names, NULL, err);
+    int rc = kp_cql_type_parse("text", &c->arena, &text, err);
+    for (size_t i = 0; rc == 0 && texts[i]; i++) {
+        cJSON *value = cJSON_CreateString(texts[i]);
+        rc = kp_cql_values_add_json(&v, NULL, text, value, err);
+        cJSON_Delete(value);
+    }
+    if (rc == 0) rc = kp_cql_fetch_all(c->client, NULL, cql, &v, page_size, rows, NULL, err);
     kp_cql_values_free(&v);
     return rc;
 }
 
-static int has_name(const cJSON *rows, const char *name)
+static int table_names(kp_cq_conn *c, cJSON **names, kp_error *err)
+{
+    const char *const args[] = {c->keyspace, NULL};
+    return select_texts(c, "SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?", args, 1000, names, err);
+}
+
+/* Does a row have `value` in its `column`? */
+static int row_has(const cJSON *rows, const char *column, const char *value)
 {
     for (const cJSON *r = rows ? rows->child : NULL; r; r = r->next) {
-        const cJSON *n = cJSON_GetObjectItemCaseSensitive(r, "table_name");
-        if (cJSON_IsString(n) && !strcmp(n->valuestring, name)) return 1;
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(r, column);
+        if (cJSON_IsString(n) && !strcmp(n->valuestring, value)) return 1;
     }
     return 0;
 }
 
+static int has_name(const cJSON *rows, const char *name) { return row_has(rows, "table_name", name); }
+
 static int read_marker(kp_cq_conn *c, const kp_design *d, cJSON **marker, kp_error *err)
 {
     *marker = NULL;
-    kp_cql_values v = {0};
-    const kp_cql_type *text = NULL;
-    kp_cql_type_parse("text", &c->arena, &text, err);
-    cJSON *name = cJSON_CreateString(d->model->name);
-    int rc = kp_cql_values_add_json(&v, NULL, text, name, err);
-    cJSON_Delete(name);
+    const char *const args[] = {d->model->name, NULL};
     cJSON *rows = NULL;
     const char *cql = kp_arena_printf(&c->arena, "SELECT marker FROM %s WHERE model = ?", qname(c, KP_CQ_MARKER_TABLE));
-    if (rc == 0) rc = kp_cql_fetch_all(c->client, NULL, cql, &v, 10, &rows, NULL, err);
-    kp_cql_values_free(&v);
+    int rc = select_texts(c, cql, args, 10, &rows, err);
     const cJSON *m = rows && rows->child ? cJSON_GetObjectItemCaseSensitive(rows->child, "marker") : NULL;
     if (cJSON_IsString(m)) *marker = cJSON_Parse(m->valuestring);
     cJSON_Delete(rows);
@@ -471,21 +478,14 @@ int kp_cq_poll(kp_conn *conn, int timeout_ms, kp_error *err)
 
 /* ---- read-back, deletes ---------------------------------------------------------------------------------- */
 
-/* One row or static row read back, passed with its identity and checksum. */
-static int pass_row(const cq_table *t, const cJSON *row, int statics, kp_read_item_fn fn, void *ctx, kp_error *err)
+/* Every row of the design's tables as keyplan's items are: a row with its clustering
+ * columns, and a partition's static row (once per partition) when its statics are set or
+ * when it holds nothing else — what transform writes and read_back counts. */
+static int each_row(kp_cq_conn *c, const kp_design *d,
+                    int (*fn)(void *ctx, const cq_table *t, const cJSON *row, int statics, kp_error *err), void *ctx,
+                    kp_error *err)
 {
-    cJSON *body = kp_cq_row_body(t, row, statics);
-    char *id = body ? kp_cq_item_id(t, body, statics) : NULL;
-    int rc = id ? fn(ctx, t->name, id, kp_cq_item_checksum(body), err) : kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
-    free(id);
-    cJSON_Delete(body);
-    return rc;
-}
-
-int kp_cq_read_items(kp_conn *conn, const kp_design *d, kp_read_item_fn fn, void *ctx, kp_error *err)
-{
-    kp_cq_conn *c = (kp_cq_conn *)conn;
-    kp_cq_conn_keyspace(conn, d);
+    kp_cq_conn_keyspace((kp_conn *)c, d);
     const cq_layout *L = d->layout;
     for (size_t i = 0; i < L->table_count; i++) {
         const cq_table *t = L->tables[i];
@@ -510,16 +510,39 @@ int kp_cq_read_items(kp_conn *conn, const kp_design *d, kp_read_item_fn fn, void
                         if (t->cols[k].role == CQ_STATIC && v && !cJSON_IsNull(v)) has_static = 1;
                     }
                     /* a static row with only null statics still exists when the partition has no rows */
-                    if (has_static || !has_row) rc = pass_row(t, row, 1, fn, ctx, err);
+                    if (has_static || !has_row) rc = fn(ctx, t, row, 1, err);
                 }
                 prev = row;
             }
-            if (has_row && rc == 0) rc = pass_row(t, row, 0, fn, ctx, err);
+            if (has_row && rc == 0) rc = fn(ctx, t, row, 0, err);
         }
         cJSON_Delete(rows);
         if (rc) return -1;
     }
     return 0;
+}
+
+typedef struct items_ctx {
+    kp_read_item_fn fn;
+    void *ctx;
+} items_ctx;
+
+/* One row or static row read back, passed with its identity and checksum. */
+static int pass_row(void *p, const cq_table *t, const cJSON *row, int statics, kp_error *err)
+{
+    items_ctx *x = p;
+    cJSON *body = kp_cq_row_body(t, row, statics);
+    char *id = body ? kp_cq_item_id(t, body, statics) : NULL;
+    int rc = id ? x->fn(x->ctx, t->name, id, kp_cq_item_checksum(body), err) : kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    free(id);
+    cJSON_Delete(body);
+    return rc;
+}
+
+int kp_cq_read_items(kp_conn *conn, const kp_design *d, kp_read_item_fn fn, void *ctx, kp_error *err)
+{
+    items_ctx x = {fn, ctx};
+    return each_row((kp_cq_conn *)conn, d, pass_row, &x, err);
 }
 
 int kp_cq_read_back(kp_conn *conn, const kp_design *d, kp_readback *out, kp_error *err)
@@ -582,42 +605,23 @@ int kp_cq_server_item_limit(kp_conn *conn, double *bytes, kp_error *err)
 
 /* ---- migrate: records read back, schema changes ------------------------------------------------------ */
 
-int kp_cq_read_records(kp_conn *conn, const kp_design *d,
-                       int (*on_record)(void *ctx, const kp_entity *entity, cJSON *object, kp_error *err), void *ctx,
-                       kp_error *err)
+typedef struct records_ctx {
+    kp_read_record_fn on_record;
+    void *ctx;
+} records_ctx;
+
+/* A row back into its record (a static row: the parent's). */
+static int record_of_row(void *p, const cq_table *t, const cJSON *row, int statics, kp_error *err)
 {
-    kp_cq_conn *c = (kp_cq_conn *)conn;
-    kp_cq_conn_keyspace(conn, d);
-    const cq_layout *L = d->layout;
-    for (size_t i = 0; i < L->table_count; i++) {
-        const cq_table *t = L->tables[i];
-        cJSON *rows = NULL;
-        if (kp_cql_fetch_all(c->client, NULL, kp_arena_printf(&c->arena, "SELECT * FROM %s", qname(c, t->name)), NULL, 5000,
-                             &rows, NULL, err)) {
-            cJSON_Delete(rows);
-            return -1;
-        }
-        int rc = 0;
-        const cJSON *prev = NULL;
-        for (const cJSON *row = rows ? rows->child : NULL; row && rc == 0; row = row->next) {
-            if (t->parent && (!prev || !same_partition(t, prev, row))) {
-                cJSON *parent = kp_cq_record_of(t, row, 1, err);
-                rc = parent ? on_record(ctx, t->parent, parent, err) : -1;
-            }
-            prev = row;
-            int has_row = 1;
-            for (size_t k = t->pk_count; k < t->pk_count + t->ck_count; k++) {
-                const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, t->cols[k].name);
-                if (!v || cJSON_IsNull(v)) has_row = 0;
-            }
-            if (rc || !has_row) continue;
-            cJSON *object = kp_cq_record_of(t, row, 0, err);
-            rc = object ? on_record(ctx, t->entity, object, err) : -1;
-        }
-        cJSON_Delete(rows);
-        if (rc) return -1;
-    }
-    return 0;
+    records_ctx *r = p;
+    cJSON *object = kp_cq_record_of(t, row, statics, err);
+    return object ? r->on_record(r->ctx, statics ? t->parent : t->entity, object, err) : -1;
+}
+
+int kp_cq_read_records(kp_conn *conn, const kp_design *d, kp_read_record_fn on_record, void *ctx, kp_error *err)
+{
+    records_ctx r = {on_record, ctx};
+    return each_row((kp_cq_conn *)conn, d, record_of_row, &r, err);
 }
 
 static const cq_table *table_named(const cq_layout *L, const char *name)
@@ -653,31 +657,10 @@ static int alterable(const cq_table *a, const cq_table *b)
 /* The columns the live table has (system_schema), as rows with column_name. */
 static int live_columns(kp_cq_conn *c, const char *table, cJSON **rows, kp_error *err)
 {
-    *rows = NULL;
-    kp_cql_values v = {0};
-    const kp_cql_type *text = NULL;
-    kp_cql_type_parse("text", &c->arena, &text, err);
-    cJSON *ks = cJSON_CreateString(c->keyspace), *tn = cJSON_CreateString(table);
-    int rc = kp_cql_values_add_json(&v, NULL, text, ks, err);
-    if (rc == 0) rc = kp_cql_values_add_json(&v, NULL, text, tn, err);
-    cJSON_Delete(ks);
-    cJSON_Delete(tn);
-    if (rc == 0)
-        rc = kp_cql_fetch_all(c->client, NULL, "SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? "
-                              "AND table_name = ?", &v, 1000, rows, NULL, err);
-    kp_cql_values_free(&v);
-    return rc;
+    const char *const args[] = {c->keyspace, table, NULL};
+    return select_texts(c, "SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?", args,
+                        1000, rows, err);
 }
-
-static int has_column(const cJSON *rows, const char *name)
-{
-    for (const cJSON *r = rows ? rows->child : NULL; r; r = r->next) {
-        const cJSON *n = cJSON_GetObjectItemCaseSensitive(r, "column_name");
-        if (cJSON_IsString(n) && !strcmp(n->valuestring, name)) return 1;
-    }
-    return 0;
-}
-
 
 int kp_cq_migrate_schema(kp_conn *conn, const kp_design *from, const kp_design *to, int is_final, int *emptied,
                          char *note, size_t note_size, kp_error *err)
@@ -727,7 +710,7 @@ int kp_cq_migrate_schema(kp_conn *conn, const kp_design *from, const kp_design *
         cJSON *cols = NULL;
         rc = live_columns(c, now->name, &cols, err);
         for (size_t k = 0; k < now->col_count && rc == 0; k++) {
-            if (has_column(cols, now->cols[k].name)) continue;
+            if (row_has(cols, "column_name", now->cols[k].name)) continue;
             rc = kp_cql_query(c->client, kp_arena_printf(&c->arena, "ALTER TABLE %s ADD %s %s%s", qname(c, now->name),
                                                          now->cols[k].quoted, now->cols[k].cql_type,
                                                          now->cols[k].role == CQ_STATIC ? " STATIC" : ""),

@@ -46,9 +46,7 @@ int kp_ddb_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *befo
 int kp_ddb_delete_items(kp_conn *conn, const kp_design *d, const kp_item_list *items, kp_error *err);
 /* The checksum of an item body that read-back and seeding agree on (numbers canonical). */
 uint64_t kp_ddb_item_checksum(const cJSON *body);
-int kp_ddb_read_records(kp_conn *conn, const kp_design *d,
-                        int (*on_record)(void *ctx, const kp_entity *entity, cJSON *object, kp_error *err), void *ctx,
-                        kp_error *err);
+int kp_ddb_read_records(kp_conn *conn, const kp_design *d, kp_read_record_fn on_record, void *ctx, kp_error *err);
 int kp_ddb_migrate_schema(kp_conn *conn, const kp_design *from, const kp_design *to, int is_final, int *emptied,
                           char *note, size_t note_size, kp_error *err);
 

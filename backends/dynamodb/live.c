@@ -474,7 +474,7 @@ int kp_ddb_read_back(kp_conn *conn, const kp_design *d, kp_readback *out, kp_err
 
 typedef struct records_ctx {
     const kp_design *d;
-    int (*on_record)(void *ctx, const kp_entity *entity, cJSON *object, kp_error *err);
+    kp_read_record_fn on_record;
     void *ctx;
 } records_ctx;
 
@@ -503,9 +503,7 @@ static int record_of_item(void *p, const cJSON *it, kp_error *err)
     return r->on_record(r->ctx, e, object, err);
 }
 
-int kp_ddb_read_records(kp_conn *conn, const kp_design *d,
-                        int (*on_record)(void *ctx, const kp_entity *entity, cJSON *object, kp_error *err), void *ctx,
-                        kp_error *err)
+int kp_ddb_read_records(kp_conn *conn, const kp_design *d, kp_read_record_fn on_record, void *ctx, kp_error *err)
 {
     kp_ddb_conn *c = (kp_ddb_conn *)conn;
     const ddb_layout *L = d->layout;

@@ -38,9 +38,7 @@ int kp_mg_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const 
 int kp_mg_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *before, const kp_dataset *after,
                       const void *request, int *atomic_exercised, kp_error *err);
 int kp_mg_delete_items(kp_conn *conn, const kp_design *d, const kp_item_list *items, kp_error *err);
-int kp_mg_read_records(kp_conn *conn, const kp_design *d,
-                       int (*on_record)(void *ctx, const kp_entity *entity, cJSON *object, kp_error *err), void *ctx,
-                       kp_error *err);
+int kp_mg_read_records(kp_conn *conn, const kp_design *d, kp_read_record_fn on_record, void *ctx, kp_error *err);
 int kp_mg_migrate_schema(kp_conn *conn, const kp_design *from, const kp_design *to, int is_final, int *emptied,
                          char *note, size_t note_size, kp_error *err);
 

@@ -280,41 +280,11 @@ int kp_mg_poll(kp_conn *conn, int timeout_ms, kp_error *err)
 
 /* ---- read-back -------------------------------------------------------------------------------------- */
 
-int kp_mg_read_items(kp_conn *conn, const kp_design *d, kp_read_item_fn fn, void *ctx, kp_error *err)
+/* Every document of the design's collections (one find each), passed with its collection. */
+static int each_document(kp_mg_conn *c, const kp_design *d,
+                         int (*fn)(void *ctx, const mg_collection *col, const cJSON *doc, kp_error *err), void *ctx,
+                         kp_error *err)
 {
-    kp_mg_conn *c = (kp_mg_conn *)conn;
-    kp_mg_conn_use(c, d);
-    const mg_layout *L = d->layout;
-    for (size_t i = 0; i < L->collection_count; i++) {
-        const char *name = L->collections[i]->name;
-        cJSON *options = cJSON_CreateObject();
-        cJSON_AddNumberToObject(options, "batchSize", 10000);
-        cJSON *docs = NULL;
-        int rc = kp_mg_find(c->client, kp_mg_conn_collection(c, name), NULL, options, &docs, err);
-        cJSON_Delete(options);
-        for (const cJSON *doc = docs ? docs->child : NULL; doc && rc == 0; doc = doc->next) {
-            char *id = kp_mg_item_id(name, doc);
-            rc = id ? fn(ctx, name, id, kp_item_hash(doc), err) : kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
-            free(id);
-        }
-        cJSON_Delete(docs);
-        if (rc) return -1;
-    }
-    return 0;
-}
-
-int kp_mg_read_back(kp_conn *conn, const kp_design *d, kp_readback *out, kp_error *err)
-{
-    return kp_read_back_from_items(kp_mg_read_items, conn, d, out, err);
-}
-
-/* ---- migrate: records read back, schema changes ------------------------------------------------------ */
-
-int kp_mg_read_records(kp_conn *conn, const kp_design *d,
-                       int (*on_record)(void *ctx, const kp_entity *entity, cJSON *object, kp_error *err), void *ctx,
-                       kp_error *err)
-{
-    kp_mg_conn *c = (kp_mg_conn *)conn;
     kp_mg_conn_use(c, d);
     const mg_layout *L = d->layout;
     for (size_t i = 0; i < L->collection_count; i++) {
@@ -324,26 +294,69 @@ int kp_mg_read_records(kp_conn *conn, const kp_design *d,
         cJSON *docs = NULL;
         int rc = kp_mg_find(c->client, kp_mg_conn_collection(c, col->name), NULL, options, &docs, err);
         cJSON_Delete(options);
-        for (const cJSON *doc = docs ? docs->child : NULL; doc && rc == 0; doc = doc->next) {
-            cJSON *object = kp_mg_record_of(col->owner->entity, doc, err);
-            rc = object ? on_record(ctx, col->owner->entity, object, err) : -1;
-            /* the records embedded in it (their only home); subsets are copies of records kept elsewhere */
-            for (size_t n = 0; rc == 0 && n < col->owner->nested_count; n++) {
-                const mg_nested *nest = &col->owner->nested[n];
-                if (nest->child->collection || nest->subset > 0) continue;
-                const cJSON *held = cJSON_GetObjectItemCaseSensitive(doc, nest->field);
-                const cJSON *one = cJSON_IsObject(held) ? held : NULL;
-                for (const cJSON *sub = one ? one : cJSON_IsArray(held) ? held->child : NULL; sub && rc == 0;
-                     sub = one ? NULL : sub->next) {
-                    cJSON *child = kp_mg_record_of(nest->child->entity, sub, err);
-                    rc = child ? on_record(ctx, nest->child->entity, child, err) : -1;
-                }
-            }
-        }
+        for (const cJSON *doc = docs ? docs->child : NULL; doc && rc == 0; doc = doc->next) rc = fn(ctx, col, doc, err);
         cJSON_Delete(docs);
         if (rc) return -1;
     }
     return 0;
+}
+
+typedef struct items_ctx {
+    kp_read_item_fn fn;
+    void *ctx;
+} items_ctx;
+
+static int pass_document(void *p, const mg_collection *col, const cJSON *doc, kp_error *err)
+{
+    items_ctx *x = p;
+    char *id = kp_mg_item_id(col->name, doc);
+    int rc = id ? x->fn(x->ctx, col->name, id, kp_item_hash(doc), err) : kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    free(id);
+    return rc;
+}
+
+int kp_mg_read_items(kp_conn *conn, const kp_design *d, kp_read_item_fn fn, void *ctx, kp_error *err)
+{
+    items_ctx x = {fn, ctx};
+    return each_document((kp_mg_conn *)conn, d, pass_document, &x, err);
+}
+
+int kp_mg_read_back(kp_conn *conn, const kp_design *d, kp_readback *out, kp_error *err)
+{
+    return kp_read_back_from_items(kp_mg_read_items, conn, d, out, err);
+}
+
+/* ---- migrate: records read back, schema changes ------------------------------------------------------ */
+
+typedef struct records_ctx {
+    kp_read_record_fn on_record;
+    void *ctx;
+} records_ctx;
+
+/* A document back into its owner's record and the records embedded in it (their only
+ * home; subsets are copies of records kept elsewhere). */
+static int records_of_document(void *p, const mg_collection *col, const cJSON *doc, kp_error *err)
+{
+    records_ctx *r = p;
+    cJSON *object = kp_mg_record_of(col->owner->entity, doc, err);
+    int rc = object ? r->on_record(r->ctx, col->owner->entity, object, err) : -1;
+    for (size_t n = 0; rc == 0 && n < col->owner->nested_count; n++) {
+        const mg_nested *nest = &col->owner->nested[n];
+        if (nest->child->collection || nest->subset > 0) continue;
+        const cJSON *held = cJSON_GetObjectItemCaseSensitive(doc, nest->field);
+        const cJSON *one = cJSON_IsObject(held) ? held : NULL;
+        for (const cJSON *sub = one ? one : cJSON_IsArray(held) ? held->child : NULL; sub && rc == 0; sub = one ? NULL : sub->next) {
+            cJSON *child = kp_mg_record_of(nest->child->entity, sub, err);
+            rc = child ? r->on_record(r->ctx, nest->child->entity, child, err) : -1;
+        }
+    }
+    return rc;
+}
+
+int kp_mg_read_records(kp_conn *conn, const kp_design *d, kp_read_record_fn on_record, void *ctx, kp_error *err)
+{
+    records_ctx r = {on_record, ctx};
+    return each_document((kp_mg_conn *)conn, d, records_of_document, &r, err);
 }
 
 static const mg_collection *collection_named(const mg_layout *L, const char *name)

@@ -71,18 +71,7 @@ except Exception: print("before its first step was recorded")' "$mine/progress.j
         else
             bad "$db run $run ($pair): the rerun after kill -9 (after ${delay} ms, step '$step') failed"; cat "$work/m2.log"; continue
         fi
-        if "$keyplan" verify "$new" "${common[@]}" --data "$mine/new" --exhaustive --seed 3 --quiet >"$work/verify.log" 2>&1; then
-            ok "$db run $run ($pair): verify NEW --exhaustive passes"
-        else
-            bad "$db run $run ($pair): verify NEW after the resumed migration"; grep -vE "^ +[a-z-]+ +pass " "$work/verify.log" | head -20
-        fi
-        "$keyplan" seed "$new" --db "$db" --data "$mine/new" --scale "$scale" --prefix "$prefix" --dry-run --quiet \
-            --export-items "$work/expect.nd" >/dev/null 2>&1 || { bad "$db run $run: seed --dry-run --export-items"; continue; }
-        if independent "$db" "$url" "$name" "$prefix" "$work/expect.nd"; then
-            ok "$db run $run ($pair): counts exact — an independent client reads back exactly NEW's $(wc -l <"$work/expect.nd") items"
-        else
-            bad "$db run $run ($pair): the independent read-back differs after the resumed migration"
-        fi
+        prove_new "$db run $run ($pair)" || continue
         "$keyplan" teardown "$new" --db "$db" --target "$db=$url" --prefix "$prefix" --scale "$scale" --force >/dev/null 2>&1 ||
             bad "$db run $run: teardown"
     done

@@ -30,19 +30,16 @@ for f in sorted(set(a) | set(b)):
 EOF
 }
 
+# shellcheck source=tests/integration/faults_lib.sh
+source "$here/faults_lib.sh"   # readback: the fault tests' item-for-item check (DynamoDB, MongoDB)
+
 # independent DB URL MODEL_NAME PREFIX EXPORT — the target holds exactly EXPORT
 independent() {
     local db=$1 url=$2 name=$3 prefix=$4 export=$5
     case $db in
-    dynamodb) python3 "$here/faults_readback.py" dynamodb "$url" "$export" | tail -1 | grep -q "^readback ok" ;;
-    mongodb)
-        mapfile -t tables < <(python3 -c 'import json,sys
-seen=[]
-for l in open(sys.argv[1]):
-    t=json.loads(l)["table"]
-    if t not in seen: seen.append(t); print(t)' "$export")
-        "$build/tests/fault_mongo_dump" "$url" "$name" "${tables[@]}" >"$work/dump.nd" 2>"$work/dump.err" &&
-            python3 "$here/faults_readback.py" dump "$work/dump.nd" "$export" | tail -1 | grep -q "^readback ok" ;;
+    dynamodb | mongodb)
+        local out
+        out=$(readback "$db" "$url" "$name" "$export") || { echo "$out"; return 1; } ;;
     cassandra)
         local host=${url%:*} port=${url##*:} keyspace table want got rc=0
         # the keyspace as keyplan names it (emit writes it into the schema file)
@@ -66,3 +63,22 @@ pair_scale() {
 
 # model_name MODEL
 model_name() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["model"])' "$1"; }
+
+# prove_new LABEL — after a migration: `keyplan verify NEW --exhaustive` with the data migrate
+# wrote must pass, and an independent client must read back exactly the items NEW's design
+# makes of it. Uses the caller's keyplan, new, common, mine, db, url, name, prefix, scale, work.
+prove_new() {
+    local label=$1
+    if "$keyplan" verify "$new" "${common[@]}" --data "$mine/new" --exhaustive --seed 3 --quiet >"$work/verify.log" 2>&1; then
+        ok "$label: verify NEW --exhaustive passes"
+    else
+        bad "$label: verify NEW"; grep -vE "^ +[a-z-]+ +pass " "$work/verify.log" | head -30
+    fi
+    "$keyplan" seed "$new" --db "$db" --data "$mine/new" --scale "$scale" --prefix "$prefix" --dry-run --quiet \
+        --export-items "$work/expect.nd" >/dev/null 2>&1 || { bad "$label: seed --dry-run --export-items"; return 1; }
+    if independent "$db" "$url" "$name" "$prefix" "$work/expect.nd"; then
+        ok "$label: counts exact — an independent client reads back exactly NEW's $(wc -l <"$work/expect.nd") items"
+    else
+        bad "$label: the independent read-back differs from NEW's design"
+    fi
+}
