@@ -69,7 +69,8 @@ for db in dynamodb mongodb cassandra; do
                     continue
                 fi
                 columns=$(head -1 "$csv")
-                "$cq/bin/cqlsh" "$host" "$port" -e "COPY $keyspace.$table ($columns) FROM '$csv' WITH HEADER = TRUE" \
+                # cqlsh COPY leaves its import_*.err files in the working directory
+                (cd "$work" && "$cq/bin/cqlsh" "$host" "$port" -e "COPY $keyspace.$table ($columns) FROM '$csv' WITH HEADER = TRUE") \
                     >>"$work/cqlsh.log" 2>&1 || { loaded=0; echo "cqlsh COPY $table failed:"; tail -5 "$work/cqlsh.log"; }
                 grep -q "Failed to import\|ParseError\|missing or skipped" "$work/cqlsh.log" && { loaded=0; echo "cqlsh COPY $table:"; tail -5 "$work/cqlsh.log"; }
             done
