@@ -381,6 +381,42 @@ static void vote_homes(builder *B, const kp_pattern *p, const kp_shape *s)
     if (v->relation == rel) v->weight += w;
 }
 
+/* The sort key of a child in its parent's collection holds the child's key parts (those
+ * not in the partition key): put them in the order the collection is listed in, when a
+ * listing orders by key parts only, in one direction — the base sort key then serves it and
+ * no local index is needed (an LSI would bound the collection to 10 GB). */
+static void key_parts_in_order(const kp_model *m, const size_t *listings, size_t count, const kp_relation *home,
+                               const kp_attr **rest, size_t n)
+{
+    for (size_t k = 0; k < count; k++) {
+        const kp_shape *ret = m->patterns[listings[k]]->returns;
+        for (size_t j = 0; j < ret->member_count + 1; j++) {
+            const kp_shape *s = j < ret->member_count ? ret->members[j] : ret;
+            if (s->kind != KP_SHAPE_EACH || !s->hop_count || s->hops[0]->relation != home || s->hops[0]->is_inverse ||
+                !s->declared_order_count)
+                continue;
+            const kp_attr *ordered[32];
+            size_t placed = 0;
+            for (size_t o = 0; o < s->declared_order_count && placed < n; o++) {
+                size_t at = n;
+                for (size_t x = placed; x < n; x++) if (rest[x] == s->order[o].attr) at = x;
+                if (at == n || s->order[o].is_desc != s->order[0].is_desc) { placed = 0; break; }
+                ordered[placed++] = rest[at];
+            }
+            if (!placed) continue;
+            /* the ordered parts first, the others after them as they were */
+            size_t w = placed;
+            for (size_t x = 0; x < n; x++) {
+                int taken = 0;
+                for (size_t y = 0; y < placed; y++) taken |= ordered[y] == rest[x];
+                if (!taken) ordered[w++] = rest[x];
+            }
+            memcpy(rest, ordered, n * sizeof *rest);
+            return;
+        }
+    }
+}
+
 static int place_entities(builder *B)
 {
     const kp_model *m = B->m;
@@ -437,6 +473,7 @@ static int place_entities(builder *B)
                 for (size_t f = 0; f < home->fk_count; f++) in_fk |= home->fk_attrs[f] == e->key[k];
                 if (!in_fk) rest[n++] = e->key[k];
             }
+            key_parts_in_order(m, listing[i], listing_count[i], home, rest, n);
             base->sk = fmt_keyed(B, de->prefix, rest, n);
             de->is_in_parent_collection = 1;
             de->home = home;
@@ -558,13 +595,19 @@ static int order_is_key(const kp_shape *s, const ddb_entity *e, const ddb_format
     if (s->declared_order_count == 0) { *forward = 1; return 1; }
     size_t k = 0;
     int dir = s->order[0].is_desc;
+    const ddb_format *pk = &e->placements[0].pk;
     for (size_t i = 0; i < sk->count; i++) {
         if (!sk->segs[i].attr) continue;
+        /* an order part the partition key binds is one value in the collection */
+        for (int bound = 1; bound && k < s->order_count; ) {
+            bound = 0;
+            for (size_t x = 0; x < pk->count; x++) bound |= pk->segs[x].attr == s->order[k].attr;
+            if (bound) k++;
+        }
         if (k >= s->order_count) break;
         if (s->order[k].attr != sk->segs[i].attr || s->order[k].is_desc != dir) return 0;
         k++;
     }
-    (void)e;
     if (k < s->declared_order_count) return 0;
     *forward = !dir;
     return 1;
@@ -964,6 +1007,19 @@ static int plan_hops(builder *B, const kp_pattern *p, ddb_fetch *parent, const k
     return 0;
 }
 
+/* Does parent already follow this to-one path (a leaf's hops), so another leaf on it reads
+ * nothing more? */
+static int follows_path(const ddb_fetch *parent, kp_rel *const *path, size_t n)
+{
+    for (size_t i = 0; i < parent->child_count; i++) {
+        const ddb_fetch *f = parent->children[i];
+        size_t k = 0;
+        for (; f && k < n && !f->shape && f->rel == path[k]; f = f->next_hop) k++;
+        if (k == n && !f) return 1;
+    }
+    return 0;
+}
+
 /* Plans what a shape node needs below a fetch whose records are of entity ctx. */
 static int plan_shape_children(builder *B, const kp_pattern *p, ddb_fetch *parent, const kp_shape *s, const ddb_entity *ctx)
 {
@@ -971,6 +1027,7 @@ static int plan_shape_children(builder *B, const kp_pattern *p, ddb_fetch *paren
         const kp_shape *m = s->members[i];
         if (m->kind == KP_SHAPE_ATTR && m->path_len > 0) {
             if (copy_for(ctx->entity, m->path, m->path_len, m->attr)) continue; /* a denormalised copy answers it */
+            if (follows_path(parent, m->path, m->path_len)) continue;      /* read once for every leaf on it */
             if (plan_hops(B, p, parent, NULL, m->path, m->path_len)) return -1;
         } else if (m->kind == KP_SHAPE_EACH || m->kind == KP_SHAPE_ONE) {
             if (plan_hops(B, p, parent, m, m->hops, m->hop_count)) return -1;

@@ -289,6 +289,34 @@ static void test_a_client_sorted_listing_claims_the_whole_partition_it_reads(voi
     kp_model_free(m);
 }
 
+/* A child keyed (parent, commenter, time) and listed by time (issue #14, "key order and
+ * local indexes"): the base sort key puts the time first — SK=COMMENT#<createdAt>#<authorId>
+ * — so no LSI (and no 10 GB bound) is needed. Two leaves through one relation (post.id,
+ * post.title) read the post once, not twice. */
+static void test_the_base_sort_key_follows_the_listing_and_a_relation_is_read_once(void **state)
+{
+    (void)state;
+    kp_model *m = load("tests/fixtures/models/blog.json");
+    kp_design *d = propose(m);
+    const ddb_layout *L = d->layout;
+    const ddb_entity *comment = NULL;
+    for (size_t i = 0; i < L->entity_count; i++)
+        if (!strcmp(L->entities[i].entity->name, "Comment")) comment = &L->entities[i];
+    assert_non_null(comment);
+    const ddb_format *sk = &comment->placements[0].sk;
+    const kp_attr *first = NULL;
+    for (size_t i = 0; i < sk->count && !first; i++) first = sk->segs[i].attr;
+    assert_non_null(first);
+    assert_string_equal(first->name, "createdAt");
+    for (size_t i = 0; i < comment->placement_count; i++)
+        assert_int_not_equal(comment->placements[i].index->kind, DDB_LSI);
+    const kp_plan *p = plan_of(d, "posts-by-tag");
+    assert_true(p->requests <= 21.0);                   /* the tag's page, then one read per post */
+    assert_int_equal((int)p->op_count, 2);               /* one Query of the tag, one per post */
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
 /* The expert's index for "open items ending soonest, highest bid first, items without bids
  * last" (issue #14): GSI1SK = ITEM#<endsAt>#<highestBid inverted, no bid: "~">#<id>, read
  * with a key condition on endsAt and Limit 25 — one page costs one page. */
@@ -464,6 +492,7 @@ int main(void)
         cmocka_unit_test(test_a_walk_back_through_an_array_is_a_scan_defect),
         cmocka_unit_test(test_a_client_sorted_listing_claims_the_whole_partition_it_reads),
         cmocka_unit_test(test_an_order_of_mixed_directions_and_nulls_is_held_by_the_sort_key),
+        cmocka_unit_test(test_the_base_sort_key_follows_the_listing_and_a_relation_is_read_once),
         cmocka_unit_test(test_transform_builds_the_keys_of_the_collection_and_indexes),
         cmocka_unit_test(test_the_response_is_reassembled_in_the_declared_shape),
         cmocka_unit_test(test_every_example_has_a_design_without_unexpected_defects),
