@@ -99,6 +99,8 @@ struct cq_fetch {
     size_t client_cond_count;
     int is_server_ordered;      /* the rows come in the order the shape declares */
     int is_client_ordered;      /* the assembler sorts and cuts */
+    int is_merged;              /* a bucketed read whose every bucket comes in the declared order:
+                                   LIMIT per bucket, the client merges and cuts before going on */
     int64_t limit;              /* LIMIT sent (0: none) */
     const kp_param *limit_param;
     int is_paged;               /* the pattern's paged $each, continued with Cassandra's paging state */

@@ -153,12 +153,10 @@ static int build(run *R, const cq_fetch *f, const kp_frec *parent, int bucket, c
         if (rc) return -1;
     }
     const cq_column *rc_col = f->range_col;
-    int range_on_first = 0;
     if (f->range && rc_col && !R->statics_only) {
         const cJSON *lo = param_value(R, f->range->value.param);
         if (!f->range->value.param) lo = f->range->value.literal;
         if (lo) {
-            range_on_first = rc_col == &t->cols[t->pk_count];
             const char *c = rc_col->quoted;
             if (f->range->op == KP_OP_BETWEEN) {
                 const cJSON *hi = f->range->upper.param ? param_value(R, f->range->upper.param) : f->range->upper.literal;
@@ -189,13 +187,25 @@ static int build(run *R, const cq_fetch *f, const kp_frec *parent, int bucket, c
     if (f->is_root && !sh) sh = NULL;
     if (limit > 0 && sh && sh == R->pattern->paged && sh->page == KP_PAGE_OFFSET)
         limit += int_of(param_value(R, sh->offset_param), 0) > 0 ? int_of(param_value(R, sh->offset_param), 0) : 0;
-    /* a later client page of a bucketed read starts at the token's first order value */
-    if (limit > 0 && R->after && sh == R->pattern->paged && t->buckets > 1 && !range_on_first && t->ck_count &&
-        sh->order_count && t->cols[t->pk_count].attr == sh->order[0].attr && R->after->child && !cJSON_IsNull(R->after->child)) {
-        const cq_column *c0 = &t->cols[t->pk_count];
-        s = kp_arena_printf(&R->arena, "%s AND %s %s ?", s, c0->quoted, c0->is_desc ? "<=" : ">=");
-        if (add_value(R, v, c0, R->after->child)) return -1;
-        limit += 16; /* rows that tie with the token on the first order value */
+    /* a later page of a merged bucketed read starts every bucket strictly after the token:
+     * one tuple slice over the clustering columns (all in one direction, see
+     * propose.c buckets_merge), whose values are the token's order values */
+    if (limit > 0 && R->after && f->is_merged && sh == R->pattern->paged) {
+        const char *cols = "", *marks = "";
+        const cJSON *tv = R->after->child;
+        size_t c = t->pk_count;
+        for (size_t k = 0; k < sh->order_count && c < t->pk_count + t->ck_count && limit > 0; k++, tv = tv ? tv->next : NULL) {
+            int bound = 0;
+            for (size_t i = 0; i < t->pk_count; i++) bound |= t->cols[i].attr == sh->order[k].attr;
+            if (bound) continue;
+            if (!tv || cJSON_IsNull(tv)) { limit = 0; break; } /* no slice: the bucket is read whole */
+            cols = kp_arena_printf(&R->arena, "%s%s%s", cols, *cols ? ", " : "", t->cols[c].quoted);
+            marks = kp_arena_printf(&R->arena, "%s%s?", marks, *marks ? ", " : "");
+            if (add_value(R, v, &t->cols[c], tv)) return -1;
+            c++;
+        }
+        if (limit > 0 && *cols)
+            s = kp_arena_printf(&R->arena, "%s AND (%s) %s (%s)", s, cols, t->cols[t->pk_count].is_desc ? "<" : ">", marks);
     }
     if (limit > 0) {
         s = kp_arena_printf(&R->arena, "%s LIMIT %lld", s, (long long)limit);
@@ -307,10 +317,36 @@ static int select_start(run *R, const cq_fetch *f, const pairs *in, reqs *Q)
 /* Waits for a node's answers and turns its rows into linked records. `owner` (non-NULL)
  * replaces the parent every request was sent for (requests sent before their parent was
  * read, bound from the parameters). */
+/* A merged bucketed read (cq_fetch.is_merged): every bucket answered up to the page; of
+ * each parent's rows only its page goes on to the next hops (the assembler cuts the same
+ * page from all of them and still sees whether another follows). The requests of one
+ * parent are adjacent; ends[i] is out's count after request i. */
+static int merge_buckets(run *R, const cq_fetch *f, const reqs *Q, const size_t *ends, size_t first_out, pairs *out)
+{
+    int64_t limit = f->limit_param ? int_of(param_value(R, f->limit_param), f->limit) : f->limit;
+    if (limit <= 0 || !f->shape || out->count == first_out) return 0;
+    kp_frec **recs = malloc((out->count - first_out) * sizeof *recs);
+    if (!recs) return nomem(R);
+    size_t w = first_out, at = first_out;
+    for (size_t i = 0; i < Q->count; ) {
+        const kp_frec *parent = Q->items[i]->at.ctx;
+        while (i + 1 < Q->count && Q->items[i + 1]->at.ctx == parent) i++;
+        size_t n = 0;
+        for (; at < ends[i]; at++) recs[n++] = out->items[at].rec;
+        i++;
+        size_t kept = kp_fetched_page_cut(R->fetched, f->shape, f->shape == R->pattern->paged, limit, recs, n);
+        for (size_t k = 0; k < kept; k++) out->items[w++] = (pair){recs[k], recs[k]};
+    }
+    out->count = w;
+    free(recs);
+    return 0;
+}
+
 static int select_finish(run *R, const cq_fetch *f, reqs *Q, int depth, const pair *owner, pairs *out)
 {
     const cq_table *t = f->table;
     int rc = 0;
+    size_t first_out = out->count;
     size_t nreq = Q->count;
     /* everything of this node is in flight at once: one round trip */
     for (;;) {
@@ -320,6 +356,8 @@ static int select_finish(run *R, const cq_fetch *f, reqs *Q, int depth, const pa
         if (kp_cql_poll(R->client, 1000, R->err) < 0) { rc = -1; break; }
     }
     if (nreq && depth > R->max_depth) R->max_depth = depth;
+    size_t *ends = f->is_merged && rc == 0 ? calloc(nreq + 1, sizeof *ends) : NULL;
+    if (f->is_merged && rc == 0 && !ends) rc = nomem(R);
     for (size_t i = 0; i < nreq && rc == 0; i++) {
         req *q = Q->items[i];
         if (q->failed) { *R->err = q->error; rc = -1; break; }
@@ -373,7 +411,10 @@ static int select_finish(run *R, const cq_fetch *f, reqs *Q, int depth, const pa
             if (f->has_statics) at.ctx = root;
             rc = link_record(R, f, &at, rec, out);
         }
+        if (ends) ends[i] = out->count;
     }
+    if (rc == 0 && ends) rc = merge_buckets(R, f, Q, ends, first_out, out);
+    free(ends);
     return rc;
 }
 

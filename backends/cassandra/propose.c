@@ -327,10 +327,10 @@ static int64_t shape_limit(const kp_shape *s)
     return s->limit;
 }
 
-/* Is the clustering of t (after its bound columns) the order the shape declares? */
-static int is_served_order(const cq_table *t, const kp_shape *s, const cq_column *range_col)
+/* Is the clustering of t (after its bound columns) the order the shape declares — within
+ * one partition (one bucket of a bucketed table)? */
+static int clustering_serves(const cq_table *t, const kp_shape *s, const cq_column *range_col)
 {
-    if (!s || t->buckets > 1) return !s || !s->declared_order_count;
     size_t c = t->pk_count;
     if (range_col && c < t->pk_count + t->ck_count && &t->cols[c] == range_col) {
         if (s->order_count == 0 || s->order[0].attr != range_col->attr) return s->declared_order_count == 0;
@@ -349,6 +349,30 @@ static int is_served_order(const cq_table *t, const kp_shape *s, const cq_column
         c++;
         k++;
     }
+    return 1;
+}
+
+/* Does one SELECT on t return the rows in the order the shape declares? */
+static int is_served_order(const cq_table *t, const kp_shape *s, const cq_column *range_col)
+{
+    if (!s || t->buckets > 1) return !s || !s->declared_order_count;
+    return clustering_serves(t, s, range_col);
+}
+
+/* Can each bucket of a bucketed listing answer in the shape's order, so every bucket's
+ * SELECT stops at the page (LIMIT) and the client only merges? A later page of a
+ * token-paged listing then starts each bucket strictly after the token with one tuple
+ * slice on the clustering columns: all of them must read in one direction (a tuple
+ * compares values, not clustering order) and no other range may restrict them. */
+static int buckets_merge(const cq_fetch *f, const kp_shape *s, const kp_pattern *p)
+{
+    const cq_table *t = f->table;
+    if (!t || t->buckets <= 1 || f->client_cond_count || s->page == KP_PAGE_OFFSET || !clustering_serves(t, s, f->range_col))
+        return 0;
+    if (s != p->paged || s->page != KP_PAGE_TOKEN) return 1;
+    if (f->range) return 0;
+    for (size_t c = t->pk_count; c < t->pk_count + t->ck_count; c++)
+        if (t->cols[c].is_desc != t->cols[t->pk_count].is_desc) return 0;
     return 1;
 }
 
@@ -575,8 +599,9 @@ static void finish_each(walk *W, cq_fetch *last, const kp_shape *s)
     if (last->kind == CQ_KEYS || (last->rel && last->rel->relation->link == KP_LINK_ARRAY && !last->rel->is_inverse)) client = 1;
     last->is_client_ordered = client || last->is_client_ordered;
     if (last->kind == CQ_SELECT && !last->is_join && !last->client_cond_count) {
+        last->is_merged = buckets_merge(last, s, W->p);
         if (last->is_server_ordered && s == W->p->paged && s->page == KP_PAGE_TOKEN && last->table->buckets <= 1) last->is_paged = 1;
-        else if (last->is_server_ordered || last->table->buckets > 1) {
+        else if (last->is_server_ordered || last->is_merged) {
             last->limit = shape_limit(s);
             last->limit_param = s->limit_param;
         }
@@ -622,7 +647,8 @@ static cq_fetch *node_fetch(walk *W, const kp_shape *s)
     if (s->kind == KP_SHAPE_EACH) {
         finish_each(W, last, s);
         if (s->hop_count > 1 || last != first) last->is_client_ordered = last->is_client_ordered || (s->declared_order_count > 0 && !first->is_server_ordered) || s->hop_count > 1;
-        if (last->is_client_ordered && last->kind == CQ_SELECT) { last->is_paged = 0; last->limit = 0; last->limit_param = NULL; }
+        if (last != first) last->is_merged = 0;
+        if (last->is_client_ordered && last->kind == CQ_SELECT && !last->is_merged) { last->is_paged = 0; last->limit = 0; last->limit_param = NULL; }
         /* a join read in the order of the targets' keys can stop at the limit */
         if (first->is_join && first->is_server_ordered && !last->is_client_ordered) {
             first->limit = shape_limit(s);
@@ -1151,12 +1177,14 @@ static void add_ops(opctx *O, cq_fetch *f, double parents, double parents_max, i
         }
         const char *why = "";
         if (f->bind_count) why = kp_arena_printf(&B->d->arena, "partition key bound by %s", f->is_root ? "the parameters" : f->has_statics ? "the parameters (the parent rides along as static columns)" : f->is_independent ? "the parameters" : "the previous answer");
-        if (buckets > 1) why = kp_arena_printf(&B->d->arena, "%s; one SELECT per bucket (%d), merged in the client", why, buckets);
+        if (buckets > 1) why = kp_arena_printf(&B->d->arena, f->is_merged ? "%s; one SELECT per bucket (%d), each bucket in the "
+                                               "declared order" : "%s; one SELECT per bucket (%d), merged in the client", why, buckets);
         if (f->range) why = kp_arena_printf(&B->d->arena, "%s; clustering range on %s", why, f->range_col ? f->range_col->name : "?");
         if (f->is_paged) why = kp_arena_printf(&B->d->arena, "%s; pages of %lld rows with Cassandra's paging state", why, (long long)shape_limit(f->shape));
         else if (f->limit || f->limit_param) why = kp_arena_printf(&B->d->arena, "%s; LIMIT %s", why, f->limit_param ? f->limit_param->name : kp_arena_printf(&B->d->arena, "%lld", (long long)f->limit));
         if (f->client_cond_count) why = kp_arena_printf(&B->d->arena, "%s; %zu condition%s no key serves, tested by the client on the rows of the partition (no ALLOW FILTERING)", why, f->client_cond_count, f->client_cond_count == 1 ? "" : "s");
-        if (f->is_client_ordered) why = kp_arena_printf(&B->d->arena, "%s; sorted and cut in the client", why);
+        if (f->is_merged) why = kp_arena_printf(&B->d->arena, "%s; the client merges the buckets and cuts the page before reading on", why);
+        else if (f->is_client_ordered) why = kp_arena_printf(&B->d->arena, "%s; sorted and cut in the client", why);
         if (f->kind == CQ_SELECT && f->has_statics && f->range && !per_element)
             why = kp_arena_printf(&B->d->arena, "%s; the parent's static columns read alone beside it (LIMIT 1), so a range "
                                   "that holds no row still finds the parent", why);

@@ -195,6 +195,49 @@ static void test_a_root_set_without_equality_is_bucketed_when_large(void **state
     kp_model_free(m);
 }
 
+/* A hash-bucketed listing whose every bucket is clustered in the declared order (issue #14,
+ * "buckets read whole"): each bucket's SELECT stops at the page (LIMIT), the client merges,
+ * and only the page's rows go on to their next reads — posts-by-tag was 3,003 requests
+ * reading both whole buckets. A bucket clustered short of the order (an optional part
+ * cannot be a clustering column) must still be read whole, and claims it. */
+static void test_a_bucketed_listing_reads_one_page_per_bucket_and_follows_one_page(void **state)
+{
+    (void)state;
+    kp_model *m = load("tests/fixtures/models/blog.json", 1);
+    kp_design *d = propose(m);
+    const kp_plan *p = plan_of(d, "posts-by-tag");
+    const kp_operation *listing = NULL, *posts = NULL;
+    for (size_t i = 0; i < p->op_count; i++) {
+        if (strstr(p->ops[i].container, "post_tag")) listing = &p->ops[i];
+        else if (!strcmp(p->ops[i].container, "post")) posts = &p->ops[i];
+    }
+    assert_non_null(listing);
+    assert_non_null(posts);
+    const cq_layout *L = d->layout;
+    int buckets = 1;
+    for (size_t i = 0; i < L->table_count; i++)
+        if (!strcmp(L->tables[i]->name, listing->container)) buckets = L->tables[i]->buckets;
+    assert_true(buckets > 1);
+    assert_int_equal((int)listing->requests, buckets);
+    assert_true(listing->items_max <= 20.0 * buckets);           /* LIMIT 20 in every bucket */
+    assert_non_null(strstr(listing->condition, "LIMIT"));
+    assert_non_null(strstr(listing->why, "merges the buckets"));
+    assert_int_equal((int)posts->requests, 20);                   /* the page's posts, not every bucket's */
+    assert_true(p->requests < 30);
+    kp_design_free(d);
+    kp_model_free(m);
+
+    /* auction-mixes: items ordered by endsAt, then highestBid (optional) — the buckets are
+     * clustered by ends_at only, so a LIMIT could cut ties the client orders by highestBid */
+    m = load("examples/auction-mixes/model.json", 1);
+    d = propose(m);
+    p = plan_of(d, "list-category-items");
+    assert_true(p->items > 1000);
+    assert_null(strstr(p->ops[0].condition, "LIMIT"));
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
 static void test_children_keyed_by_the_root_key_go_out_with_the_root(void **state)
 {
     (void)state;
@@ -280,6 +323,7 @@ int main(void)
         cmocka_unit_test(test_no_allow_filtering_secondary_index_or_view_in_any_example),
         cmocka_unit_test(test_a_root_set_without_equality_is_bucketed_when_large),
         cmocka_unit_test(test_children_keyed_by_the_root_key_go_out_with_the_root),
+        cmocka_unit_test(test_a_bucketed_listing_reads_one_page_per_bucket_and_follows_one_page),
         cmocka_unit_test(test_every_decision_names_the_patterns_that_caused_it),
         cmocka_unit_test(test_transform_writes_a_row_per_table_and_the_parent_statics),
     };
