@@ -314,9 +314,6 @@ static int select_start(run *R, const cq_fetch *f, const pairs *in, reqs *Q)
     return rc;
 }
 
-/* Waits for a node's answers and turns its rows into linked records. `owner` (non-NULL)
- * replaces the parent every request was sent for (requests sent before their parent was
- * read, bound from the parameters). */
 /* A merged bucketed read (cq_fetch.is_merged): every bucket answered up to the page; of
  * each parent's rows only its page goes on to the next hops (the assembler cuts the same
  * page from all of them and still sees whether another follows). The requests of one
@@ -342,6 +339,9 @@ static int merge_buckets(run *R, const cq_fetch *f, const reqs *Q, const size_t 
     return 0;
 }
 
+/* Waits for a node's answers and turns its rows into linked records. `owner` (non-NULL)
+ * replaces the parent every request was sent for (requests sent before their parent was
+ * read, bound from the parameters). */
 static int select_finish(run *R, const cq_fetch *f, reqs *Q, int depth, const pair *owner, pairs *out)
 {
     const cq_table *t = f->table;
