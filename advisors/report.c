@@ -8,6 +8,23 @@
 
 #include <string.h>
 
+/* Keys are literals (no copy); string values are copied, or referenced while a caller
+ * promises the designs outlive the tree (kp_advise_json): an advise report of 1,000
+ * entities holds some 300,000 strings. */
+static int by_reference;
+
+static cJSON *str(const char *v) { return by_reference ? cJSON_CreateStringReference(v) : cJSON_CreateString(v); }
+static void add_str(cJSON *o, const char *k, const char *v) { cJSON_AddItemToObjectCS(o, k, str(v)); }
+static void add_num(cJSON *o, const char *k, double v) { cJSON_AddItemToObjectCS(o, k, cJSON_CreateNumber(v)); }
+static void add_bool(cJSON *o, const char *k, int v) { cJSON_AddItemToObjectCS(o, k, cJSON_CreateBool(v)); }
+static void add_null(cJSON *o, const char *k) { cJSON_AddItemToObjectCS(o, k, cJSON_CreateNull()); }
+static cJSON *add_array(cJSON *o, const char *k)
+{
+    cJSON *a = cJSON_CreateArray();
+    cJSON_AddItemToObjectCS(o, k, a);
+    return a;
+}
+
 static const char *const roles[] = {"partition", "sort", "static", "field"};
 
 static cJSON *keys_json(const kp_key_part *keys, size_t n)
@@ -15,10 +32,10 @@ static cJSON *keys_json(const kp_key_part *keys, size_t n)
     cJSON *arr = cJSON_CreateArray();
     for (size_t i = 0; i < n; i++) {
         cJSON *k = cJSON_CreateObject();
-        cJSON_AddStringToObject(k, "name", keys[i].name);
-        cJSON_AddStringToObject(k, "role", roles[keys[i].role]);
-        if (keys[i].is_desc) cJSON_AddBoolToObject(k, "descending", 1);
-        if (keys[i].format && keys[i].format[0]) cJSON_AddStringToObject(k, "format", keys[i].format);
+        add_str(k, "name", keys[i].name);
+        add_str(k, "role", roles[keys[i].role]);
+        if (keys[i].is_desc) add_bool(k, "descending", 1);
+        if (keys[i].format && keys[i].format[0]) add_str(k, "format", keys[i].format);
         cJSON_AddItemToArray(arr, k);
     }
     return arr;
@@ -27,134 +44,137 @@ static cJSON *keys_json(const kp_key_part *keys, size_t n)
 static cJSON *strings(const char *const *list, size_t n)
 {
     cJSON *arr = cJSON_CreateArray();
-    for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(arr, cJSON_CreateString(list[i]));
+    for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(arr, str(list[i]));
     return arr;
 }
 
 cJSON *kp_design_to_json(const kp_design *d)
 {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "database", d->backend->name);
-    cJSON_AddStringToObject(o, "title", d->backend->title);
-    cJSON_AddStringToObject(o, "candidate", d->candidate);
-    if (d->summary) cJSON_AddStringToObject(o, "summary", d->summary);
-    if (d->diagram) cJSON_AddStringToObject(o, "diagram", d->diagram);
-    if (d->diagram) cJSON_AddStringToObject(o, "diagram_shows", d->is_diagram_of_containers ? "containers" : "layout");
-    cJSON *containers = cJSON_AddArrayToObject(o, "containers");
+    add_str(o, "database", d->backend->name);
+    add_str(o, "title", d->backend->title);
+    add_str(o, "candidate", d->candidate);
+    if (d->summary) add_str(o, "summary", d->summary);
+    if (d->diagram) add_str(o, "diagram", d->diagram);
+    if (d->diagram) add_str(o, "diagram_shows", d->is_diagram_of_containers ? "containers" : "layout");
+    cJSON *containers = add_array(o, "containers");
     for (size_t i = 0; i < d->container_count; i++) {
         const kp_container *c = &d->containers[i];
         cJSON *co = cJSON_CreateObject();
-        cJSON_AddStringToObject(co, "name", c->name);
-        cJSON_AddStringToObject(co, "kind", c->kind);
-        cJSON_AddItemToObject(co, "keys", keys_json(c->keys, c->key_count));
-        cJSON *entities = cJSON_AddArrayToObject(co, "entities");
-        for (size_t k = 0; k < c->entity_count; k++) cJSON_AddItemToArray(entities, cJSON_CreateString(c->entities[k]->name));
-        cJSON_AddNumberToObject(co, "items", c->items);
-        cJSON_AddNumberToObject(co, "bytes", c->bytes);
-        if (c->why) cJSON_AddStringToObject(co, "why", c->why);
-        cJSON *indexes = cJSON_AddArrayToObject(co, "indexes");
+        add_str(co, "name", c->name);
+        add_str(co, "kind", c->kind);
+        cJSON_AddItemToObjectCS(co, "keys", keys_json(c->keys, c->key_count));
+        cJSON *entities = add_array(co, "entities");
+        for (size_t k = 0; k < c->entity_count; k++) cJSON_AddItemToArray(entities, str(c->entities[k]->name));
+        add_num(co, "items", c->items);
+        add_num(co, "bytes", c->bytes);
+        if (c->why) add_str(co, "why", c->why);
+        cJSON *indexes = add_array(co, "indexes");
         for (size_t k = 0; k < c->index_count; k++) {
             const kp_index_desc *x = &c->indexes[k];
             cJSON *xo = cJSON_CreateObject();
-            cJSON_AddStringToObject(xo, "name", x->name);
-            cJSON_AddStringToObject(xo, "kind", x->kind);
-            cJSON_AddItemToObject(xo, "keys", keys_json(x->keys, x->key_count));
-            if (x->projection) cJSON_AddStringToObject(xo, "projection", x->projection);
-            cJSON_AddBoolToObject(xo, "sparse", x->is_sparse);
-            cJSON_AddItemToObject(xo, "caused_by", strings(x->caused_by, x->caused_by_count));
+            add_str(xo, "name", x->name);
+            add_str(xo, "kind", x->kind);
+            cJSON_AddItemToObjectCS(xo, "keys", keys_json(x->keys, x->key_count));
+            if (x->projection) add_str(xo, "projection", x->projection);
+            add_bool(xo, "sparse", x->is_sparse);
+            cJSON_AddItemToObjectCS(xo, "caused_by", strings(x->caused_by, x->caused_by_count));
             cJSON_AddItemToArray(indexes, xo);
         }
         cJSON_AddItemToArray(containers, co);
     }
-    cJSON *patterns = cJSON_AddArrayToObject(o, "patterns");
+    cJSON *patterns = add_array(o, "patterns");
     for (size_t i = 0; i < d->plan_count; i++) {
         const kp_plan *p = &d->plans[i];
         cJSON *po = cJSON_CreateObject();
-        cJSON_AddStringToObject(po, "name", p->pattern->name);
-        cJSON_AddNumberToObject(po, "rps", kp_pattern_rps(p->pattern, d->mix));
-        cJSON_AddNumberToObject(po, "round_trips", p->sequential_steps);
-        cJSON_AddNumberToObject(po, "requests", p->requests);
-        cJSON_AddNumberToObject(po, "items_read", p->items);
-        cJSON_AddNumberToObject(po, "bytes_read", p->bytes);
+        add_str(po, "name", p->pattern->name);
+        add_num(po, "rps", kp_pattern_rps(p->pattern, d->mix));
+        add_num(po, "round_trips", p->sequential_steps);
+        add_num(po, "requests", p->requests);
+        add_num(po, "items_read", p->items);
+        add_num(po, "bytes_read", p->bytes);
         /* what one page may cost at most: verify fails a pattern that measures more */
-        cJSON *bound = cJSON_AddObjectToObject(po, "max");
-        cJSON_AddNumberToObject(bound, "requests", p->requests_max);
-        cJSON_AddNumberToObject(bound, "items_read", p->items_max);
-        cJSON_AddNumberToObject(bound, "bytes_read", p->bytes_max);
-        if (d->backend->limits->read_unit) cJSON_AddNumberToObject(po, "read_units", p->read_units);
-        cJSON_AddBoolToObject(po, "scan", p->is_scan);
-        if (p->why) cJSON_AddStringToObject(po, "why", p->why);
-        cJSON *ops = cJSON_AddArrayToObject(po, "operations");
+        cJSON *bound = cJSON_CreateObject();
+        cJSON_AddItemToObjectCS(po, "max", bound);
+        add_num(bound, "requests", p->requests_max);
+        add_num(bound, "items_read", p->items_max);
+        add_num(bound, "bytes_read", p->bytes_max);
+        if (d->backend->limits->read_unit) add_num(po, "read_units", p->read_units);
+        add_bool(po, "scan", p->is_scan);
+        if (p->why) add_str(po, "why", p->why);
+        cJSON *ops = add_array(po, "operations");
         for (size_t k = 0; k < p->op_count; k++) {
             const kp_operation *op = &p->ops[k];
             cJSON *oo = cJSON_CreateObject();
-            cJSON_AddStringToObject(oo, "op", op->op);
-            cJSON_AddStringToObject(oo, "container", op->container);
-            if (op->index) cJSON_AddStringToObject(oo, "index", op->index);
-            else cJSON_AddNullToObject(oo, "index");
-            cJSON_AddStringToObject(oo, "condition", op->condition ? op->condition : "");
-            cJSON_AddBoolToObject(oo, "waits_for_previous", op->waits_for_previous);
-            cJSON_AddNumberToObject(oo, "requests", op->requests);
-            cJSON_AddNumberToObject(oo, "items", op->items);
-            cJSON_AddNumberToObject(oo, "bytes", op->bytes);
-            if (d->backend->limits->read_unit) cJSON_AddNumberToObject(oo, "read_units", op->read_units);
-            cJSON_AddBoolToObject(oo, "scan", op->is_scan);
-            if (op->request) cJSON_AddItemToObject(oo, "request", cJSON_Duplicate(op->request, 1));
-            if (op->why) cJSON_AddStringToObject(oo, "why", op->why);
+            add_str(oo, "op", op->op);
+            add_str(oo, "container", op->container);
+            if (op->index) add_str(oo, "index", op->index);
+            else add_null(oo, "index");
+            add_str(oo, "condition", op->condition ? op->condition : "");
+            add_bool(oo, "waits_for_previous", op->waits_for_previous);
+            add_num(oo, "requests", op->requests);
+            add_num(oo, "items", op->items);
+            add_num(oo, "bytes", op->bytes);
+            if (d->backend->limits->read_unit) add_num(oo, "read_units", op->read_units);
+            add_bool(oo, "scan", op->is_scan);
+            if (op->request) cJSON_AddItemToObjectCS(oo, "request", cJSON_Duplicate(op->request, 1));
+            if (op->why) add_str(oo, "why", op->why);
             cJSON_AddItemToArray(ops, oo);
         }
         cJSON_AddItemToArray(patterns, po);
     }
-    cJSON *writes = cJSON_AddArrayToObject(o, "writes");
+    cJSON *writes = add_array(o, "writes");
     for (size_t i = 0; i < d->write_plan_count; i++) {
         const kp_write_plan *w = &d->write_plans[i];
         cJSON *wo = cJSON_CreateObject();
-        cJSON_AddStringToObject(wo, "name", w->write->name);
-        cJSON_AddNumberToObject(wo, "rps", kp_write_rps(w->write, d->mix));
-        cJSON_AddNumberToObject(wo, "requests", w->requests);
-        cJSON_AddNumberToObject(wo, "items_written", w->items);
-        if (d->backend->limits->write_unit) cJSON_AddNumberToObject(wo, "write_units", w->write_units);
-        if (w->mechanism) cJSON_AddStringToObject(wo, "mechanism", w->mechanism);
-        cJSON *touches = cJSON_AddArrayToObject(wo, "touches");
+        add_str(wo, "name", w->write->name);
+        add_num(wo, "rps", kp_write_rps(w->write, d->mix));
+        add_num(wo, "requests", w->requests);
+        add_num(wo, "items_written", w->items);
+        if (d->backend->limits->write_unit) add_num(wo, "write_units", w->write_units);
+        if (w->mechanism) add_str(wo, "mechanism", w->mechanism);
+        cJSON *touches = add_array(wo, "touches");
         for (size_t k = 0; k < w->touch_count; k++) {
             cJSON *t = cJSON_CreateObject();
-            cJSON_AddStringToObject(t, "container", w->touches[k].container);
-            cJSON_AddStringToObject(t, "what", w->touches[k].what);
-            cJSON_AddNumberToObject(t, "count", w->touches[k].count);
-            cJSON_AddNumberToObject(t, "bytes", w->touches[k].bytes);
-            if (d->backend->limits->write_unit) cJSON_AddNumberToObject(t, "write_units", w->touches[k].write_units);
+            add_str(t, "container", w->touches[k].container);
+            add_str(t, "what", w->touches[k].what);
+            add_num(t, "count", w->touches[k].count);
+            add_num(t, "bytes", w->touches[k].bytes);
+            if (d->backend->limits->write_unit) add_num(t, "write_units", w->touches[k].write_units);
             cJSON_AddItemToArray(touches, t);
         }
         cJSON_AddItemToArray(writes, wo);
     }
-    cJSON *decisions = cJSON_AddArrayToObject(o, "decisions");
+    cJSON *decisions = add_array(o, "decisions");
     for (size_t i = 0; i < d->decision_count; i++) {
         const kp_decision *x = &d->decisions[i];
         cJSON *xo = cJSON_CreateObject();
-        cJSON_AddStringToObject(xo, "subject", x->subject);
-        cJSON_AddStringToObject(xo, "choice", x->choice);
-        cJSON_AddStringToObject(xo, "why", x->why);
-        cJSON *ps = cJSON_AddArrayToObject(xo, "patterns");
-        for (size_t k = 0; k < x->pattern_count; k++) cJSON_AddItemToArray(ps, cJSON_CreateString(x->patterns[k]->name));
-        if (x->hint) cJSON_AddStringToObject(xo, "hint", x->hint->kind);
+        add_str(xo, "subject", x->subject);
+        add_str(xo, "choice", x->choice);
+        add_str(xo, "why", x->why);
+        cJSON *ps = add_array(xo, "patterns");
+        for (size_t k = 0; k < x->pattern_count; k++) cJSON_AddItemToArray(ps, str(x->patterns[k]->name));
+        if (x->hint) add_str(xo, "hint", x->hint->kind);
         cJSON_AddItemToArray(decisions, xo);
     }
-    cJSON_AddItemToObject(o, "defects", strings(d->defects, d->defect_count));
-    cJSON_AddItemToObject(o, "notes", strings(d->notes, d->note_count));
+    cJSON_AddItemToObjectCS(o, "defects", strings(d->defects, d->defect_count));
+    cJSON_AddItemToObjectCS(o, "notes", strings(d->notes, d->note_count));
     return o;
 }
 
 cJSON *kp_advise_json(const kp_model *model, const kp_mix *mix, kp_design *const *designs, size_t count)
 {
     cJSON *doc = cJSON_CreateObject();
-    cJSON_AddNumberToObject(doc, "schema_version", KP_SCHEMA_VERSION);
-    cJSON_AddStringToObject(doc, "command", "advise");
-    cJSON_AddStringToObject(doc, "model", model->name);
-    cJSON_AddStringToObject(doc, "model_hash", model->hash);
-    if (mix) cJSON_AddStringToObject(doc, "mix", mix->name);
-    else cJSON_AddNullToObject(doc, "mix");
-    cJSON *arr = cJSON_AddArrayToObject(doc, "designs");
+    add_num(doc, "schema_version", KP_SCHEMA_VERSION);
+    add_str(doc, "command", "advise");
+    add_str(doc, "model", model->name);
+    add_str(doc, "model_hash", model->hash);
+    if (mix) add_str(doc, "mix", mix->name);
+    else add_null(doc, "mix");
+    cJSON *arr = add_array(doc, "designs");
+    by_reference = 1;
     for (size_t i = 0; i < count; i++) cJSON_AddItemToArray(arr, kp_design_to_json(designs[i]));
+    by_reference = 0;
     return doc;
 }
 

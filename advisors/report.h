@@ -15,7 +15,8 @@
 
 /* One design as JSON (a new tree, cJSON_Delete). */
 cJSON *kp_design_to_json(const kp_design *design);
-/* The `advise` document: schema_version, model, mix, and one design per database. */
+/* The `advise` document: schema_version, model, mix, and one design per database. Its
+ * strings refer to the designs' and the model's: free the tree before them. */
 cJSON *kp_advise_json(const kp_model *model, const kp_mix *mix, kp_design *const *designs, size_t count);
 /* Renders the advise document as text or GitHub Markdown. */
 void kp_advise_print_text(FILE *out, const cJSON *doc, int use_color);
