@@ -419,12 +419,14 @@ static int past(const kp_shape *s, const kp_frec *r, const cJSON *after)
     return 0;
 }
 
-size_t kp_fetched_page_cut(const kp_fetched *f, const kp_shape *s, int is_paged, int64_t limit, kp_frec **recs, size_t n)
+size_t kp_fetched_page_cut(const kp_fetched *f, const kp_shape *s, int is_paged, int64_t skip, int64_t limit, kp_frec **recs,
+                           size_t n)
 {
     sort_records(s, recs, n);
     size_t start = 0;
     if (is_paged && f->client_after)
         while (start < n && !past(s, recs[start], f->client_after)) start++;
+    if (skip > 0) start = (size_t)skip < n - start ? start + (size_t)skip : n;
     size_t end = limit > 0 && n - start > (size_t)limit ? start + (size_t)limit : n;
     memmove(recs, recs + start, (end - start) * sizeof *recs);
     return end - start;

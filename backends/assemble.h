@@ -55,9 +55,11 @@ void kp_fetched_client_filter(kp_fetched *f);
 /* The records linked under (edge, parent), in order. */
 /* The records of one client-ordered page among recs[0..n): sorted in place by the shape's
  * order, those up to the page token dropped (is_paged: s is the pattern's token-paged
- * $each), cut at limit (0: none); returns how many now lead recs. A backend that read
- * more than the page (every bucket up to the limit) follows only these on. */
-size_t kp_fetched_page_cut(const kp_fetched *f, const kp_shape *s, int is_paged, int64_t limit, kp_frec **recs, size_t n);
+ * $each), then `skip` more (an offset page), cut at limit (0: none); returns how many now
+ * lead recs. A backend that read more than the page (every bucket up to the limit) follows
+ * only these on. */
+size_t kp_fetched_page_cut(const kp_fetched *f, const kp_shape *s, int is_paged, int64_t skip, int64_t limit, kp_frec **recs,
+                           size_t n);
 kp_frec *const *kp_fetched_children(const kp_fetched *f, const void *edge, const kp_frec *parent, size_t *count);
 size_t kp_fetched_record_count(const kp_fetched *f);
 

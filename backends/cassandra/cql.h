@@ -101,6 +101,9 @@ struct cq_fetch {
     int is_client_ordered;      /* the assembler sorts and cuts */
     int is_merged;              /* a bucketed read whose every bucket comes in the declared order:
                                    LIMIT per bucket, the client merges and cuts before going on */
+    int reads_ties;             /* merged, but a bucket is clustered by the order's first part only
+                                   (a later part is optional): a bucket that fills the page is read
+                                   again for every row tying with its last on that part */
     int64_t limit;              /* LIMIT sent (0: none) */
     const kp_param *limit_param;
     int is_paged;               /* the pattern's paged $each, continued with Cassandra's paging state */

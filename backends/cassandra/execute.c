@@ -29,6 +29,9 @@ typedef struct req {
     cJSON *rows;                /* owned */
     long rows_bytes;            /* the bytes of their cell values */
     int statics_only;           /* the partition's static columns alone: the parent, no child */
+    int bucket;
+    const cJSON *el;            /* the array element it was sent for (a per-element read) */
+    const cJSON *tie;           /* the tie read's first clustering value (read_ties) */
     int done, failed;
     kp_error error;
     uint8_t *paging;            /* more pages: the state */
@@ -51,6 +54,8 @@ typedef struct run {
     int requests, max_depth;
     int root_added;             /* the statics' parent is the root */
     int statics_only;           /* build: the static columns alone (no range, LIMIT 1) */
+    const cJSON *tie;           /* build: the rows whose first clustering column is this cell */
+    int tied;                   /* read_ties sent its round trip: what follows is one step later */
     long items;
     long items_read;            /* rows the node sent (a COUNT: the rows it counted) */
     long bytes_read;            /* the bytes of their cell values */
@@ -121,6 +126,21 @@ static int cond_holds(run *R, const kp_cond *c, const cJSON *rec)
     return kp_cond_holds(c->op, c->attr->type.kind, v, x, up, R->design->model->doc);
 }
 
+/* The LIMIT a fetch sends (0: none): an offset page's covers the offset too, which *skip
+ * tells. */
+static int64_t sent_limit(run *R, const cq_fetch *f, int64_t *skip)
+{
+    int64_t limit = f->limit_param ? int_of(param_value(R, f->limit_param), f->limit) : f->limit;
+    int64_t off = 0;
+    const kp_shape *sh = f->shape;
+    if (limit > 0 && sh && sh == R->pattern->paged && sh->page == KP_PAGE_OFFSET) {
+        off = int_of(param_value(R, sh->offset_param), 0);
+        if (off < 0) off = 0;
+    }
+    if (skip) *skip = off;
+    return limit > 0 ? limit + off : limit;
+}
+
 /* The statement and values of a fetch for one parent (and bucket / element). */
 static int build(run *R, const cq_fetch *f, const kp_frec *parent, int bucket, const cJSON *element, const char **cql,
                  kp_cql_values *v, int *page_size)
@@ -153,44 +173,82 @@ static int build(run *R, const cq_fetch *f, const kp_frec *parent, int bucket, c
         if (rc) return -1;
     }
     const cq_column *rc_col = f->range_col;
-    if (f->range && rc_col && !R->statics_only) {
-        const cJSON *lo = param_value(R, f->range->value.param);
-        if (!f->range->value.param) lo = f->range->value.literal;
-        if (lo) {
-            const char *c = rc_col->quoted;
-            if (f->range->op == KP_OP_BETWEEN) {
-                const cJSON *hi = f->range->upper.param ? param_value(R, f->range->upper.param) : f->range->upper.literal;
-                if (!hi) return 1;
-                s = kp_arena_printf(&R->arena, "%s AND %s >= ? AND %s <= ?", s, c, c);
-                if (add_value(R, v, rc_col, lo) || add_value(R, v, rc_col, hi)) return -1;
-            } else if (f->range->op == KP_OP_BEGINS_WITH) {
-                s = kp_arena_printf(&R->arena, "%s AND %s >= ? AND %s < ?", s, c, c);
-                char *upper = kp_arena_printf(&R->arena, "%s\xf4\x8f\xbf\xbf", cJSON_IsString(lo) ? lo->valuestring : "");
-                cJSON *hi = cJSON_CreateString(upper);
-                int rc = add_value(R, v, rc_col, lo) || add_value(R, v, rc_col, hi);
-                cJSON_Delete(hi);
-                if (rc) return -1;
-            } else {
-                const char *op = f->range->op == KP_OP_LT ? "<" : f->range->op == KP_OP_LE ? "<=" : f->range->op == KP_OP_GT ? ">" : ">=";
-                s = kp_arena_printf(&R->arena, "%s AND %s %s ?", s, c, op);
-                if (add_value(R, v, rc_col, lo)) return -1;
-            }
+    const kp_shape *sh = f->shape;
+    int64_t limit = sent_limit(R, f, NULL);
+    if (R->tie) {
+        /* the rows tying with a full bucket's last on the first clustering column: all of them */
+        const cq_column *c0 = &t->cols[t->pk_count];
+        *cql = kp_arena_printf(&R->arena, "%s AND %s = ?", s, c0->quoted);
+        *page_size = 0;
+        return kp_cql_values_add_json(v, NULL, c0->type, R->tie, R->err) ? -1 : 0;
+    }
+    /* a later page of a bucket read to the order's first part (reads_ties) starts at the
+     * token's value of that part, inclusive: that bound replaces the range's bound on the
+     * same side (the token's row met the range) */
+    const cJSON *from = NULL;
+    int from_lower = 0;
+    if (limit > 0 && R->after && f->reads_ties && sh == R->pattern->paged) {
+        const cJSON *tv = R->after->child;
+        for (size_t k = 0; k < sh->order_count && tv; k++, tv = tv->next) {
+            int bound = 0;
+            for (size_t i = 0; i < t->pk_count; i++) bound |= t->cols[i].attr == sh->order[k].attr;
+            if (!bound) break;
+        }
+        if (tv && !cJSON_IsNull(tv)) {
+            from = tv;
+            from_lower = !t->cols[t->pk_count].is_desc;
         }
     }
-    int64_t limit = f->limit_param ? int_of(param_value(R, f->limit_param), f->limit) : f->limit;
+    if (!R->statics_only) {
+        /* the bounds on the range column: the range's, one side replaced by the token's */
+        const char *lo_op = NULL, *hi_op = NULL;
+        const cJSON *lo_v = NULL, *hi_v = NULL;
+        cJSON *prefix_end = NULL;
+        const cq_column *col = rc_col ? rc_col : &t->cols[t->pk_count];
+        if (f->range && rc_col) {
+            const cJSON *lo = f->range->value.param ? param_value(R, f->range->value.param) : f->range->value.literal;
+            if (lo) {
+                switch (f->range->op) {
+                case KP_OP_BETWEEN:
+                    hi_v = f->range->upper.param ? param_value(R, f->range->upper.param) : f->range->upper.literal;
+                    if (!hi_v) return 1;
+                    lo_op = ">=", lo_v = lo, hi_op = "<=";
+                    break;
+                case KP_OP_BEGINS_WITH:
+                    prefix_end = cJSON_CreateString(kp_arena_printf(&R->arena, "%s\xf4\x8f\xbf\xbf", cJSON_IsString(lo) ? lo->valuestring : ""));
+                    if (!prefix_end) return nomem(R);
+                    lo_op = ">=", lo_v = lo, hi_op = "<", hi_v = prefix_end;
+                    break;
+                case KP_OP_LT: hi_op = "<", hi_v = lo; break;
+                case KP_OP_LE: hi_op = "<=", hi_v = lo; break;
+                case KP_OP_GT: lo_op = ">", lo_v = lo; break;
+                default: lo_op = ">=", lo_v = lo; break;
+                }
+            }
+        }
+        if (from && from_lower) lo_op = ">=", lo_v = from;
+        else if (from) hi_op = "<=", hi_v = from;
+        int rc = 0;
+        if (lo_op) {
+            s = kp_arena_printf(&R->arena, "%s AND %s %s ?", s, col->quoted, lo_op);
+            rc = add_value(R, v, col, lo_v);
+        }
+        if (hi_op && rc == 0) {
+            s = kp_arena_printf(&R->arena, "%s AND %s %s ?", s, col->quoted, hi_op);
+            rc = add_value(R, v, col, hi_v);
+        }
+        cJSON_Delete(prefix_end);
+        if (rc) return -1;
+    }
     if (R->statics_only) {
         *cql = kp_arena_printf(&R->arena, "%s LIMIT 1", s);
         *page_size = 0;
         return 0;
     }
-    const kp_shape *sh = f->shape ? f->shape : NULL;
-    if (f->is_root && !sh) sh = NULL;
-    if (limit > 0 && sh && sh == R->pattern->paged && sh->page == KP_PAGE_OFFSET)
-        limit += int_of(param_value(R, sh->offset_param), 0) > 0 ? int_of(param_value(R, sh->offset_param), 0) : 0;
     /* a later page of a merged bucketed read starts every bucket strictly after the token:
      * one tuple slice over the clustering columns (all in one direction, see
      * propose.c buckets_merge), whose values are the token's order values */
-    if (limit > 0 && R->after && f->is_merged && sh == R->pattern->paged) {
+    if (limit > 0 && R->after && f->is_merged && !f->reads_ties && sh == R->pattern->paged) {
         const char *cols = "", *marks = "";
         const cJSON *tv = R->after->child;
         size_t c = t->pk_count;
@@ -253,7 +311,19 @@ static void reqs_free(reqs *Q)
 
 /* Sends one request of a node: for a parent, a bucket and an element; `statics_only`: the
  * partition's static columns alone (no clustering range, LIMIT 1). */
-static int send_one(run *R, const cq_fetch *f, reqs *Q, const pair *at, int bucket, const cJSON *el, int statics_only)
+static int wait_all(run *R, const reqs *Q)
+{
+    for (;;) {
+        size_t open = 0;
+        for (size_t i = 0; i < Q->count; i++) open += !Q->items[i]->done;
+        if (!open) return 0;
+        if (kp_cql_poll(R->client, 1000, R->err) < 0) return -1;
+    }
+}
+
+/* Sends one request (R->tie: a tie read); `paging`: continue a previous answer there. */
+static int send_req(run *R, const cq_fetch *f, reqs *Q, const pair *at, int bucket, const cJSON *el, int statics_only,
+                    const uint8_t *paging, int32_t paging_len)
 {
     if (Q->count == Q->cap) {
         size_t n = Q->cap ? Q->cap * 2 : 16;
@@ -275,18 +345,69 @@ static int send_one(run *R, const cq_fetch *f, reqs *Q, const pair *at, int buck
     if (!q) { kp_cql_values_free(&v); return nomem(R); }
     Q->items[Q->count++] = q;
     q->at = *at;
+    q->bucket = bucket;
+    q->el = el;
+    q->tie = R->tie;
     q->statics_only = statics_only;
     kp_cql_params params = {0};
     params.page_size = page_size > 0 ? page_size : 5000;
-    if (f->is_paged && R->page_state && !statics_only) {
-        params.paging_state = R->page_state;
-        params.paging_state_len = R->page_state_len;
-    }
+    params.paging_state = paging;
+    params.paging_state_len = paging ? paging_len : 0;
     int rc = kp_cql_execute_async(R->client, prep, &v, &params, on_rows, q, R->err);
     kp_cql_values_free(&v);
     if (rc == 0) R->requests++;
     else q->done = 1;
     return rc;
+}
+
+static int send_one(run *R, const cq_fetch *f, reqs *Q, const pair *at, int bucket, const cJSON *el, int statics_only)
+{
+    int paged = f->is_paged && R->page_state && !statics_only;
+    return send_req(R, f, Q, at, bucket, el, statics_only, paged ? R->page_state : NULL, paged ? R->page_state_len : 0);
+}
+
+/* A read that is not the pattern's paged one takes every page of its answer: each request
+ * whose answer says more rows follow is continued with its paging state (the claims count
+ * these pages, propose.c add_ops: 5,000 rows each) and the rows join its answer. */
+static int read_all_pages(run *R, const cq_fetch *f, reqs *Q)
+{
+    if (f->is_paged || f->kind == CQ_COUNT) return 0;
+    int rc = 0;
+    for (;;) {
+        reqs N = {0};
+        size_t *of = calloc(Q->count + 1, sizeof *of);
+        if (!of) return nomem(R);
+        for (size_t i = 0; i < Q->count && rc == 0; i++) {
+            req *q = Q->items[i];
+            if (q->failed || q->statics_only || !q->paging) continue;
+            size_t before = N.count;
+            R->tie = q->tie;
+            rc = send_req(R, f, &N, &q->at, q->bucket, q->el, 0, q->paging, q->paging_len);
+            R->tie = NULL;
+            if (N.count > before) of[N.count - 1] = i;
+            free(q->paging);
+            q->paging = NULL;
+        }
+        if (rc == 0) rc = wait_all(R, &N);
+        else while (kp_cql_pending(R->client) > 0 && kp_cql_poll(R->client, 1000, R->err) >= 0) {}
+        for (size_t j = 0; j < N.count && rc == 0; j++) {
+            req *nq = N.items[j], *q = Q->items[of[j]];
+            if (nq->failed) { *R->err = nq->error; rc = -1; break; }
+            cJSON *row;
+            while ((row = nq->rows ? nq->rows->child : NULL) != NULL) {
+                cJSON_DetachItemViaPointer(nq->rows, row);
+                cJSON_AddItemToArray(q->rows, row);
+            }
+            q->rows_bytes += nq->rows_bytes;
+            q->paging = nq->paging;
+            q->paging_len = nq->paging_len;
+            nq->paging = NULL;
+        }
+        size_t sent = N.count;
+        reqs_free(&N);
+        free(of);
+        if (rc || !sent) return rc;
+    }
 }
 
 /* Sends every request of a node (one per parent, bucket, element); answers come later. A
@@ -314,13 +435,77 @@ static int select_start(run *R, const cq_fetch *f, const pairs *in, reqs *Q)
     return rc;
 }
 
+/* Are two rows of one table the same row (equal primary key cells)? */
+static int same_row(const cq_table *t, const cJSON *a, const cJSON *b)
+{
+    for (size_t c = 0; c < t->pk_count + t->ck_count; c++)
+        if (!cJSON_Compare(cJSON_GetObjectItemCaseSensitive(a, t->cols[c].name), cJSON_GetObjectItemCaseSensitive(b, t->cols[c].name), 1))
+            return 0;
+    return 1;
+}
+
+/* cq_fetch.reads_ties: every bucket that answered a full page is read again for the rows
+ * whose first clustering column equals its last row's — one more round trip — and those
+ * not already read join that bucket's answer, so the page cut sees every row that may
+ * sort into it. */
+static int read_ties(run *R, const cq_fetch *f, reqs *Q, int depth)
+{
+    const cq_table *t = f->table;
+    int64_t limit = sent_limit(R, f, NULL);
+    if (limit <= 0) return 0;
+    reqs T = {0};
+    size_t *of = calloc(Q->count + 1, sizeof *of);
+    int rc = of ? 0 : nomem(R);
+    for (size_t i = 0; i < Q->count && rc == 0; i++) {
+        req *q = Q->items[i];
+        if (q->failed || q->statics_only || cJSON_GetArraySize(q->rows) < limit) continue;
+        const cJSON *last = q->rows->child;
+        while (last->next) last = last->next;
+        R->tie = cJSON_GetObjectItemCaseSensitive(last, t->cols[t->pk_count].name);
+        if (R->tie && !cJSON_IsNull(R->tie)) {
+            size_t before = T.count;
+            rc = send_one(R, f, &T, &q->at, q->bucket, NULL, 0);
+            if (T.count > before) of[T.count - 1] = i;
+        }
+        R->tie = NULL;
+    }
+    if (rc == 0 && T.count) {
+        rc = wait_all(R, &T);
+        if (rc == 0) rc = read_all_pages(R, f, &T);
+        if (depth + 1 > R->max_depth) R->max_depth = depth + 1;
+        R->tied = 1;
+    } else if (rc) {
+        while (kp_cql_pending(R->client) > 0 && kp_cql_poll(R->client, 1000, R->err) >= 0) {}
+    }
+    for (size_t j = 0; j < T.count && rc == 0; j++) {
+        req *tq = T.items[j], *q = Q->items[of[j]];
+        if (tq->failed) { *R->err = tq->error; rc = -1; break; }
+        R->bytes_read += tq->rows_bytes;
+        cJSON *row;
+        while (rc == 0 && (row = tq->rows ? tq->rows->child : NULL) != NULL) {
+            cJSON_DetachItemViaPointer(tq->rows, row);
+            int seen = 0;
+            for (const cJSON *r = q->rows->child; r && !seen; r = r->next) seen = same_row(t, r, row);
+            if (seen) {
+                R->items_read++; /* read again: counted as read, not joined */
+                cJSON_Delete(row);
+            } else {
+                cJSON_AddItemToArray(q->rows, row);
+            }
+        }
+    }
+    reqs_free(&T);
+    free(of);
+    return rc;
+}
+
 /* A merged bucketed read (cq_fetch.is_merged): every bucket answered up to the page; of
  * each parent's rows only its page goes on to the next hops (the assembler cuts the same
  * page from all of them and still sees whether another follows). The requests of one
  * parent are adjacent; ends[i] is out's count after request i. */
 static int merge_buckets(run *R, const cq_fetch *f, const reqs *Q, const size_t *ends, size_t first_out, pairs *out)
 {
-    int64_t limit = f->limit_param ? int_of(param_value(R, f->limit_param), f->limit) : f->limit;
+    int64_t skip = 0, limit = sent_limit(R, f, &skip);
     if (limit <= 0 || !f->shape || out->count == first_out) return 0;
     kp_frec **recs = malloc((out->count - first_out) * sizeof *recs);
     if (!recs) return nomem(R);
@@ -331,7 +516,7 @@ static int merge_buckets(run *R, const cq_fetch *f, const reqs *Q, const size_t 
         size_t n = 0;
         for (; at < ends[i]; at++) recs[n++] = out->items[at].rec;
         i++;
-        size_t kept = kp_fetched_page_cut(R->fetched, f->shape, f->shape == R->pattern->paged, limit, recs, n);
+        size_t kept = kp_fetched_page_cut(R->fetched, f->shape, f->shape == R->pattern->paged, skip, limit - skip, recs, n);
         for (size_t k = 0; k < kept; k++) out->items[w++] = (pair){recs[k], recs[k]};
     }
     out->count = w;
@@ -356,6 +541,8 @@ static int select_finish(run *R, const cq_fetch *f, reqs *Q, int depth, const pa
         if (kp_cql_poll(R->client, 1000, R->err) < 0) { rc = -1; break; }
     }
     if (nreq && depth > R->max_depth) R->max_depth = depth;
+    if (rc == 0) rc = read_all_pages(R, f, Q);
+    if (rc == 0 && f->reads_ties) rc = read_ties(R, f, Q, depth);
     size_t *ends = f->is_merged && rc == 0 ? calloc(nreq + 1, sizeof *ends) : NULL;
     if (f->is_merged && rc == 0 && !ends) rc = nomem(R);
     for (size_t i = 0; i < nreq && rc == 0; i++) {
@@ -506,7 +693,9 @@ static int exec_fetch(run *R, const cq_fetch *f, const pairs *in, int depth)
                 pairs child_out = {0};
                 if (out.count == 1) {
                     rc = select_finish(R, c, &child_q[i], my_depth, &out.items[0], &child_out);
-                    if (rc == 0) rc = exec_after(R, c, &child_out, my_depth, 0);
+                    int after_depth = my_depth + R->tied;
+                    R->tied = 0;
+                    if (rc == 0) rc = exec_after(R, c, &child_out, after_depth, 0);
                 } else {
                     /* no root: what was read for it is not part of the response */
                     while (kp_cql_pending(R->client) > 0 && kp_cql_poll(R->client, 1000, R->err) >= 0) {}
@@ -523,6 +712,8 @@ static int exec_fetch(run *R, const cq_fetch *f, const pairs *in, int depth)
             return rc;
         }
         rc = exec_select(R, f, in, my_depth, &out);
+        my_depth += R->tied;
+        R->tied = 0;
         break;
     case CQ_KEYS:
         if (f->is_root) {

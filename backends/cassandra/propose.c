@@ -364,11 +364,32 @@ static int is_served_order(const cq_table *t, const kp_shape *s, const cq_column
  * token-paged listing then starts each bucket strictly after the token with one tuple
  * slice on the clustering columns: all of them must read in one direction (a tuple
  * compares values, not clustering order) and no other range may restrict them. */
-static int buckets_merge(const cq_fetch *f, const kp_shape *s, const kp_pattern *p)
+static int buckets_merge(cq_fetch *f, const kp_shape *s, const kp_pattern *p)
 {
     const cq_table *t = f->table;
-    if (!t || t->buckets <= 1 || f->client_cond_count || s->page == KP_PAGE_OFFSET || !clustering_serves(t, s, f->range_col))
-        return 0;
+    /* an offset page reads offset + limit rows of each bucket (one partition: the same
+     * rule, the client skips to the page); an offset without a max has no such bound */
+    int is_offset = s->page == KP_PAGE_OFFSET;
+    if (!t || f->client_cond_count || !t->ck_count || (t->buckets <= 1 && !is_offset)) return 0;
+    if (is_offset && (s != p->paged || kp_shape_offset_max(s) < 0)) return 0;
+    if (!clustering_serves(t, s, f->range_col)) {
+        /* the first clustering column is the order's first part: a page of each bucket and
+         * the rows that tie with its last on that column hold the bucket's share of the page;
+         * a later page starts at the token's first value (inclusive), so a range may only be
+         * on that column */
+        const cq_column *c0 = &t->cols[t->pk_count];
+        size_t k = 0;
+        while (k < s->order_count) {
+            int bound = 0;
+            for (size_t i = 0; i < t->pk_count; i++) bound |= t->cols[i].attr == s->order[k].attr;
+            if (!bound) break;
+            k++;
+        }
+        if (k >= s->declared_order_count || c0->attr != s->order[k].attr || c0->is_desc != s->order[k].is_desc) return 0;
+        if (f->range && f->range_col != c0) return 0;
+        f->reads_ties = 1;
+        return 1;
+    }
     if (s != p->paged || s->page != KP_PAGE_TOKEN) return 1;
     if (f->range) return 0;
     for (size_t c = t->pk_count; c < t->pk_count + t->ck_count; c++)
@@ -1155,13 +1176,19 @@ static void add_ops(opctx *O, cq_fetch *f, double parents, double parents_max, i
             o->requests_max = inputs_max * buckets * (pages_max > 1 ? pages_max : 1);
             /* more than one page of 5,000 rows: the request count follows the data */
             if (pages_max > 1) plan->is_requests_exact = 0;
-        } else if (buckets > 1 && lim > 0 && !per_element && (is_root_set || (f->rel && f->rel->is_many && f->rel->fanout))) {
-            /* every bucket answers up to LIMIT rows before the client merges them; a root
-             * set's bucket may hold any share of the root */
+        } else if ((buckets > 1 || f->is_merged) && lim > 0 && !per_element && (is_root_set || (f->rel && f->rel->is_many && f->rel->fanout))) {
+            /* every bucket answers up to LIMIT rows (an offset page: offset + limit) before the
+             * client merges them; a root set's bucket may hold any share of the root */
             double rows = is_root_set ? (f->table->max_partition_rows > 0 ? f->table->max_partition_rows : per) : f->rel->fanout->avg;
-            double cut_max = lim_max > 0 ? lim_max : (double)lim;
+            double skip = 0, skip_max = 0;
+            if (f->shape && f->shape->page == KP_PAGE_OFFSET && f->shape == O->p->paged) {
+                const kp_param *op = f->shape->offset_param;
+                skip = op && cJSON_IsNumber(op->default_value) ? op->default_value->valuedouble : 0;
+                skip_max = kp_shape_offset_max(f->shape) > skip ? kp_shape_offset_max(f->shape) : skip;
+            }
+            double cut = (double)lim + skip, cut_max = (lim_max > 0 ? lim_max : (double)lim) + skip_max;
             double each = rows / buckets, each_max = is_root_set ? cut_max : f->rel->fanout->max / buckets;
-            o->items = inputs * buckets * (each < (double)lim ? each : (double)lim);
+            o->items = inputs * buckets * (each < cut ? each : cut);
             o->items_max = inputs_max * buckets * (each_max < cut_max ? each_max : cut_max);
             o->bytes = o->items * f->table->row_bytes;
             o->bytes_max = o->items_max * f->table->row_bytes_max;
@@ -1177,13 +1204,21 @@ static void add_ops(opctx *O, cq_fetch *f, double parents, double parents_max, i
         }
         const char *why = "";
         if (f->bind_count) why = kp_arena_printf(&B->d->arena, "partition key bound by %s", f->is_root ? "the parameters" : f->has_statics ? "the parameters (the parent rides along as static columns)" : f->is_independent ? "the parameters" : "the previous answer");
-        if (buckets > 1) why = kp_arena_printf(&B->d->arena, f->is_merged ? "%s; one SELECT per bucket (%d), each bucket in the "
+        if (buckets > 1) why = kp_arena_printf(&B->d->arena, f->reads_ties ? "%s; one SELECT per bucket (%d), each bucket in the "
+                                               "order's first part" : f->is_merged ? "%s; one SELECT per bucket (%d), each bucket in the "
                                                "declared order" : "%s; one SELECT per bucket (%d), merged in the client", why, buckets);
         if (f->range) why = kp_arena_printf(&B->d->arena, "%s; clustering range on %s", why, f->range_col ? f->range_col->name : "?");
         if (f->is_paged) why = kp_arena_printf(&B->d->arena, "%s; pages of %lld rows with Cassandra's paging state", why, (long long)shape_limit(f->shape));
-        else if (f->limit || f->limit_param) why = kp_arena_printf(&B->d->arena, "%s; LIMIT %s", why, f->limit_param ? f->limit_param->name : kp_arena_printf(&B->d->arena, "%lld", (long long)f->limit));
+        else if (f->limit || f->limit_param) {
+            const char *n = f->limit_param ? f->limit_param->name : kp_arena_printf(&B->d->arena, "%lld", (long long)f->limit);
+            if (f->shape && f->shape->page == KP_PAGE_OFFSET && f->shape->offset_param && f->shape == O->p->paged)
+                n = kp_arena_printf(&B->d->arena, "%s + %s", n, f->shape->offset_param->name);
+            why = kp_arena_printf(&B->d->arena, "%s; LIMIT %s", why, n);
+        }
         if (f->client_cond_count) why = kp_arena_printf(&B->d->arena, "%s; %zu condition%s no key serves, tested by the client on the rows of the partition (no ALLOW FILTERING)", why, f->client_cond_count, f->client_cond_count == 1 ? "" : "s");
-        if (f->is_merged) why = kp_arena_printf(&B->d->arena, "%s; the client merges the buckets and cuts the page before reading on", why);
+        if (f->is_merged && buckets > 1)
+            why = kp_arena_printf(&B->d->arena, "%s; the client merges the buckets and cuts the page before reading on", why);
+        else if (f->is_merged) why = kp_arena_printf(&B->d->arena, "%s; LIMIT covers the offset, the client skips to the page", why);
         else if (f->is_client_ordered) why = kp_arena_printf(&B->d->arena, "%s; sorted and cut in the client", why);
         if (f->kind == CQ_SELECT && f->has_statics && f->range && !per_element)
             why = kp_arena_printf(&B->d->arena, "%s; the parent's static columns read alone beside it (LIMIT 1), so a range "
@@ -1192,6 +1227,33 @@ static void add_ops(opctx *O, cq_fetch *f, double parents, double parents_max, i
             why = kp_arena_printf(&B->d->arena, "%s; reads the whole partition (about %.0f rows, up to %.0f) to do so", why,
                                   o->items, o->items_max);
         o->why = why[0] == ';' ? why + 2 : why;
+        if (f->reads_ties && lim > 0 && buckets > 1) {
+            /* a bucket that filled the page, read again for the rows that tie with its last on
+             * the first clustering column (execute.c read_ties): one more round trip */
+            double rows = is_root_set ? (f->table->max_partition_rows > 0 ? f->table->max_partition_rows : per)
+                        : f->rel && f->rel->fanout ? f->rel->fanout->avg : per;
+            double rows_max = is_root_set ? (O->p->root->count > rows ? O->p->root->count : rows)
+                            : f->rel && f->rel->fanout ? f->rel->fanout->max : rows;
+            const cq_table *t = f->table;
+            const char *where = "";
+            for (size_t i = 0; i <= t->pk_count; i++)
+                where = kp_arena_printf(&B->d->arena, "%s%s%s = ?", where, i ? " AND " : "", t->cols[i].quoted);
+            kp_operation *tie = kp_plan_add_op(B->d, plan, "SELECT", t->name);
+            tie->condition = kp_arena_printf(&B->d->arena, "SELECT * FROM %s.%s WHERE %s", B->L->keyspace, t->name, where);
+            tie->step = ++my_step;
+            tie->waits_for_previous = 1;
+            double full = rows / buckets >= (double)lim ? 1 : 0; /* expected: every bucket fills its page, or none */
+            tie->requests = inputs * buckets * full;
+            tie->requests_max = inputs_max * buckets;
+            tie->items = tie->requests;                          /* the last row again, and its rare ties */
+            tie->items_max = inputs_max * rows_max;              /* every row of a bucket may tie */
+            tie->bytes = tie->items * t->row_bytes;
+            tie->bytes_max = tie->items_max * t->row_bytes_max;
+            tie->why = kp_arena_printf(&B->d->arena, "for each bucket that filled its page: the rows whose %s equals its last "
+                                       "row's (the clustering holds the order's first part only, so a LIMIT may cut rows the "
+                                       "client orders ahead)", t->cols[t->pk_count].name);
+            plan->is_requests_exact = 0;
+        }
     }
     if (f->kind == CQ_KEYS && f->rel) {
         /* no request */
