@@ -1667,9 +1667,10 @@ static void plan_writes(builder *B)
             items += rows;
             units += t->write_units;
             requests += st->for_each ? rows : 1;
-            /* every GSI the item is in is one more write */
+            /* every index the item is in is one more write: a GSI's on its own capacity, an
+             * LSI's on the table's (DynamoDB charges both) */
             for (size_t k = 1; k < e->placement_count; k++) {
-                if (e->placements[k].index->kind != DDB_GSI) continue;
+                if (e->placements[k].index->kind == DDB_BASE) continue;
                 kp_write_touch *g = kp_write_plan_touch(B->d, wp);
                 g->container = B->L->table;
                 g->what = kp_design_printf(B->d, "%s entry of the %s item", e->placements[k].index->name, st->entity->name);
