@@ -248,6 +248,8 @@ void kp_design_list_free(kp_design_list *list);
 kp_design *kp_design_new(const kp_backend *backend, const kp_model *model, const kp_mix *mix, const char *candidate);
 kp_container *kp_design_add_container(kp_design *design, const char *name, const char *kind);
 kp_decision *kp_design_decide(kp_design *design, const char *subject, const char *choice, const char *why);
+/* Drops the decisions about `subject` (a choice a later step of the proposal undid). */
+void kp_design_undecide(kp_design *design, const char *subject);
 /* One more touch of a write plan (zeroed; wp->touches grows, as many as the write makes). */
 kp_write_touch *kp_write_plan_touch(kp_design *design, kp_write_plan *wp);
 void kp_decision_add_pattern(kp_design *design, kp_decision *decision, const kp_pattern *pattern);

@@ -94,6 +94,14 @@ kp_decision *kp_design_decide(kp_design *d, const char *subject, const char *cho
     return x;
 }
 
+void kp_design_undecide(kp_design *d, const char *subject)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < d->decision_count; i++)
+        if (strcmp(d->decisions[i].subject, subject) != 0) d->decisions[w++] = d->decisions[i];
+    d->decision_count = w;
+}
+
 void kp_decision_add_pattern(kp_design *d, kp_decision *x, const kp_pattern *p)
 {
     for (size_t i = 0; i < x->pattern_count; i++)

@@ -64,6 +64,7 @@ typedef struct ddb_placement {
     size_t only_when_count;
     const char *sentinel_sk;    /* header placement: a fixed SK instead of sk (parent item in a child collection) */
     const kp_pattern *cause;
+    int is_read;                /* propose: a fetch reads it (prune_placements) */
 } ddb_placement;
 
 typedef struct ddb_entity {

@@ -1914,6 +1914,59 @@ static void free_layout(void *layout)
 
 /* One candidate: the single-table design, or (is_normalised) the same rules with no item
  * collections, which costs what one table per entity costs. */
+static void mark_read(ddb_layout *L, ddb_fetch *f)
+{
+    for (; f; f = f->next_hop) {
+        if (f->placement) ((ddb_placement *)f->placement)->is_read = 1;
+        if (f->header && f->placement) {
+            ddb_entity *h = &L->entities[f->header->entity->index];
+            for (size_t k = 0; k < h->placement_count; k++)
+                if (h->placements[k].index == f->placement->index) h->placements[k].is_read = 1;
+        }
+        for (size_t i = 0; i < f->child_count; i++) mark_read(L, f->children[i]);
+    }
+}
+
+static void repoint(ddb_layout *L, ddb_fetch *f, const ddb_placement *from, const ddb_placement *to)
+{
+    for (; f; f = f->next_hop) {
+        if (f->placement == from) f->placement = to;
+        for (size_t i = 0; i < f->child_count; i++) repoint(L, f->children[i], from, to);
+    }
+}
+
+/* An index placement no fetch reads (a listing a header merge moved to another index, say)
+ * costs a write per item and serves nothing: dropped, with its decision, when its index
+ * keeps items another fetch reads (an emptied index would renumber the others: kept). */
+static void prune_placements(builder *B)
+{
+    ddb_layout *L = B->L;
+    for (size_t i = 0; i < B->m->pattern_count; i++) mark_read(L, L->roots[i]);
+    for (size_t i = 0; i < L->entity_count; i++) {
+        ddb_entity *e = &L->entities[i];
+        size_t w = 1;
+        for (size_t k = 1; k < e->placement_count; k++) {
+            ddb_placement *pl = &e->placements[k];
+            int index_read = 0; /* another placement a fetch reads keeps the index */
+            for (size_t j = 0; !pl->is_read && !index_read && j < L->entity_count; j++)
+                for (size_t x = 1; x < L->entities[j].placement_count; x++)
+                    index_read |= L->entities[j].placements[x].index == pl->index && L->entities[j].placements[x].is_read;
+            int keep = pl->is_read || !index_read;
+            if (!keep) {
+                const char *subject = kp_design_printf(B->d, "%s %s", pl->index->name, e->entity->name);
+                kp_design_undecide(B->d, subject);
+                continue;
+            }
+            if (w != k) {
+                e->placements[w] = *pl;
+                for (size_t r = 0; r < B->m->pattern_count; r++) repoint(L, L->roots[r], pl, &e->placements[w]);
+            }
+            w++;
+        }
+        e->placement_count = w;
+    }
+}
+
 static int propose_one(const kp_model *m, const kp_mix *mix, int is_normalised, kp_design **out, kp_error *err)
 {
     extern const kp_backend kp_dynamodb_backend;
@@ -1945,6 +1998,7 @@ static int propose_one(const kp_model *m, const kp_mix *mix, int is_normalised, 
         if (rc == 0) merge_header(&B, m->patterns[i], L->roots[i]);
     }
     if (rc) { kp_design_free(d); return -1; }
+    prune_placements(&B);
     for (size_t i = 0; i < m->pattern_count; i++) {
         kp_plan *plan = &d->plans[i];
         plan->is_requests_exact = 1;

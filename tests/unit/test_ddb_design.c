@@ -317,6 +317,30 @@ static void test_the_base_sort_key_follows_the_listing_and_a_relation_is_read_on
     kp_model_free(m);
 }
 
+/* Comments keyed [postId, id], listed by createdAt with their post: the listing first takes
+ * a local index, then merges onto GSI1, where the post is found — the LSI entry would be
+ * written for every comment and read by nothing, so the design drops it (and its claim). */
+static void test_an_index_entry_no_fetch_reads_is_not_written(void **state)
+{
+    (void)state;
+    kp_model *m = load("tests/fixtures/models/blog-comments-by-id.json");
+    kp_design *d = propose(m);
+    const ddb_layout *L = d->layout;
+    for (size_t i = 0; i < L->entity_count; i++) {
+        if (strcmp(L->entities[i].entity->name, "Comment")) continue;
+        for (size_t k = 0; k < L->entities[i].placement_count; k++)
+            assert_int_not_equal(L->entities[i].placements[k].index->kind, DDB_LSI);
+    }
+    for (size_t i = 0; i < d->decision_count; i++) assert_string_not_equal(d->decisions[i].subject, "LSI1 Comment");
+    const kp_write_plan *w = NULL;
+    for (size_t i = 0; i < d->write_plan_count; i++)
+        if (!strcmp(d->write_plans[i].write->name, "add-comment")) w = &d->write_plans[i];
+    assert_non_null(w);
+    assert_true(w->items < 3.5);   /* the comment, its GSI1 entry, the post's count */
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
 /* The expert's index for "open items ending soonest, highest bid first, items without bids
  * last" (issue #14): GSI1SK = ITEM#<endsAt>#<highestBid inverted, no bid: "~">#<id>, read
  * with a key condition on endsAt and Limit 25 — one page costs one page. */
@@ -493,6 +517,7 @@ int main(void)
         cmocka_unit_test(test_a_client_sorted_listing_claims_the_whole_partition_it_reads),
         cmocka_unit_test(test_an_order_of_mixed_directions_and_nulls_is_held_by_the_sort_key),
         cmocka_unit_test(test_the_base_sort_key_follows_the_listing_and_a_relation_is_read_once),
+        cmocka_unit_test(test_an_index_entry_no_fetch_reads_is_not_written),
         cmocka_unit_test(test_transform_builds_the_keys_of_the_collection_and_indexes),
         cmocka_unit_test(test_the_response_is_reassembled_in_the_declared_shape),
         cmocka_unit_test(test_every_example_has_a_design_without_unexpected_defects),
