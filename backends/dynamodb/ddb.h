@@ -117,6 +117,8 @@ struct ddb_fetch {
     ddb_fetch **children;           /* run for each record this fetch returns */
     size_t child_count, child_cap;
     ddb_fetch *next_hop;            /* multi-hop: run on each record of this fetch, elements come from the last */
+    int is_independent;             /* a root's child whose keys the parameters give (through the root's
+                                       key): it needs nothing of the root's answer, same round trip */
 };
 
 typedef struct ddb_layout {

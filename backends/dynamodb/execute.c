@@ -573,7 +573,7 @@ static int exec_children(run *R, const ddb_fetch *f, const pairs *produced, int 
             for (size_t k = 0; k < produced->count && rc == 0; k++)
                 if (pairs_push(&in, produced->items[k].rec, NULL)) rc = nomem(R);
         }
-        if (rc == 0 && in.count) rc = exec_fetch(R, c, &in, depth + 1);
+        if (rc == 0 && in.count) rc = exec_fetch(R, c, &in, depth + !c->is_independent);
         free(in.items);
         if (rc) return -1;
     }

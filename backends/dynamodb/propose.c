@@ -1628,10 +1628,10 @@ static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fe
         const ddb_fetch *c = f->children[i];
         /* children whose keys come from parameters run in parallel with their parent */
         int on_header = f->header && c->rel && c->rel->source == f->header->entity;
+        int same_trip = c->source == DDB_FROM_PARAMS || c->is_independent;
         double n = c->source == DDB_FROM_PARAMS ? 1 : (on_header ? parents : produced);
         double n_max = c->source == DDB_FROM_PARAMS ? 1 : (on_header ? parents_max : produced_max);
-        add_ops(B, p, plan, c, n > 0 ? n : 1, n_max > 0 ? n_max : 1, c->source != DDB_FROM_PARAMS,
-                c->source == DDB_FROM_PARAMS ? last_step : last_step + 1);
+        add_ops(B, p, plan, c, n > 0 ? n : 1, n_max > 0 ? n_max : 1, !same_trip, same_trip ? last_step : last_step + 1);
     }
 }
 
@@ -1914,6 +1914,25 @@ static void free_layout(void *layout)
 
 /* One candidate: the single-table design, or (is_normalised) the same rules with no item
  * collections, which costs what one table per entity costs. */
+/* A child of a root read by key whose partition key is the root's key, which the
+ * parameters give, needs nothing of the root's answer: it belongs to the root's round
+ * trip (list-category-items: the category's GetItem and its items' Query). */
+static void mark_independent(const kp_pattern *p, ddb_fetch *root)
+{
+    if (!root || root->kind != DDB_GET || root->source != DDB_FROM_PARAMS || root->header) return;
+    for (size_t i = 0; i < root->child_count; i++) {
+        ddb_fetch *c = root->children[i];
+        if (c->source != DDB_FROM_PARENT || !c->pk_from || c->kind == DDB_BATCH_GET) continue;
+        size_t n = fmt_attr_count(&c->placement->pk);
+        int ok = n > 0;
+        for (size_t k = 0; ok && k < n; k++) {
+            const kp_attr *a = c->pk_from[k];
+            ok = a && a->key_index >= 0 && a->entity == root->entity->entity && eq_cond(p->where, p->where_count, a);
+        }
+        c->is_independent = ok;
+    }
+}
+
 static void mark_read(ddb_layout *L, ddb_fetch *f)
 {
     for (; f; f = f->next_hop) {
@@ -1996,6 +2015,7 @@ static int propose_one(const kp_model *m, const kp_mix *mix, int is_normalised, 
     for (size_t i = 0; rc == 0 && i < m->pattern_count; i++) {
         rc = plan_root(&B, m->patterns[i], &L->roots[i]);
         if (rc == 0) merge_header(&B, m->patterns[i], L->roots[i]);
+        if (rc == 0) mark_independent(m->patterns[i], L->roots[i]);
     }
     if (rc) { kp_design_free(d); return -1; }
     prune_placements(&B);
