@@ -2,6 +2,7 @@
  * cmd_advise.c — `keyplan advise MODEL --db LIST`: the proposed design per database,
  * with every key, index and embedding explained and every access pattern costed.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,9 +110,11 @@ int cmd_advise(int argc, char **argv)
         kp_json_arena_begin(&tree);
         cJSON *doc = kp_advise_json(model, mix, designs, n);
         if (format == 2) {
-            char *text = kp_json_print(doc);
-            puts(text ? text : "{}");
-            free(text);
+            if (kp_json_write(stdout, doc)) {
+                fprintf(stderr, "keyplan advise: error: the JSON report could not be written (out of memory or a failed "
+                                "write: %s); what was written is incomplete\n", strerror(errno));
+                status = KP_EXIT_INPUT;
+            }
         } else if (format == 1) {
             kp_advise_print_markdown(stdout, doc);
         } else {

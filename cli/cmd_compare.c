@@ -184,10 +184,11 @@ int cmd_compare(int argc, char **argv)
             status = KP_EXIT_INPUT;
         } else {
             if (format == 2) {
-                char *text = kp_json_print(doc);
-                fputs(text ? text : "{}", out);
-                fputc('\n', out);
-                cJSON_free(text);
+                if (kp_json_write(out, doc)) {
+                    fprintf(stderr, "keyplan compare: error: the JSON report could not be written (out of memory or a "
+                                    "failed write: %s); what was written is incomplete\n", strerror(errno));
+                    status = KP_EXIT_INPUT;
+                }
             } else if (format == 1) {
                 char *md = kp_compare_markdown(doc);
                 fputs(md ? md : "", out);

@@ -1114,11 +1114,17 @@ typedef struct out_buf {
     char *data;
     size_t len, cap;
     int is_failed;
+    FILE *sink;                 /* kp_json_write: a full buffer goes here and starts over */
 } out_buf;
 
 static void out_reserve(out_buf *b, size_t more)
 {
     if (b->is_failed || b->len + more + 1 <= b->cap) return;
+    if (b->sink && b->len) {
+        if (fwrite(b->data, 1, b->len, b->sink) != b->len) { b->is_failed = 1; return; }
+        b->len = 0;
+        if (more + 1 <= b->cap) return;
+    }
     size_t cap = b->cap ? b->cap : 4096;
     while (cap < b->len + more + 1) cap *= 2;
     char *bigger = realloc(b->data, cap);
@@ -1254,6 +1260,20 @@ char *kp_json_print(const cJSON *item)
     if (b.is_failed) { free(b.data); return NULL; }
     b.data[b.len] = '\0';
     return b.data;
+}
+
+int kp_json_write(FILE *f, const cJSON *item)
+{
+    if (!item) return -1;
+    out_buf b = {malloc(65536), 0, 65536, 0, f};
+    if (!b.data) return -1;
+    int rc = out_value(&b, item, 0) || b.is_failed ? -1 : 0;
+    if (rc == 0) {
+        out_char(&b, '\n');
+        if (b.is_failed || fwrite(b.data, 1, b.len, f) != b.len || fflush(f)) rc = -1;
+    }
+    free(b.data);
+    return rc;
 }
 
 const char *kp_json_str(const cJSON *o, const char *key)

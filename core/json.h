@@ -84,6 +84,10 @@ void kp_json_describe(const cJSON *node, char *buf, size_t size);
  * out of memory or when the tree holds a value cJSON cannot print (a raw value or
  * string that is NULL, an invalid type). */
 char *kp_json_print(const cJSON *item);
+/* The same bytes and a newline, written to f through a 64 KB buffer (a report of
+ * megabytes is never held whole). Returns 0, or -1 when the tree cannot be printed, memory
+ * ran out or the write failed (part of it may have been written). */
+int kp_json_write(FILE *f, const cJSON *item);
 
 /* Until kp_json_arena_end, every cJSON allocation of this thread comes from `arena`
  * (and cJSON_Delete frees nothing): for a large tree that is built, printed and dropped

@@ -308,6 +308,45 @@ static void assert_prints_like_cjson(const cJSON *tree)
     free(actual);
 }
 
+/* kp_json_write streams the same bytes (and a newline) through its 64 KB buffer: a tree of
+ * about 1 MB with a string longer than the buffer, read back from a temporary file. */
+static void test_writing_streams_the_printed_bytes(void **state)
+{
+    (void)state;
+    cJSON *tree = cJSON_CreateArray();
+    for (int i = 0; i < 20000; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "n", i * 0.5);
+        cJSON_AddStringToObject(o, "s", "a \"quoted\" value\n");
+        cJSON_AddItemToArray(tree, o);
+    }
+    char *big = malloc(200001);
+    assert_non_null(big);
+    memset(big, 'x', 200000);
+    big[200000] = '\0';
+    cJSON_AddItemToArray(tree, cJSON_CreateString(big));
+    free(big);
+    char *expected = kp_json_print(tree);
+    assert_non_null(expected);
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    assert_int_equal(kp_json_write(f, tree), 0);
+    long size = ftell(f);
+    assert_int_equal((size_t)size, strlen(expected) + 1);
+    rewind(f);
+    char *got = malloc((size_t)size + 1);
+    assert_non_null(got);
+    assert_int_equal(fread(got, 1, (size_t)size, f), (size_t)size);
+    got[size] = '\0';
+    assert_int_equal(got[size - 1], '\n');
+    got[size - 1] = '\0';
+    assert_string_equal(got, expected);
+    fclose(f);
+    free(got);
+    free(expected);
+    cJSON_Delete(tree);
+}
+
 static void test_printing_gives_the_bytes_cjson_gives(void **state)
 {
     (void)state;
@@ -363,6 +402,7 @@ int main(void)
         cmocka_unit_test(test_values_are_described_for_messages),
         cmocka_unit_test(test_string_map_finds_every_key_through_growth),
         cmocka_unit_test(test_printing_gives_the_bytes_cjson_gives),
+        cmocka_unit_test(test_writing_streams_the_printed_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
