@@ -206,6 +206,7 @@ static void measure_page(kp_vctx *v, kp_verify_pattern *m, const kp_params *para
         if (res->requests > m->first_requests_max) m->first_requests_max = res->requests;
         if (res->sequential_steps < m->first_steps_min) m->first_steps_min = res->sequential_steps;
         if (res->sequential_steps > m->first_steps_max) m->first_steps_max = res->sequential_steps;
+        if (res->sequential_steps < m->claimed_steps && !res->is_cut_short) m->first_short_uncut++;
     }
 }
 
@@ -321,8 +322,11 @@ static void judge_claims(kp_verify_pattern *vp)
     double c = vp->claimed_requests;
     int is_whole = fabs(c - round(c)) < 1e-9;
     /* the claim is the deepest chain of requests; a sample whose records lead nowhere
-     * (an item without bids) stops earlier, but no sample may go deeper, and some must get there */
-    int steps_bad = vp->first_steps_max != vp->claimed_steps;
+     * (an item without bids) stops earlier, but no sample may go deeper, and some must get
+     * there — unless every sample that stopped short did so because its records led nowhere
+     * (the backend says so: kp_result.is_cut_short), which the note then says */
+    int all_cut = vp->first_steps_max < vp->claimed_steps && !vp->first_short_uncut;
+    int steps_bad = vp->first_steps_max != vp->claimed_steps && !all_cut;
     /* a request count that depends on the data (one request per parent) is an estimate */
     int requests_bad = is_whole && vp->is_requests_exact &&
                        (vp->first_requests_min != (int)round(c) || vp->first_requests_max != (int)round(c));
@@ -340,6 +344,10 @@ static void judge_claims(kp_verify_pattern *vp)
         snprintf(vp->note + o, sizeof vp->note - o, "%sthe plan estimates %g requests for a first page; measured %s",
                  o ? "; " : "", c, req);
     }
+    o = strlen(vp->note);
+    if (all_cut && !steps_bad && !requests_bad)
+        snprintf(vp->note + o, sizeof vp->note - o, "%sno sample reached the plan's %d sequential steps: every one ran out "
+                 "of records to follow first (measured %s)", o ? "; " : "", vp->claimed_steps, steps);
 }
 
 static const kp_plan *plan_of(const kp_design *d, const kp_pattern *p)

@@ -131,6 +131,8 @@ typedef struct kp_verify_pattern {
     int is_requests_exact;      /* the claimed requests do not depend on the data */
     int first_requests_min, first_requests_max;
     int first_steps_min, first_steps_max;
+    int first_short_uncut;          /* first pages with fewer steps than claimed whose reads did not
+                                       run out of records (kp_result.is_cut_short) */
     int is_claim_mismatch;
     double p50_ms, p95_ms, p99_ms;  /* per page */
     double seconds;                 /* time spent executing on the target */

@@ -52,6 +52,7 @@ typedef struct run {
     cJSON *after;               /* the client page token's values (bucketed reads restrict by its first) */
     char *next_state;           /* "p:<hex>" after this page */
     int requests, max_depth;
+    int is_cut_short;           /* kp_result.is_cut_short */
     int root_added;             /* the statics' parent is the root */
     int statics_only;           /* build: the static columns alone (no range, LIMIT 1) */
     const cJSON *tie;           /* build: the rows whose first clustering column is this cell */
@@ -659,6 +660,7 @@ static int exec_after(run *R, const cq_fetch *f, const pairs *out, int my_depth,
 {
     int rc = 0;
     if (f->kind == CQ_COUNT || f->kind == CQ_DERIVED) return 0;
+    if (!out->count && (f->next_hop || f->child_count)) R->is_cut_short = 1;
     if (f->next_hop && out->count) rc = exec_fetch(R, f->next_hop, out, my_depth);
     for (size_t i = 0; rc == 0 && i < f->child_count; i++)
         if (out->count && !(skip_sent && is_sent_with_root(f, f->children[i]))) rc = exec_fetch(R, f->children[i], out, my_depth);
@@ -797,6 +799,7 @@ int kp_cq_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const 
     }
     out->requests = R.requests;
     out->sequential_steps = R.max_depth;
+    out->is_cut_short = R.is_cut_short;
     out->items_returned = R.items;
     out->items_read = R.items_read;
     out->bytes_read = R.bytes_read;

@@ -41,6 +41,7 @@ typedef struct run {
     const char *after_sk;       /* a sharded paged fetch: continue after this index sort key */
     kp_frec *root;              /* the single root record, once read */
     int max_depth;
+    int is_cut_short;           /* kp_result.is_cut_short */
     long items_returned;
     long items_read;            /* items the server read: ScannedCount, or the items a Get sent */
     long bytes_read;            /* the DynamoDB sizes of the items the server sent */
@@ -573,6 +574,7 @@ static int exec_children(run *R, const ddb_fetch *f, const pairs *produced, int 
             for (size_t k = 0; k < produced->count && rc == 0; k++)
                 if (pairs_push(&in, produced->items[k].rec, NULL)) rc = nomem(R);
         }
+        if (rc == 0 && !in.count) R->is_cut_short = 1;
         if (rc == 0 && in.count) rc = exec_fetch(R, c, &in, depth + !c->is_independent);
         free(in.items);
         if (rc) return -1;
@@ -757,6 +759,7 @@ int kp_ddb_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const
     }
     out->requests = (int)(kp_ddb_requests_sent(kp_ddb_conn_client(R.conn)) - before);
     out->sequential_steps = R.max_depth;
+    out->is_cut_short = R.is_cut_short;
     out->items_returned = R.items_returned;
     out->items_read = R.items_read;
     out->bytes_read = R.bytes_read;

@@ -50,6 +50,7 @@ typedef struct run {
     kp_frec *paged_owner;       /* the record whose paged $each the page belongs to */
     kp_frec *last_root;         /* a paged root set: the last root of the page */
     int max_depth;
+    int is_cut_short;           /* kp_result.is_cut_short */
     long items_returned;
     kp_error *err;
 } run;
@@ -766,6 +767,7 @@ static int exec_children(run *R, const mg_fetch *f, const pairs *produced, int d
         int rc = 0;
         for (size_t k = 0; k < produced->count && rc == 0; k++)
             if (pairs_push(&in, produced->items[k].rec, NULL, NULL)) rc = nomem(R);
+        if (rc == 0 && !in.count) R->is_cut_short = 1;
         if (rc == 0 && in.count) rc = exec_fetch(R, f->children[i], &in, depth);
         free(in.items);
         if (rc) return -1;
@@ -907,6 +909,7 @@ int kp_mg_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const 
     }
     out->requests = (int)(kp_mg_client_requests(kp_mg_conn_client(R.conn)) - before);
     out->sequential_steps = R.max_depth;
+    out->is_cut_short = R.is_cut_short;
     out->items_returned = R.items_returned;
     long docs_after, bytes_after;
     kp_mg_client_reads(kp_mg_conn_client(R.conn), &docs_after, &bytes_after);

@@ -33,7 +33,7 @@
 
 /* ==== the fake backend (unit-test double) ================================================ */
 
-enum fake_mode { FAKE_OK, FAKE_CORRUPT, FAKE_SWAP, FAKE_EXTRA_PAGE, FAKE_EMPTY_EXTRA_PAGE, FAKE_COSTLY, FAKE_DROP_WRITES, FAKE_SERVER_GONE,
+enum fake_mode { FAKE_OK, FAKE_CORRUPT, FAKE_SWAP, FAKE_EXTRA_PAGE, FAKE_EMPTY_EXTRA_PAGE, FAKE_COSTLY, FAKE_SHORT, FAKE_SHORT_CUT, FAKE_DROP_WRITES, FAKE_SERVER_GONE,
                  FAKE_READS_MORE };
 
 typedef struct fake_item {
@@ -303,6 +303,11 @@ static int fake_execute(kp_conn *c, const kp_design *d, const kp_pattern *p, con
         cJSON_GetArraySize(orders) > 0)
         out->next_page = strdup("fake:extra");
     if (is_mode && S.mode == FAKE_COSTLY) { out->requests = 2; out->sequential_steps = 2; }
+    /* fewer round trips than claimed: because the records led nowhere, or not */
+    if (is_mode && (S.mode == FAKE_SHORT || S.mode == FAKE_SHORT_CUT)) {
+        out->sequential_steps = 0;
+        out->is_cut_short = S.mode == FAKE_SHORT_CUT;
+    }
     out->items_returned = orders ? cJSON_GetArraySize(orders) : 1;
     /* what the fake server read: the items it returned, 200 bytes each; misbehaving, a
      * whole partition of 500 items filtered in the client */
@@ -907,6 +912,34 @@ static void test_verify_reports_measured_requests_that_differ_from_the_claim(voi
     kp_verify_report_free(&r);
 }
 
+/* A first page with fewer round trips than the plan's deepest chain fails, unless every
+ * such page stopped because its records led nowhere (kp_result.is_cut_short): then it
+ * passes and the note says no sample got there. */
+static void test_verify_excuses_fewer_steps_only_when_the_records_led_nowhere(void **state)
+{
+    fixture *f = *state;
+    seed_ok(f);
+    for (int cut = 0; cut < 2; cut++) {
+        S.mode = cut ? FAKE_SHORT_CUT : FAKE_SHORT;
+        S.mode_pattern = "customer-orders";
+        kp_verify_options o = verify_options(f);
+        kp_verify_report r;
+        kp_error err;
+        run_verify(f, &o, &r, cut ? 0 : -1, &err);
+        const kp_verify_pattern *p = pattern_report(&r, "customer-orders");
+        assert_int_equal(p->first_steps_max, 0);
+        if (cut) {
+            assert_true(p->is_pass);
+            assert_non_null(strstr(p->note, "no sample reached the plan's 1 sequential steps"));
+        } else {
+            assert_false(p->is_pass);
+            assert_true(p->is_claim_mismatch);
+            assert_non_null(strstr(p->note, "measured 1 request and 0 steps"));
+        }
+        kp_verify_report_free(&r);
+    }
+}
+
 /* A plan that claims one page but reads a whole partition (a client-side filter) fails,
  * with the measured figure beside the bound, in the text note and in the JSON's claimed
  * and measured objects. */
@@ -1311,6 +1344,7 @@ int main(void)
         T(test_verify_fails_on_an_extra_page),
         T(test_verify_accepts_an_empty_last_page_with_a_continuation),
         T(test_verify_reports_measured_requests_that_differ_from_the_claim),
+        T(test_verify_excuses_fewer_steps_only_when_the_records_led_nowhere),
         T(test_verify_fails_a_page_that_reads_more_than_the_claimed_bound),
         T(test_verify_reads_every_container_back),
         T(test_verify_refuses_a_target_left_by_interrupted_writes),
