@@ -419,15 +419,27 @@ static int past(const kp_shape *s, const kp_frec *r, const cJSON *after)
     return 0;
 }
 
+/* One client-ordered page of items[0..n): sorted by the shape's order when it declares
+ * one or is the pattern's paged $each, then those up to the token (`after`) and `skip` more
+ * passed over; *start is the first of the page, the return its end (limit 0: no cut). The
+ * assembler and a backend that reads more than the page (kp_fetched_page_cut) cut the same. */
+static size_t page_window(const kp_shape *s, int is_paged, const cJSON *after, int64_t skip, int64_t limit,
+                          kp_frec **items, size_t n, size_t *start)
+{
+    if (s->declared_order_count || is_paged) sort_records(s, items, n);
+    size_t first = 0;
+    if (after)
+        while (first < n && !past(s, items[first], after)) first++;
+    if (skip > 0) first = (size_t)skip < n - first ? first + (size_t)skip : n;
+    *start = first;
+    return limit > 0 && n - first > (size_t)limit ? first + (size_t)limit : n;
+}
+
 size_t kp_fetched_page_cut(const kp_fetched *f, const kp_shape *s, int is_paged, int64_t skip, int64_t limit, kp_frec **recs,
                            size_t n)
 {
-    sort_records(s, recs, n);
-    size_t start = 0;
-    if (is_paged && f->client_after)
-        while (start < n && !past(s, recs[start], f->client_after)) start++;
-    if (skip > 0) start = (size_t)skip < n - start ? start + (size_t)skip : n;
-    size_t end = limit > 0 && n - start > (size_t)limit ? start + (size_t)limit : n;
+    size_t start;
+    size_t end = page_window(s, is_paged, is_paged ? f->client_after : NULL, skip, limit, recs, n, &start);
     memmove(recs, recs + start, (end - start) * sizeof *recs);
     return end - start;
 }
@@ -453,15 +465,10 @@ static cJSON *each(build *b, const kp_shape *s, const kp_frec *rec)
     }
     size_t start = 0;
     if (is_client_ordered(b, s)) {
-        if (s->declared_order_count || s == b->pattern->paged) sort_records(s, items, n);
+        int is_paged = s == b->pattern->paged, is_offset = is_paged && s->page == KP_PAGE_OFFSET;
         int64_t limit = s->limit_param ? int_value(b, s->limit_param, s->limit) : s->limit;
-        if (s == b->pattern->paged && s->page == KP_PAGE_OFFSET) {
-            int64_t offset = int_value(b, s->offset_param, 0);
-            start = offset > 0 ? ((size_t)offset < n ? (size_t)offset : n) : 0;
-        } else if (s == b->pattern->paged && b->f->client_after) {
-            while (start < n && !past(s, items[start], b->f->client_after)) start++;
-        }
-        size_t end = limit > 0 && n - start > (size_t)limit ? start + (size_t)limit : n;
+        size_t end = page_window(s, is_paged, is_paged && !is_offset ? b->f->client_after : NULL,
+                                 is_offset ? int_value(b, s->offset_param, 0) : 0, limit, items, n, &start);
         if (s == b->pattern->paged && s->page == KP_PAGE_TOKEN && end < n && end > start) {
             /* the next page starts after the last element's order-key values */
             cJSON *values = cJSON_CreateArray();

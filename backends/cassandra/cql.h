@@ -129,6 +129,8 @@ typedef struct cq_layout {
 
 /* propose.c */
 int kp_cq_propose(const kp_model *model, const kp_propose_options *options, kp_design_list *out, kp_error *err);
+/* Does t's partition key bind attr (one value in each partition)? */
+int kp_cq_partition_binds(const cq_table *t, const kp_attr *attr);
 /* The CQL type of a model type, and whether it is stored as JSON text. */
 const char *kp_cq_type_text(const kp_type *type, int *is_json);
 /* The Chebotko diagram of one table ("K workspace_id text", "C↓ created_at", "S name"). */

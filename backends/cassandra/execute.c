@@ -32,6 +32,7 @@ typedef struct req {
     int bucket;
     const cJSON *el;            /* the array element it was sent for (a per-element read) */
     const cJSON *tie;           /* the tie read's first clustering value (read_ties) */
+    struct req *joins;          /* a continuation or tie read: the request whose answer it joins */
     int done, failed;
     kp_error error;
     uint8_t *paging;            /* more pages: the state */
@@ -190,11 +191,7 @@ static int build(run *R, const cq_fetch *f, const kp_frec *parent, int bucket, c
     int from_lower = 0;
     if (limit > 0 && R->after && f->reads_ties && sh == R->pattern->paged) {
         const cJSON *tv = R->after->child;
-        for (size_t k = 0; k < sh->order_count && tv; k++, tv = tv->next) {
-            int bound = 0;
-            for (size_t i = 0; i < t->pk_count; i++) bound |= t->cols[i].attr == sh->order[k].attr;
-            if (!bound) break;
-        }
+        for (size_t k = 0; k < sh->order_count && tv && kp_cq_partition_binds(t, sh->order[k].attr); k++) tv = tv->next;
         if (tv && !cJSON_IsNull(tv)) {
             from = tv;
             from_lower = !t->cols[t->pk_count].is_desc;
@@ -254,9 +251,7 @@ static int build(run *R, const cq_fetch *f, const kp_frec *parent, int bucket, c
         const cJSON *tv = R->after->child;
         size_t c = t->pk_count;
         for (size_t k = 0; k < sh->order_count && c < t->pk_count + t->ck_count && limit > 0; k++, tv = tv ? tv->next : NULL) {
-            int bound = 0;
-            for (size_t i = 0; i < t->pk_count; i++) bound |= t->cols[i].attr == sh->order[k].attr;
-            if (bound) continue;
+            if (kp_cq_partition_binds(t, sh->order[k].attr)) continue;
             if (!tv || cJSON_IsNull(tv)) { limit = 0; break; } /* no slice: the bucket is read whole */
             cols = kp_arena_printf(&R->arena, "%s%s%s", cols, *cols ? ", " : "", t->cols[c].quoted);
             marks = kp_arena_printf(&R->arena, "%s%s?", marks, *marks ? ", " : "");
@@ -312,6 +307,13 @@ static void reqs_free(reqs *Q)
 
 /* Sends one request of a node: for a parent, a bucket and an element; `statics_only`: the
  * partition's static columns alone (no clustering range, LIMIT 1). */
+/* After an error: let what is still in flight come back (its answers are not used). */
+static void drain(run *R)
+{
+    while (kp_cql_pending(R->client) > 0 && kp_cql_poll(R->client, 1000, R->err) >= 0) {}
+}
+
+/* Waits until every request of Q is answered. */
 static int wait_all(run *R, const reqs *Q)
 {
     for (;;) {
@@ -376,8 +378,6 @@ static int read_all_pages(run *R, const cq_fetch *f, reqs *Q)
     int rc = 0;
     for (;;) {
         reqs N = {0};
-        size_t *of = calloc(Q->count + 1, sizeof *of);
-        if (!of) return nomem(R);
         for (size_t i = 0; i < Q->count && rc == 0; i++) {
             req *q = Q->items[i];
             if (q->failed || q->statics_only || !q->paging) continue;
@@ -385,14 +385,14 @@ static int read_all_pages(run *R, const cq_fetch *f, reqs *Q)
             R->tie = q->tie;
             rc = send_req(R, f, &N, &q->at, q->bucket, q->el, 0, q->paging, q->paging_len);
             R->tie = NULL;
-            if (N.count > before) of[N.count - 1] = i;
+            if (N.count > before) N.items[N.count - 1]->joins = q;
             free(q->paging);
             q->paging = NULL;
         }
         if (rc == 0) rc = wait_all(R, &N);
-        else while (kp_cql_pending(R->client) > 0 && kp_cql_poll(R->client, 1000, R->err) >= 0) {}
+        else drain(R);
         for (size_t j = 0; j < N.count && rc == 0; j++) {
-            req *nq = N.items[j], *q = Q->items[of[j]];
+            req *nq = N.items[j], *q = nq->joins;
             if (nq->failed) { *R->err = nq->error; rc = -1; break; }
             cJSON *row;
             while ((row = nq->rows ? nq->rows->child : NULL) != NULL) {
@@ -406,7 +406,6 @@ static int read_all_pages(run *R, const cq_fetch *f, reqs *Q)
         }
         size_t sent = N.count;
         reqs_free(&N);
-        free(of);
         if (rc || !sent) return rc;
     }
 }
@@ -455,8 +454,7 @@ static int read_ties(run *R, const cq_fetch *f, reqs *Q, int depth)
     int64_t limit = sent_limit(R, f, NULL);
     if (limit <= 0) return 0;
     reqs T = {0};
-    size_t *of = calloc(Q->count + 1, sizeof *of);
-    int rc = of ? 0 : nomem(R);
+    int rc = 0;
     for (size_t i = 0; i < Q->count && rc == 0; i++) {
         req *q = Q->items[i];
         if (q->failed || q->statics_only || cJSON_GetArraySize(q->rows) < limit) continue;
@@ -466,7 +464,7 @@ static int read_ties(run *R, const cq_fetch *f, reqs *Q, int depth)
         if (R->tie && !cJSON_IsNull(R->tie)) {
             size_t before = T.count;
             rc = send_one(R, f, &T, &q->at, q->bucket, NULL, 0);
-            if (T.count > before) of[T.count - 1] = i;
+            if (T.count > before) T.items[T.count - 1]->joins = q;
         }
         R->tie = NULL;
     }
@@ -476,10 +474,10 @@ static int read_ties(run *R, const cq_fetch *f, reqs *Q, int depth)
         if (depth + 1 > R->max_depth) R->max_depth = depth + 1;
         R->tied = 1;
     } else if (rc) {
-        while (kp_cql_pending(R->client) > 0 && kp_cql_poll(R->client, 1000, R->err) >= 0) {}
+        drain(R);
     }
     for (size_t j = 0; j < T.count && rc == 0; j++) {
-        req *tq = T.items[j], *q = Q->items[of[j]];
+        req *tq = T.items[j], *q = tq->joins;
         if (tq->failed) { *R->err = tq->error; rc = -1; break; }
         R->bytes_read += tq->rows_bytes;
         cJSON *row;
@@ -496,7 +494,6 @@ static int read_ties(run *R, const cq_fetch *f, reqs *Q, int depth)
         }
     }
     reqs_free(&T);
-    free(of);
     return rc;
 }
 
@@ -531,16 +528,10 @@ static int merge_buckets(run *R, const cq_fetch *f, const reqs *Q, const size_t 
 static int select_finish(run *R, const cq_fetch *f, reqs *Q, int depth, const pair *owner, pairs *out)
 {
     const cq_table *t = f->table;
-    int rc = 0;
     size_t first_out = out->count;
     size_t nreq = Q->count;
     /* everything of this node is in flight at once: one round trip */
-    for (;;) {
-        size_t open = 0;
-        for (size_t i = 0; i < nreq; i++) open += !Q->items[i]->done;
-        if (!open) break;
-        if (kp_cql_poll(R->client, 1000, R->err) < 0) { rc = -1; break; }
-    }
+    int rc = wait_all(R, Q);
     if (nreq && depth > R->max_depth) R->max_depth = depth;
     if (rc == 0) rc = read_all_pages(R, f, Q);
     if (rc == 0 && f->reads_ties) rc = read_ties(R, f, Q, depth);
@@ -644,7 +635,7 @@ static int exec_select(run *R, const cq_fetch *f, const pairs *in, int depth, pa
     int rc = select_start(R, f, in, &Q);
     if (rc == 0) rc = select_finish(R, f, &Q, depth, NULL, out);
     else {
-        while (kp_cql_pending(R->client) > 0 && kp_cql_poll(R->client, 1000, R->err) >= 0) {}
+        drain(R);
     }
     reqs_free(&Q);
     return rc;
@@ -700,11 +691,11 @@ static int exec_fetch(run *R, const cq_fetch *f, const pairs *in, int depth)
                     if (rc == 0) rc = exec_after(R, c, &child_out, after_depth, 0);
                 } else {
                     /* no root: what was read for it is not part of the response */
-                    while (kp_cql_pending(R->client) > 0 && kp_cql_poll(R->client, 1000, R->err) >= 0) {}
+                    drain(R);
                 }
                 free(child_out.items);
             }
-            if (rc) while (kp_cql_pending(R->client) > 0 && kp_cql_poll(R->client, 1000, R->err) >= 0) {}
+            if (rc) drain(R);
             reqs_free(&root_q);
             for (size_t i = 0; child_q && i < f->child_count; i++) reqs_free(&child_q[i]);
             free(child_q);

@@ -327,6 +327,13 @@ static int64_t shape_limit(const kp_shape *s)
     return s->limit;
 }
 
+int kp_cq_partition_binds(const cq_table *t, const kp_attr *attr)
+{
+    for (size_t i = 0; i < t->pk_count; i++)
+        if (t->cols[i].attr == attr) return 1;
+    return 0;
+}
+
 /* Is the clustering of t (after its bound columns) the order the shape declares — within
  * one partition (one bucket of a bucketed table)? */
 static int clustering_serves(const cq_table *t, const kp_shape *s, const cq_column *range_col)
@@ -340,9 +347,7 @@ static int clustering_serves(const cq_table *t, const kp_shape *s, const cq_colu
      * ordered by createdAt, then postId, then id: postId is the partition) */
     size_t k = 0;
     while (k < s->order_count) {
-        int bound = 0;
-        for (size_t i = 0; i < t->pk_count; i++) bound |= t->cols[i].attr == s->order[k].attr;
-        if (bound) { k++; continue; }
+        if (kp_cq_partition_binds(t, s->order[k].attr)) { k++; continue; }
         if (c >= t->pk_count + t->ck_count) return 0;
         const cq_column *col = &t->cols[c];
         if (col->attr != s->order[k].attr || col->is_desc != s->order[k].is_desc) return 0;
@@ -379,12 +384,7 @@ static int buckets_merge(cq_fetch *f, const kp_shape *s, const kp_pattern *p)
          * on that column */
         const cq_column *c0 = &t->cols[t->pk_count];
         size_t k = 0;
-        while (k < s->order_count) {
-            int bound = 0;
-            for (size_t i = 0; i < t->pk_count; i++) bound |= t->cols[i].attr == s->order[k].attr;
-            if (!bound) break;
-            k++;
-        }
+        while (k < s->order_count && kp_cq_partition_binds(t, s->order[k].attr)) k++;
         if (k >= s->declared_order_count || c0->attr != s->order[k].attr || c0->is_desc != s->order[k].is_desc) return 0;
         if (f->range && f->range_col != c0) return 0;
         f->reads_ties = 1;
@@ -1141,6 +1141,9 @@ static void add_ops(opctx *O, cq_fetch *f, double parents, double parents_max, i
         double inputs = f->is_root || f->is_independent ? 1 : parents;
         double inputs_max = f->is_root || f->is_independent ? 1 : parents_max;
         double requests = inputs * buckets, requests_max = inputs_max * buckets;
+        /* the rows one input's partition holds (a root set's: its largest partition) */
+        double part_rows = is_root_set ? (f->table->max_partition_rows > 0 ? f->table->max_partition_rows : per)
+                         : f->rel && f->rel->fanout ? f->rel->fanout->avg : per;
         if (per_element) {
             double elements = f->rel && f->rel->fanout ? f->rel->fanout->avg : 1;
             double elements_max = f->rel && f->rel->fanout ? f->rel->fanout->max : 1;
@@ -1179,7 +1182,6 @@ static void add_ops(opctx *O, cq_fetch *f, double parents, double parents_max, i
         } else if ((buckets > 1 || f->is_merged) && lim > 0 && !per_element && (is_root_set || (f->rel && f->rel->is_many && f->rel->fanout))) {
             /* every bucket answers up to LIMIT rows (an offset page: offset + limit) before the
              * client merges them; a root set's bucket may hold any share of the root */
-            double rows = is_root_set ? (f->table->max_partition_rows > 0 ? f->table->max_partition_rows : per) : f->rel->fanout->avg;
             double skip = 0, skip_max = 0;
             if (f->shape && f->shape->page == KP_PAGE_OFFSET && f->shape == O->p->paged) {
                 const kp_param *op = f->shape->offset_param;
@@ -1187,7 +1189,7 @@ static void add_ops(opctx *O, cq_fetch *f, double parents, double parents_max, i
                 skip_max = kp_shape_offset_max(f->shape) > skip ? kp_shape_offset_max(f->shape) : skip;
             }
             double cut = (double)lim + skip, cut_max = (lim_max > 0 ? lim_max : (double)lim) + skip_max;
-            double each = rows / buckets, each_max = is_root_set ? cut_max : f->rel->fanout->max / buckets;
+            double each = part_rows / buckets, each_max = is_root_set ? cut_max : f->rel->fanout->max / buckets;
             o->items = inputs * buckets * (each < cut ? each : cut);
             o->items_max = inputs_max * buckets * (each_max < cut_max ? each_max : cut_max);
             o->bytes = o->items * f->table->row_bytes;
@@ -1230,10 +1232,8 @@ static void add_ops(opctx *O, cq_fetch *f, double parents, double parents_max, i
         if (f->reads_ties && lim > 0 && buckets > 1) {
             /* a bucket that filled the page, read again for the rows that tie with its last on
              * the first clustering column (execute.c read_ties): one more round trip */
-            double rows = is_root_set ? (f->table->max_partition_rows > 0 ? f->table->max_partition_rows : per)
-                        : f->rel && f->rel->fanout ? f->rel->fanout->avg : per;
-            double rows_max = is_root_set ? (O->p->root->count > rows ? O->p->root->count : rows)
-                            : f->rel && f->rel->fanout ? f->rel->fanout->max : rows;
+            double rows_max = is_root_set ? (O->p->root->count > part_rows ? O->p->root->count : part_rows)
+                            : f->rel && f->rel->fanout ? f->rel->fanout->max : part_rows;
             const cq_table *t = f->table;
             const char *where = "";
             for (size_t i = 0; i <= t->pk_count; i++)
@@ -1242,7 +1242,7 @@ static void add_ops(opctx *O, cq_fetch *f, double parents, double parents_max, i
             tie->condition = kp_arena_printf(&B->d->arena, "SELECT * FROM %s.%s WHERE %s", B->L->keyspace, t->name, where);
             tie->step = ++my_step;
             tie->waits_for_previous = 1;
-            double full = rows / buckets >= (double)lim ? 1 : 0; /* expected: every bucket fills its page, or none */
+            double full = part_rows / buckets >= (double)lim ? 1 : 0; /* expected: every bucket fills its page, or none */
             tie->requests = inputs * buckets * full;
             tie->requests_max = inputs_max * buckets;
             tie->items = tie->requests;                          /* the last row again, and its rare ties */

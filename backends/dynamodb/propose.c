@@ -1946,11 +1946,11 @@ static void mark_read(ddb_layout *L, ddb_fetch *f)
     }
 }
 
-static void repoint(ddb_layout *L, ddb_fetch *f, const ddb_placement *from, const ddb_placement *to)
+static void repoint(ddb_fetch *f, const ddb_placement *from, const ddb_placement *to)
 {
     for (; f; f = f->next_hop) {
         if (f->placement == from) f->placement = to;
-        for (size_t i = 0; i < f->child_count; i++) repoint(L, f->children[i], from, to);
+        for (size_t i = 0; i < f->child_count; i++) repoint(f->children[i], from, to);
     }
 }
 
@@ -1978,7 +1978,7 @@ static void prune_placements(builder *B)
             }
             if (w != k) {
                 e->placements[w] = *pl;
-                for (size_t r = 0; r < B->m->pattern_count; r++) repoint(L, L->roots[r], pl, &e->placements[w]);
+                for (size_t r = 0; r < B->m->pattern_count; r++) repoint(L->roots[r], pl, &e->placements[w]);
             }
             w++;
         }
