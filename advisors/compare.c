@@ -320,10 +320,15 @@ cJSON *kp_compare(const kp_model *m, const kp_compare_options *o, kp_error *err)
                 /* the same database and candidate, but the mix changed its decisions */
                 const cJSON *mine = cJSON_GetObjectItem(r, "decisions"), *theirs = cJSON_GetObjectItem(first, "decisions");
                 for (const cJSON *a = mine ? mine->child : NULL; a; a = a->next) {
-                    const cJSON *b = NULL;
-                    for (const cJSON *t = theirs ? theirs->child : NULL; t && !b; t = t->next)
-                        if (strcmp(kp_json_str(t, "subject"), kp_json_str(a, "subject")) == 0) b = t;
-                    if (b && strcmp(kp_json_str(a, "choice"), kp_json_str(b, "choice")) == 0) continue;
+                    /* a subject may have several decisions (a table's key, its buckets, its
+                     * static columns): the same one is any with the same subject and choice */
+                    const cJSON *b = NULL, *same = NULL;
+                    for (const cJSON *t = theirs ? theirs->child : NULL; t && !same; t = t->next) {
+                        if (strcmp(kp_json_str(t, "subject"), kp_json_str(a, "subject")) != 0) continue;
+                        if (!b) b = t;
+                        if (strcmp(kp_json_str(a, "choice"), kp_json_str(t, "choice")) == 0) same = t;
+                    }
+                    if (same) continue;
                     snprintf(buf, sizeof buf, "%s: %s (under %s: %s)", kp_json_str(a, "subject"), kp_json_str(a, "choice"),
                              mix_title(mixes->child), b ? kp_json_str(b, "choice") : "no such decision");
                     cJSON_AddItemToArray(differs, cJSON_CreateString(buf));

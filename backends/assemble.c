@@ -141,12 +141,18 @@ static int rehash(kp_fetched *f)
 
 kp_frec *kp_fetched_add(kp_fetched *f, const kp_entity *entity, cJSON *object)
 {
-    /* the same record read twice (two paths, two pages) is one record: found by its key */
+    /* the same record read twice (two paths, two pages) is one record: found by its key; a
+     * part of it (a copy of a few attributes in another row) adds what the first read lacked */
     if ((f->record_count + 1) * 2 > f->key_cap && rehash(f)) { cJSON_Delete(object); return NULL; }
     size_t j = (size_t)(key_hash(entity, object) & (f->key_cap - 1));
     for (; f->by_key[j]; j = (j + 1) & (f->key_cap - 1)) {
         kp_frec *r = f->records[f->by_key[j] - 1];
         if (r->entity == entity && same_key(entity, r->object, object)) {
+            for (cJSON *a = object->child, *next; a; a = next) {
+                next = a->next;
+                if (!cJSON_GetObjectItemCaseSensitive(r->object, a->string))
+                    cJSON_AddItemToObject(r->object, a->string, cJSON_DetachItemViaPointer(object, a));
+            }
             cJSON_Delete(object);
             return r;
         }

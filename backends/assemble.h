@@ -33,7 +33,8 @@ kp_fetched *kp_fetched_new(void);
 void kp_fetched_free(kp_fetched *f);
 
 /* Adds a record (taking object); the same entity and key added twice returns the
- * first record (and frees the second object). NULL when out of memory. */
+ * first record, completed with the attributes only the second held (a copy of a few
+ * attributes, then the whole record), and frees the second object. NULL when out of memory. */
 kp_frec *kp_fetched_add(kp_fetched *f, const kp_entity *entity, cJSON *object);
 /* The root records (a single root: one; a root set: in server order). */
 int kp_fetched_add_root(kp_fetched *f, kp_frec *record);

@@ -11,8 +11,13 @@
  * the parent's attributes a pattern returns as static columns, so parent + children is
  * one SELECT. Every access pattern has a fetch tree that mirrors its response shape.
  *
- * Invariant: a row is a pure function of its record (transform), so a resumed or
- * repeated seed writes identical rows under identical primary keys; a table holds
+ * A row may also hold copies of a few attributes of a record its record references
+ * (an extended reference: `bidder_nickname` in the bids' table), chosen by cost where a
+ * pattern would otherwise read the referenced row once per row it returns.
+ *
+ * Invariant: a row is a pure function of its record and the records its copies come
+ * from (transform), so a resumed or repeated seed writes identical rows under
+ * identical primary keys; a table holds
  * exactly the rows transform makes for the records of its entity (plus, for a table
  * with static columns, one static row per parent record in bucket 0).
  */
@@ -34,7 +39,9 @@ typedef struct cq_column {
     const char *name;           /* snake_case, unquoted */
     const char *quoted;         /* as CQL text must write it */
     const kp_attr *attr;        /* the attribute it holds; NULL: the bucket */
-    const kp_entity *entity;    /* whose attribute (the row entity, or the static parent) */
+    const kp_entity *entity;    /* whose attribute (the row entity, the static parent, or a copy's source) */
+    const kp_rel *via;          /* a copy (an extended reference): `attr` of the record the row's record
+                                   reaches over this to-one relation, kept in step by the writes */
     int is_element;             /* one row per element of attr (an array of references) */
     const char *cql_type;       /* "text", "bigint", "frozen<list<text>>" */
     const kp_cql_type *type;
@@ -66,7 +73,9 @@ typedef enum cq_fetch_kind {
     CQ_SELECT,      /* SELECT rows of a table */
     CQ_COUNT,       /* SELECT COUNT(*) per parent */
     CQ_KEYS,        /* records made of key values the parent holds (no request) */
-    CQ_DERIVED      /* a $count the record already holds (a derived attribute): no request */
+    CQ_DERIVED,     /* a $count the record already holds (a derived attribute): no request */
+    CQ_COPY         /* the record a to-one hop reaches, made of the copies its parent's row holds
+                       (cq_column.via): no request */
 } cq_fetch_kind;
 
 /* Where a bound value comes from. */
@@ -114,6 +123,11 @@ struct cq_fetch {
     cq_fetch **children;
     size_t child_count, child_cap;
     cq_fetch *next_hop;         /* multi-hop / join: run on each record this one yields */
+    /* CQ_COPY: the columns of the parent's table (indexes) that hold the target's
+     * attributes: a copy (cq_column.via), or the row entity's own copy_of attribute */
+    const size_t *copy_cols;
+    const kp_attr **copy_attrs;
+    size_t copy_count;
 };
 
 typedef struct cq_layout {

@@ -522,6 +522,38 @@ static int merge_buckets(run *R, const cq_fetch *f, const reqs *Q, const size_t 
     return 0;
 }
 
+/* The records a row's copies give (cq_column.via): for each CQ_COPY child of f, the
+ * referenced record made of the row's foreign key and the copied columns, linked under
+ * the child's relation; none where the row references nothing. */
+static int link_copies(run *R, const cq_fetch *f, const cJSON *row, kp_frec *rec)
+{
+    for (size_t i = 0; i < f->child_count; i++) {
+        const cq_fetch *c = f->children[i];
+        if (c->kind != CQ_COPY) continue;
+        const kp_relation *rel = c->rel->relation;
+        cJSON *obj = cJSON_CreateObject();
+        if (!obj) return nomem(R);
+        int is_set = 1;
+        for (size_t k = 0; k < rel->fk_count && is_set; k++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(rec->object, rel->fk_attrs[k]->name);
+            is_set = v && !cJSON_IsNull(v);
+            if (is_set) cJSON_AddItemToObject(obj, rel->ref_attrs[k]->name, kp_data_copy(v, NULL));
+        }
+        for (size_t k = 0; k < c->copy_count && is_set; k++) {
+            const cq_column *col = &f->table->cols[c->copy_cols[k]];
+            cJSON *v = kp_cq_from_cell(col, cJSON_GetObjectItemCaseSensitive(row, col->name), R->err);
+            if (!v && R->err->code) { cJSON_Delete(obj); return -1; }
+            if (v) cJSON_AddItemToObject(obj, c->copy_attrs[k]->name, v);
+        }
+        if (!is_set) { cJSON_Delete(obj); continue; }
+        kp_frec *target = kp_fetched_add(R->fetched, c->entity, obj);
+        /* linked as the hop's own read would be: under a leaf's relation, or under its "$one" */
+        const void *edge = c->edge_rel ? (const void *)c->edge_rel : (const void *)c->shape;
+        if (!target || kp_fetched_link(R->fetched, edge, rec, target)) return nomem(R);
+    }
+    return 0;
+}
+
 /* Waits for a node's answers and turns its rows into linked records. `owner` (non-NULL)
  * replaces the parent every request was sent for (requests sent before their parent was
  * read, bound from the parameters). */
@@ -589,6 +621,7 @@ static int select_finish(run *R, const cq_fetch *f, reqs *Q, int depth, const pa
             pair at = q->at;
             if (f->has_statics) at.ctx = root;
             rc = link_record(R, f, &at, rec, out);
+            if (rc == 0 && f->child_count) rc = link_copies(R, f, row, rec);
         }
         if (ends) ends[i] = out->count;
     }
@@ -650,7 +683,7 @@ static int is_sent_with_root(const cq_fetch *root, const cq_fetch *c)
 static int exec_after(run *R, const cq_fetch *f, const pairs *out, int my_depth, int skip_sent)
 {
     int rc = 0;
-    if (f->kind == CQ_COUNT || f->kind == CQ_DERIVED) return 0;
+    if (f->kind == CQ_COUNT || f->kind == CQ_DERIVED || f->kind == CQ_COPY) return 0;
     if (!out->count && (f->next_hop || f->child_count)) R->is_cut_short = 1;
     if (f->next_hop && out->count) rc = exec_fetch(R, f->next_hop, out, my_depth);
     for (size_t i = 0; rc == 0 && i < f->child_count; i++)
@@ -715,7 +748,7 @@ static int exec_fetch(run *R, const cq_fetch *f, const pairs *in, int depth)
             rc = exec_keys(R, f, in, &out);
         }
         break;
-    case CQ_DERIVED:
+    case CQ_DERIVED: case CQ_COPY:
         break;
     }
     if (rc == 0) rc = exec_after(R, f, &out, my_depth, 0);

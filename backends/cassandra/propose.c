@@ -954,13 +954,306 @@ static cq_fetch *plan_pattern(builder *B, const kp_pattern *p)
         plan_members(&W, root, p->returns);
     }
     if (by_key) bind_from_parameters(B, p, root);
-    for (size_t i = 0; i < root->client_cond_count; i++)
-        if (root->client_conds[i]->path_len && p->is_root_set)
-            kp_design_note(B->d, "%s: the condition on %s.%s is tested on the related record of every row read (one read per "
-                           "row); a copy of %s in %s, as part of the partition key, would let one SELECT serve it",
-                           p->name, root->client_conds[i]->attr->entity->name, root->client_conds[i]->attr->name,
-                           root->client_conds[i]->attr->name, p->root->name);
     return root;
+}
+
+/* ---- copies of referenced attributes (extended references) ---------------------------------------- */
+
+#define CQ_COPY_ATTRS 4          /* a copy holds a few small attributes, never a record */
+#define CQ_COPY_BYTES 256.0
+
+/* What the patterns read through one to-one relation: the attributes of the record at
+ * its end, or a path that goes on past it (which a copy cannot answer). */
+typedef struct copy_need {
+    const kp_rel *rel;
+    const kp_attr *attrs[CQ_COPY_ATTRS];
+    size_t attr_count;
+    int is_unfit;
+} copy_need;
+
+static void need_path(copy_need *n, kp_rel *const *path, size_t len, const kp_attr *attr)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (path[i] != n->rel) continue;
+        if (i + 1 < len) { n->is_unfit = 1; return; }
+        const kp_relation *rel = n->rel->relation;
+        for (size_t k = 0; k < rel->fk_count; k++)
+            if (rel->ref_attrs[k] == attr) return; /* the row's foreign key holds it */
+        for (size_t k = 0; k < n->attr_count; k++)
+            if (n->attrs[k] == attr) return;
+        if (n->attr_count == CQ_COPY_ATTRS) { n->is_unfit = 1; return; }
+        n->attrs[n->attr_count++] = attr;
+    }
+}
+
+static void need_shape(copy_need *n, const kp_shape *s)
+{
+    if (!s) return;
+    if (s->kind == KP_SHAPE_ATTR) { need_path(n, s->path, s->path_len, s->attr); return; }
+    if (s->kind == KP_SHAPE_ONE && s->hop_count == 1 && s->hops[0] == n->rel) {
+        /* "$one": the record itself: its own attributes only */
+        if (s->where_count || s->value) n->is_unfit = 1;
+        for (size_t i = 0; i < s->member_count && !n->is_unfit; i++) {
+            const kp_shape *m = s->members[i];
+            if (m->kind == KP_SHAPE_PARAM) continue;
+            if (m->kind != KP_SHAPE_ATTR || m->path_len) { n->is_unfit = 1; break; }
+            kp_rel *hop = (kp_rel *)n->rel;
+            need_path(n, &hop, 1, m->attr);
+        }
+        return;
+    }
+    for (size_t i = 0; i < s->where_count; i++) need_path(n, s->where[i].path, s->where[i].path_len, s->where[i].attr);
+    need_shape(n, s->value);
+    for (size_t i = 0; i < s->member_count; i++) need_shape(n, s->members[i]);
+}
+
+/* A to-one leaf hop read by key once per row of its parent, which a copy could answer. */
+typedef struct copy_site {
+    cq_fetch *hop, *parent;
+    const kp_rel *rel;          /* the to-one relation the hop follows */
+    const kp_pattern *p;
+    size_t group, order;        /* its table and relation (decide_copies), and where it was found */
+} copy_site;
+
+typedef struct copy_sites { copy_site *items; size_t count, cap; } copy_sites;
+
+static void find_sites(builder *B, const kp_pattern *p, cq_fetch *f, cq_fetch *parent, copy_sites *out)
+{
+    if (!f) return;
+    /* a leaf's hop, or a "$one" of the referenced record */
+    const kp_rel *r = f->edge_rel ? f->edge_rel
+                    : f->shape && f->shape->kind == KP_SHAPE_ONE && f->shape->hop_count == 1 ? f->rel : NULL;
+    if (parent && r && f->kind == CQ_SELECT && f->rel == r && !f->child_count && !f->next_hop && parent->kind == CQ_SELECT &&
+        parent->table && parent->table->entity == r->source && r->target != r->source &&
+        r->relation->link == KP_LINK_FOREIGN_KEY && r->relation->holder == r->source) {
+        copy_site *site = kp_arena_push(B->A, (void **)&out->items, &out->count, &out->cap, sizeof *site);
+        site->hop = f;
+        site->parent = parent;
+        site->rel = r;
+        site->p = p;
+    }
+    find_sites(B, p, f->next_hop, f, out);
+    for (size_t i = 0; i < f->child_count; i++) find_sites(B, p, f->children[i], f, out);
+}
+
+/* The rows the parent of a site yields per request of its pattern (the reads a copy saves). */
+static double site_rows(const cq_fetch *parent)
+{
+    double rows = 1;
+    if (parent->rel && parent->rel->is_many && parent->rel->fanout) rows = parent->rel->fanout->avg;
+    if (parent->shape && parent->shape->kind == KP_SHAPE_EACH && parent->shape->expect.is_given) rows = parent->shape->expect.avg;
+    int64_t lim = parent->limit ? parent->limit : parent->shape ? shape_limit(parent->shape) : 0;
+    if (!parent->rel && parent->shape && lim > 0) rows = (double)lim;
+    if (lim > 0 && rows > (double)lim) rows = (double)lim;
+    /* rows the client tests or sorts come whole, and each reads its reference */
+    if ((parent->client_cond_count || parent->is_client_ordered) && !parent->limit && !parent->limit_param)
+        rows = parent->rel && parent->rel->fanout ? parent->rel->fanout->avg : parent->table->max_partition_rows;
+    return rows > 0 ? rows : 1;
+}
+
+static int tree_reads(const cq_fetch *f, const cq_table *t)
+{
+    if (!f) return 0;
+    if ((f->kind == CQ_SELECT || f->kind == CQ_COUNT) && f->table == t) return 1;
+    if (tree_reads(f->next_hop, t)) return 1;
+    for (size_t i = 0; i < f->child_count; i++)
+        if (tree_reads(f->children[i], t)) return 1;
+    return 0;
+}
+
+static void uncause(cq_table *t, const kp_pattern *p)
+{
+    for (size_t i = 0; i < t->cause_count; i++)
+        if (t->causes[i] == p) {
+            memmove(&t->causes[i], &t->causes[i + 1], sizeof *t->causes * (t->cause_count - i - 1));
+            t->cause_count--;
+            return;
+        }
+}
+
+/* The column of the row entity's own attribute that the model declares a copy of r's
+ * target's `a` (copy_of "<r>.<a>"), or -1. */
+static long own_copy(const cq_table *t, const kp_rel *r, const kp_attr *a)
+{
+    for (size_t i = 0; i < t->col_count; i++) {
+        const cq_column *c = &t->cols[i];
+        const kp_copy *cp = c->attr && !c->via && c->entity == t->entity ? c->attr->copy_of : NULL;
+        if (cp && cp->path_len == 1 && cp->path[0] == r && cp->source == a) return (long)i;
+    }
+    return -1;
+}
+
+/* Adds the column that copies r's target's `a` into t's rows; returns its index. */
+static size_t add_copy_col(builder *B, cq_table *t, const kp_rel *r, const kp_attr *a)
+{
+    for (size_t i = 0; i < t->col_count; i++)
+        if (t->cols[i].via == r && t->cols[i].attr == a) return i;
+    const char *base = kp_arena_printf(B->A, "%s_%s", snake(B->A, r->name ? r->name : r->target->name), snake(B->A, a->name));
+    const char *name = base;
+    for (int k = 2;; k++) {
+        int clash = 0;
+        for (size_t i = 0; i < t->col_count; i++) clash |= !strcmp(t->cols[i].name, name);
+        if (!clash) break;
+        name = kp_arena_printf(B->A, "%s_%d", base, k);
+    }
+    cq_column *c = kp_arena_push(B->A, (void **)&t->cols, &t->col_count, &t->col_cap, sizeof *c);
+    c->attr = a;
+    c->entity = r->target;
+    c->via = r;
+    c->role = CQ_REGULAR;
+    c->name = name;
+    c->quoted = quoted(B->A, name);
+    c->cql_type = kp_arena_strdup(B->A, kp_cq_type_text(&a->type, &c->is_json));
+    kp_cql_type_parse(c->cql_type, B->A, &c->type, B->err);
+    return t->col_count - 1;
+}
+
+/* The writes that change a copied attribute, in rows rewritten per second: each update of
+ * the referenced record rewrites the copy in every row that references it. */
+static double copy_write_rate(builder *B, const copy_need *n)
+{
+    const kp_relation *rel = n->rel->relation;
+    double copies = rel->fanout.avg > 0 ? rel->fanout.avg : 1, rate = 0;
+    for (size_t w = 0; w < B->m->write_count; w++) {
+        const kp_write *wr = B->m->writes[w];
+        for (size_t s = 0; s < wr->step_count; s++) {
+            const kp_write_step *st = &wr->steps[s];
+            if (st->entity != n->rel->target || (st->op != KP_WRITE_UPDATE && st->op != KP_WRITE_UPSERT)) continue;
+            int touches = 0;
+            for (size_t a = 0; a < st->assign_count; a++)
+                for (size_t k = 0; k < n->attr_count; k++) touches |= st->assigns[a].attr == n->attrs[k];
+            if (touches) rate += kp_write_rps(wr, B->mix) * (st->rows > 0 ? st->rows : 1) * copies;
+        }
+    }
+    return rate;
+}
+
+/* Where a pattern reads a referenced record by key once per row (N+1), the row may hold
+ * a copy of the few attributes it returns, as a Cassandra modeller keeps everything a
+ * query returns in its table: taken when the reads it saves outweigh the rows the
+ * writes that change the copied attributes rewrite. One decision per table and relation. */
+static int by_group(const void *a, const void *b)
+{
+    const copy_site *x = a, *y = b;
+    return x->group != y->group ? (x->group < y->group ? -1 : 1) : x->order < y->order ? -1 : x->order > y->order;
+}
+
+static void decide_copies(builder *B)
+{
+    copy_sites sites = {0};
+    for (size_t i = 0; i < B->m->pattern_count; i++) find_sites(B, B->m->patterns[i], B->L->roots[i], NULL, &sites);
+    /* group the sites by table and relation, in the order they were found */
+    kp_strmap groups = {0};
+    size_t group_count = 0;
+    for (size_t i = 0; i < sites.count; i++) {
+        copy_site *s = &sites.items[i];
+        const kp_rel *r = s->rel;
+        const char *key = kp_arena_printf(B->A, "%s|%s|%s|%d", s->parent->table->name, r->source->name, r->name ? r->name : "",
+                                          r->is_inverse);
+        void *g = kp_strmap_get(&groups, key);
+        if (!g) {
+            g = (void *)(uintptr_t)++group_count;
+            if (kp_strmap_put(B->A, &groups, key, g)) return;
+        }
+        s->group = (size_t)(uintptr_t)g;
+        s->order = i;
+    }
+    if (sites.count) qsort(sites.items, sites.count, sizeof *sites.items, by_group);
+    for (size_t i = 0, end; i < sites.count; i = end) {
+        for (end = i + 1; end < sites.count && sites.items[end].group == sites.items[i].group;) end++;
+        cq_table *t = (cq_table *)sites.items[i].parent->table;
+        const kp_rel *r = sites.items[i].rel;
+        copy_need need = {r, {0}, 0, 0};
+        double saved = 0, bytes = 0;
+        const kp_pattern *seen = NULL;
+        for (size_t k = i; k < end; k++) {
+            const copy_site *s = &sites.items[k];
+            if (s->p != seen) {
+                need_shape(&need, s->p->returns);
+                for (size_t c = 0; c < s->p->where_count; c++) need_path(&need, s->p->where[c].path, s->p->where[c].path_len, s->p->where[c].attr);
+                seen = s->p;
+            }
+            saved += kp_pattern_rps(s->p, B->mix) * site_rows(s->parent);
+        }
+        /* what the model copies itself costs nothing more: the cost and size are the new columns' */
+        copy_need added_need = {r, {0}, 0, need.is_unfit};
+        for (size_t k = 0; k < need.attr_count; k++)
+            if (own_copy(t, r, need.attrs[k]) < 0) {
+                added_need.attrs[added_need.attr_count++] = need.attrs[k];
+                bytes += attr_bytes(need.attrs[k]);
+            }
+        double cost = copy_write_rate(B, &added_need);
+        int all_own = need.attr_count && !added_need.attr_count;
+        int few = !need.is_unfit && bytes <= CQ_COPY_BYTES;
+        int take = few && saved > cost;
+        const char *fields = "";
+        for (size_t k = 0; k < need.attr_count; k++) fields = kp_arena_printf(B->A, "%s%s%s", fields, k ? ", " : "", need.attrs[k]->name);
+        if (!need.attr_count) fields = "its key";
+        const char *subject = kp_arena_printf(B->A, "%s.%s", t->name, r->name ? r->name : r->target->name);
+        const char *columns = "";
+        size_t *cols = take ? kp_arena_alloc(B->A, sizeof *cols * (need.attr_count + 1)) : NULL;
+        for (size_t k = 0; take && k < need.attr_count; k++) {
+            long own = own_copy(t, r, need.attrs[k]);
+            if (own < 0) {
+                own = (long)add_copy_col(B, t, r, need.attrs[k]);
+                t->row_bytes += attr_bytes(need.attrs[k]) + 4;
+                t->row_bytes_max += attr_bytes(need.attrs[k]) * kp_attr_max_ratio(need.attrs[k]) + 4;
+                t->bytes = t->rows * t->row_bytes;
+            }
+            cols[k] = (size_t)own;
+            const cq_column *c = &t->cols[own];
+            columns = kp_arena_printf(B->A, "%s%s%s%s", columns, k ? ", " : "", c->name, c->via ? "" : ", the model's own copy");
+        }
+        kp_decision *dc = kp_design_decide(B->d, subject,
+            take ? (!all_own && need.attr_count ? kp_arena_printf(B->A, "copy %s.{%s} into each %s row (%s): no read of the %s", r->target->name,
+                                            fields, t->name, columns, r->target->name)
+                    : need.attr_count ? kp_arena_printf(B->A, "%s.{%s} from each %s row's own copy (%s): no read of the %s",
+                                                        r->target->name, fields, t->name, columns, r->target->name)
+                                    : kp_arena_printf(B->A, "the %s's key from the row's own foreign key: no read of the %s",
+                                                      r->target->name, r->target->name))
+                 : kp_arena_printf(B->A, "reference: read the %s by key for each %s row", r->target->name, t->name),
+            !few ? kp_arena_printf(B->A, "the patterns read %s of the %s through %s: too much to copy into every row",
+                                   need.is_unfit ? "more" : fields, r->target->name, r->name ? r->name : "the reference")
+                 : all_own ? kp_arena_printf(B->A, "the model keeps the copy in step (copy_of); it saves one SELECT per row "
+                                            "returned (%.1f/s)", saved)
+                 : cost == 0 ? kp_arena_printf(B->A, "it saves one SELECT per row returned (%.1f/s), and no write changes %s: "
+                                               "the copies never move", saved, fields)
+                 : kp_arena_printf(B->A, "the reads a copy saves (one SELECT per row returned, %.1f/s) %s the rows the writes that "
+                                   "change %s rewrite (%.1f/s)%s",
+                                   saved, take ? "outweigh" : "do not outweigh", fields, cost,
+                                   take ? "; each such write rewrites the copies in its LOGGED BATCH" : ""));
+        for (size_t k = i; k < end; k++) {
+            copy_site *s = &sites.items[k];
+            kp_decision_add_pattern(B->d, dc, s->p);
+            if (!take) continue;
+            cq_table *base = (cq_table *)s->hop->table;
+            s->hop->kind = CQ_COPY;
+            s->hop->table = NULL;
+            s->hop->bind_count = 0;
+            s->hop->copy_cols = cols;
+            s->hop->copy_attrs = need.attr_count ? kp_arena_alloc(B->A, sizeof *s->hop->copy_attrs * need.attr_count) : NULL;
+            if (need.attr_count) memcpy(s->hop->copy_attrs, need.attrs, sizeof *s->hop->copy_attrs * need.attr_count);
+            s->hop->copy_count = need.attr_count;
+            if (base && !tree_reads(B->L->roots[s->p->index], base)) uncause(base, s->p);
+        }
+    }
+}
+
+/* A root set's condition on a related record, tested on every row read: one read of the
+ * related record per row, unless the rows copy what it tests (decide_copies). */
+static void note_related_conditions(builder *B, const kp_pattern *p, const cq_fetch *root)
+{
+    for (size_t i = 0; p->is_root_set && i < root->client_cond_count; i++) {
+        const kp_cond *c = root->client_conds[i];
+        if (!c->path_len) continue;
+        int copied = 0;
+        for (size_t k = 0; k < root->child_count; k++) copied |= root->children[k]->edge_rel == c->path[0] && root->children[k]->kind == CQ_COPY;
+        kp_design_note(B->d, copied ? "%s: the condition on %s.%s is tested on the copy every row holds, on every row read; as part "
+                                      "of the partition key, %s would let one SELECT read only the rows that match"
+                                    : "%s: the condition on %s.%s is tested on the related record of every row read (one read per "
+                                      "row); a copy of %s in %s, as part of the partition key, would let one SELECT serve it",
+                       p->name, c->attr->entity->name, c->attr->name, c->attr->name, p->root->name);
+    }
 }
 
 /* ---- CQL text --------------------------------------------------------------------------------------- */
@@ -1007,7 +1300,7 @@ static const char *op_text(kp_op op)
 const char *kp_cq_select_text(kp_arena *A, const cq_fetch *f, const char *ks, const char *prefix)
 {
     const cq_table *t = f->table;
-    if (!t || f->kind == CQ_KEYS || f->kind == CQ_DERIVED) return NULL;
+    if (!t || f->kind == CQ_KEYS || f->kind == CQ_DERIVED || f->kind == CQ_COPY) return NULL;
     const char *s = f->kind == CQ_COUNT ? "SELECT COUNT(*) FROM " : "SELECT * FROM ";
     s = kp_arena_printf(A, "%s%s WHERE ", s, qualified(A, t, ks, prefix));
     int first = 1;
@@ -1260,7 +1553,7 @@ static void add_ops(opctx *O, cq_fetch *f, double parents, double parents_max, i
     }
     int next_exact = exact && (f->is_root ? !O->p->is_root_set : (f->rel && !f->rel->is_many));
     if (f->kind == CQ_KEYS && f->is_root) next_exact = exact;
-    if (f->kind == CQ_COUNT || f->kind == CQ_DERIVED) return;
+    if (f->kind == CQ_COUNT || f->kind == CQ_DERIVED || f->kind == CQ_COPY) return;
     if (f->next_hop)
         add_ops(O, f->next_hop, produced > 0 ? produced : 1, produced_max > 0 ? produced_max : 1,
                 exact && !f->rel->is_many ? next_exact : 0, my_step);
@@ -1293,11 +1586,16 @@ static void plan_writes(builder *B)
     const kp_model *m = B->m;
     size_t lists = m->entity_count ? m->entity_count : 1;
     kp_index_list *tables_of = calloc(lists, sizeof *tables_of);
-    if (!tables_of) return;
+    kp_index_list *copies_of = calloc(lists, sizeof *copies_of); /* tables whose rows copy the entity's attributes */
+    if (!tables_of || !copies_of) { free(tables_of); free(copies_of); return; }
     for (size_t i = 0; i < B->L->table_count; i++) {
         const cq_table *t = B->L->tables[i];
         if (t->entity) kp_index_list_push(&tables_of[t->entity->index], i);
         if (t->parent) kp_index_list_push(&tables_of[t->parent->index], i);
+        for (size_t k = 0; k < t->col_count; k++) {
+            kp_index_list *l = t->cols[k].via ? &copies_of[t->cols[k].entity->index] : NULL;
+            if (l && !(l->count && l->at[l->count - 1] == i)) kp_index_list_push(l, i);
+        }
     }
     for (size_t w = 0; w < m->write_count; w++) {
         const kp_write *wr = m->writes[w];
@@ -1357,6 +1655,25 @@ static void plan_writes(builder *B)
                         }
                 }
             }
+            /* copies of its attributes in the rows that reference it (extended references) */
+            const kp_index_list *copying = &copies_of[st->entity->index];
+            for (size_t j = 0; j < copying->count && (st->op == KP_WRITE_UPDATE || st->op == KP_WRITE_UPSERT); j++) {
+                const cq_table *t = B->L->tables[copying->at[j]];
+                const cq_column *moved = NULL;
+                for (size_t k = 0; k < t->col_count && !moved; k++)
+                    for (size_t a = 0; t->cols[k].via && t->cols[k].entity == st->entity && a < st->assign_count; a++)
+                        if (st->assigns[a].attr == t->cols[k].attr) moved = &t->cols[k];
+                if (!moved) continue;
+                double copies = moved->via->relation->fanout.avg > 0 ? moved->via->relation->fanout.avg : 1;
+                kp_write_touch *x = kp_write_plan_touch(B->d, wp);
+                x->container = t->name;
+                x->what = kp_arena_printf(B->A, "copy of %s.%s in the %s rows that reference it", st->entity->name, moved->attr->name,
+                                          t->entity->name);
+                x->count = per * copies;
+                x->bytes = x->count * t->row_bytes;
+                rows += x->count;
+                tables_touched++;
+            }
         }
         wp->items = rows;
         wp->requests = 1;
@@ -1369,8 +1686,9 @@ static void plan_writes(builder *B)
             wp->why = "one row in one table";
         }
     }
-    for (size_t i = 0; i < lists; i++) kp_index_list_free(&tables_of[i]);
+    for (size_t i = 0; i < lists; i++) { kp_index_list_free(&tables_of[i]); kp_index_list_free(&copies_of[i]); }
     free(tables_of);
+    free(copies_of);
 }
 
 /* ---- containers, decisions ------------------------------------------------------------------------------- */
@@ -1501,6 +1819,8 @@ int kp_cq_propose(const kp_model *m, const kp_propose_options *options, kp_desig
     make_base_tables(&B);
     L->roots = kp_arena_alloc(B.A, sizeof *L->roots * (m->pattern_count ? m->pattern_count : 1));
     for (size_t i = 0; i < m->pattern_count; i++) L->roots[i] = plan_pattern(&B, m->patterns[i]);
+    decide_copies(&B);
+    for (size_t i = 0; i < m->pattern_count; i++) note_related_conditions(&B, m->patterns[i], L->roots[i]);
     for (size_t i = 0; i < m->pattern_count; i++) plan_ops(&B, m->patterns[i], L->roots[i], &d->plans[i]);
     plan_writes(&B);
     describe(&B);

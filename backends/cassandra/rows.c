@@ -131,8 +131,18 @@ static int push_item(kp_item_list *out, const cq_table *t, const kp_record *r, c
     return 0;
 }
 
+/* The value a column takes for record r: its own attribute, or a copy of the attribute
+ * of the record r references (absent when the reference leads nowhere or no data is
+ * given). */
+static const cJSON *column_value(const cq_column *c, const kp_dataset *data, const kp_record *r)
+{
+    if (!c->via) return kp_record_get(r, c->attr);
+    const kp_record *source = data ? kp_dataset_follow_one(data, r, (kp_rel *const *)&c->via, 1) : NULL;
+    return source ? kp_record_get(source, c->attr) : NULL;
+}
+
 /* The rows of table t for record r (several for a table keyed by array elements). */
-static int table_rows(const cq_table *t, const kp_record *r, kp_item_list *out, kp_error *err)
+static int table_rows(const cq_table *t, const kp_dataset *data, const kp_record *r, kp_item_list *out, kp_error *err)
 {
     const cq_column *element = NULL;
     for (size_t i = 0; i < t->pk_count; i++)
@@ -142,8 +152,7 @@ static int table_rows(const cq_table *t, const kp_record *r, kp_item_list *out, 
     for (size_t i = 0; i < t->col_count; i++) {
         const cq_column *c = &t->cols[i];
         if (!c->attr || c->role == CQ_STATIC || c->is_element) continue;
-        const cJSON *v = kp_record_get(r, c->attr);
-        cJSON *cell = kp_cq_to_cell(c, v, err);
+        cJSON *cell = kp_cq_to_cell(c, column_value(c, data, r), err);
         if (cell) cJSON_AddItemToObject(body, c->name, cell);
     }
     /* a key column without a value cannot be written: such a record has no row here */
@@ -197,11 +206,10 @@ static int static_rows(const cq_table *t, const kp_record *r, kp_item_list *out,
 
 int kp_cq_transform(const kp_design *d, const kp_dataset *data, const kp_record *r, kp_item_list *out, kp_error *err)
 {
-    (void)data;
     const cq_layout *L = d->layout;
     for (size_t i = 0; i < L->table_count; i++) {
         const cq_table *t = L->tables[i];
-        if (t->entity == r->entity && table_rows(t, r, out, err)) return -1;
+        if (t->entity == r->entity && table_rows(t, data, r, out, err)) return -1;
         if (t->parent == r->entity && static_rows(t, r, out, err)) return -1;
     }
     return 0;
@@ -216,6 +224,7 @@ cJSON *kp_cq_record_of(const cq_table *t, const cJSON *row, int statics, kp_erro
     for (size_t i = 0; i < t->col_count; i++) {
         const cq_column *c = &t->cols[i];
         if (!c->attr || c->is_element) { if (statics && i < t->pk_count && c->attr) k++; continue; }
+        if (c->via) continue; /* a copy: the record it belongs to is made apart (execute.c) */
         const kp_attr *a = c->attr;
         if (statics) {
             if (i < t->pk_count) a = t->parent_keys[k++];

@@ -5,7 +5,8 @@
  * the oracle applied it: every record inserted, updated or deleted (denormalised
  * copies and aggregates the oracle recomputed included) is transformed before and
  * after, exactly as seeding transforms it, in every table that holds a copy of it and
- * every table that holds it as static columns. Rows that disappeared are deleted by
+ * every table that holds it as static columns; the records whose rows copy attributes of
+ * a changed record (extended references) are transformed before and after too. Rows that disappeared are deleted by
  * primary key; rows that are new or changed are rewritten whole (absent columns
  * nulled). All of them go in one LOGGED BATCH when there are several, so the copies
  * across tables change together (atomic, not isolated), as the write plan says.
@@ -26,6 +27,43 @@ static int rows_of(const kp_design *d, const kp_dataset *data, const kp_record *
     return kp_cq_transform(d, data, r, out, err);
 }
 
+static const kp_rel *reverse(const kp_rel *r) { return r->is_inverse ? &r->relation->forward : &r->relation->inverse; }
+
+/* The records that did not change themselves but whose rows copy attributes of `target`
+ * (cq_column.via), a record the write changed: their rows before and after. `done` keeps
+ * each such record to once. */
+static int copying_rows(const kp_design *d, const kp_dataset *before, const kp_dataset *after, const kp_record *target,
+                        const kp_dataset *target_data, kp_record_list *done, kp_item_list *was, kp_item_list *now, kp_error *err)
+{
+    const cq_layout *L = d->layout;
+    for (size_t i = 0; i < L->table_count; i++) {
+        const cq_table *t = L->tables[i];
+        const kp_rel *last = NULL;
+        for (size_t k = 0; k < t->col_count; k++) {
+            const kp_rel *via = t->cols[k].via;
+            if (!via || via == last || via->target != target->entity) continue;
+            last = via;
+            kp_record_list refs = {0};
+            if (kp_dataset_follow(target_data, target, reverse(via), &refs, err)) return -1;
+            int rc = 0;
+            for (size_t j = 0; j < refs.count && rc == 0; j++) {
+                kp_record *old = kp_dataset_find_like(before, refs.items[j]->entity, refs.items[j]->object);
+                kp_record *cur = kp_dataset_find_like(after, refs.items[j]->entity, refs.items[j]->object);
+                if (!old || !cur || !kp_data_equal(old->object, cur->object, NULL)) continue; /* a change of its own */
+                int seen = 0;
+                for (size_t x = 0; x < done->count && !seen; x++) seen = done->items[x] == cur;
+                if (seen) continue;
+                if (kp_record_list_push(done, cur)) rc = kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+                if (rc == 0) rc = kp_cq_transform(d, after, cur, now, err);
+                if (rc == 0) rc = kp_cq_transform(d, before, old, was, err);
+            }
+            kp_record_list_free(&refs);
+            if (rc) return -1;
+        }
+    }
+    return 0;
+}
+
 static const kp_item *find_item(const kp_item_list *l, const char *id)
 {
     for (size_t i = 0; i < l->count; i++)
@@ -43,6 +81,7 @@ int kp_cq_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *befor
     const char *ks = kp_cq_conn_keyspace(conn, d);
     kp_cql_client *client = kp_cq_conn_client(conn);
     kp_item_list was = {0}, now = {0};
+    kp_record_list copying = {0};
     int rc = 0;
     for (size_t e = 0; e < m->entity_count && rc == 0; e++) {
         const kp_entity *entity = m->entities[e];
@@ -53,11 +92,17 @@ int kp_cq_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *befor
             if (old && kp_data_equal(old->object, recs[i]->object, NULL)) continue;
             rc = rows_of(d, after, recs[i], &now, err);
             if (rc == 0 && old) rc = rows_of(d, before, old, &was, err);
+            if (rc == 0) rc = copying_rows(d, before, after, recs[i], after, &copying, &was, &now, err);
+            if (rc == 0 && old) rc = copying_rows(d, before, after, old, before, &copying, &was, &now, err);
         }
         recs = kp_dataset_records(before, entity, &n);
         for (size_t i = 0; i < n && rc == 0; i++)
-            if (!kp_dataset_find_like(after, entity, recs[i]->object)) rc = rows_of(d, before, recs[i], &was, err);
+            if (!kp_dataset_find_like(after, entity, recs[i]->object)) {
+                rc = rows_of(d, before, recs[i], &was, err);
+                if (rc == 0) rc = copying_rows(d, before, after, recs[i], before, &copying, &was, &now, err);
+            }
     }
+    kp_record_list_free(&copying);
     /* the statements: deletes of rows gone, then rewrites of rows new or changed */
     kp_arena A = {0};
     size_t cap = was.count + now.count + 1, count = 0;

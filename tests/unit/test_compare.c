@@ -394,28 +394,32 @@ static void test_recommendation_per_example(void **state)
      * writes are counted: a near-tie of the two DynamoDB designs, at the same round trips */
     expect_recommendation("leaderboard", "dynamodb/normalised");
     expect_recommendation("order-response", "mongodb/documents");
-    expect_recommendation("auction-mixes", "mongodb/documents");
+    /* once its rows copy the bidder's nickname and the bid's item (no read per row) */
+    expect_recommendation("auction-mixes", "cassandra/query tables");
 }
 
-/* RUBiS: browsing copies an item's latest bids into it; bidding does not — MongoDB's design
- * differs between the mixes, and under bidding Cassandra's query tables (every listing one
- * page per hash bucket) are the lighter load. */
+/* RUBiS: MongoDB's design differs between the mixes (browsing copies an item's latest bids
+ * into it; bidding does not), but Cassandra's query tables, whose rows copy the few
+ * referenced attributes the pages return, are the lighter load under both: the mix does
+ * not change the recommendation, and compare does not say it does (the same design's
+ * several decisions about one table are not differences). */
 static void test_auction_mixes_disagree(void **state)
 {
     (void)state;
     kp_model *m = load("examples/auction-mixes/model.json");
     cJSON *doc = compare_all(m, NULL);
-    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(doc, "mix_changes_recommendation")));
     const cJSON *browsing = kp_compare_recommendation(doc, "browsing"), *bidding = kp_compare_recommendation(doc, "bidding");
     assert_non_null(browsing);
     assert_non_null(bidding);
-    assert_string_not_equal(cJSON_GetObjectItem(browsing, "fingerprint")->valuestring,
-                            cJSON_GetObjectItem(bidding, "fingerprint")->valuestring);
+    assert_string_equal(cJSON_GetObjectItem(browsing, "design")->valuestring, "cassandra/query tables");
+    assert_string_equal(cJSON_GetObjectItem(bidding, "design")->valuestring, "cassandra/query tables");
+    assert_string_equal(cJSON_GetObjectItem(browsing, "fingerprint")->valuestring,
+                        cJSON_GetObjectItem(bidding, "fingerprint")->valuestring);
+    assert_false(cJSON_IsTrue(cJSON_GetObjectItem(doc, "mix_changes_recommendation")));
     const cJSON *by = cJSON_GetObjectItem(doc, "recommendation_by_mix");
     const cJSON *second = cJSON_GetArrayItem(by, 1);
     assert_string_equal(cJSON_GetObjectItem(second, "mix")->valuestring, "bidding");
-    assert_string_equal(cJSON_GetObjectItem(browsing, "design")->valuestring, "mongodb/documents");
-    assert_string_equal(cJSON_GetObjectItem(bidding, "design")->valuestring, "cassandra/query tables");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(second, "differences")), 0);
     cJSON_Delete(doc);
     /* MongoDB under each mix: the copy of the latest bids only while browsing */
     const char *subset[2] = {NULL, NULL};

@@ -12,10 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "backends/cassandra/cql.h"
 #include "core/data.h"
+#include "support.h"
 
 extern const kp_backend kp_cassandra_backend;
 
@@ -199,10 +201,33 @@ static void test_a_root_set_without_equality_is_bucketed_when_large(void **state
  * "buckets read whole"): each bucket's SELECT stops at the page (LIMIT), the client merges,
  * and only the page's rows go on to their next reads — posts-by-tag was 3,003 requests
  * reading both whole buckets. */
+/* tests/fixtures/models/blog.json with posts-by-tag also returning each post's body: too
+ * much to copy into every row of the tag's listing, so the page's posts are read by key */
+static kp_model *blog_with_bodies(void)
+{
+    size_t len;
+    char *text = kp_test_read_file("tests/fixtures/models/blog.json", &len);
+    assert_non_null(text);
+    const char *from = "\"title\": \"post.title\",", *to = "\"title\": \"post.title\", \"body\": \"post.body\",";
+    char *at = strstr(text, from);
+    assert_non_null(at);
+    char path[] = "/tmp/kp-blog-bodies-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    fprintf(f, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    fclose(f);
+    free(text);
+    kp_model *m = load(path, 1);
+    unlink(path);
+    return m;
+}
+
 static void test_a_bucketed_listing_reads_one_page_per_bucket_and_follows_one_page(void **state)
 {
     (void)state;
-    kp_model *m = load("tests/fixtures/models/blog.json", 1);
+    kp_model *m = blog_with_bodies();
     kp_design *d = propose(m);
     const kp_plan *p = plan_of(d, "posts-by-tag");
     const kp_operation *listing = NULL, *posts = NULL;
@@ -242,6 +267,103 @@ static void test_a_bucketed_listing_reads_one_page_per_bucket_and_follows_one_pa
     assert_true(p->items < 1000);                                /* pages, not the category */
     assert_true(p->items_max > 10000);                           /* every row of a bucket may tie */
     assert_false(p->is_requests_exact);
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
+/* Issue #14, "Cassandra, N+1 reads of referenced scalars": a row holds a copy of the few
+ * attributes a pattern returns of the record it references, when the reads saved outweigh
+ * the rows the writes that change them rewrite; the writes say what they rewrite. */
+static void test_a_referenced_attribute_is_copied_where_reads_outweigh_writes(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/auction-mixes/model.json", 1);
+    kp_design *d = propose(m);
+    /* item-bids: the item, then its bids with each bidder's nickname — one round trip, no User read */
+    const kp_plan *p = plan_of(d, "item-bids");
+    assert_int_equal(p->sequential_steps, 1);
+    for (size_t i = 0; i < p->op_count; i++) assert_string_not_equal(p->ops[i].container, "user");
+    const cq_table *t = first_table(d, "item-bids");
+    const cq_table *bids = NULL;
+    const cq_layout *L = d->layout;
+    for (size_t i = 0; i < L->table_count; i++)
+        if (!strcmp(L->tables[i]->name, p->ops[p->op_count - 1].container)) bids = L->tables[i];
+    assert_non_null(bids);
+    (void)t;
+    const cq_column *copy = NULL;
+    for (size_t i = 0; i < bids->col_count; i++)
+        if (!strcmp(bids->cols[i].name, "bidder_nickname")) copy = &bids->cols[i];
+    assert_non_null(copy);
+    assert_non_null(copy->via);
+    assert_string_equal(copy->attr->name, "nickname");
+    /* my-bids' "$one": item is answered by the bid row's copies of the item's title and end */
+    p = plan_of(d, "my-bids");
+    assert_int_equal(p->sequential_steps, 1);
+    for (size_t i = 0; i < p->op_count; i++) assert_string_not_equal(p->ops[i].container, "item");
+    int decided = 0;
+    for (size_t i = 0; i < d->decision_count; i++)
+        decided |= strstr(d->decisions[i].choice, "copy User.{nickname}") != NULL && d->decisions[i].pattern_count > 0;
+    assert_true(decided);
+    kp_design_free(d);
+    kp_model_free(m);
+
+    /* the blog: posts-by-tag copies each post's title into the tag's listing, and edit-post,
+     * which changes titles, rewrites the copies (claimed as rows written) */
+    m = load("tests/fixtures/models/blog.json", 1);
+    d = propose(m);
+    p = plan_of(d, "posts-by-tag");
+    assert_int_equal(p->sequential_steps, 1);
+    for (size_t i = 0; i < p->op_count; i++) assert_string_not_equal(p->ops[i].container, "post");
+    const kp_write_plan *wp = NULL;
+    for (size_t i = 0; i < m->write_count; i++)
+        if (!strcmp(m->writes[i]->name, "edit-post")) wp = &d->write_plans[i];
+    assert_non_null(wp);
+    int rewrites = 0;
+    for (size_t i = 0; i < wp->touch_count; i++) rewrites |= strstr(wp->touches[i].what, "copy of Post.title") != NULL;
+    assert_true(rewrites);
+    assert_string_equal(wp->mechanism, "logged batch");
+    /* a transformed PostTag row holds its post's title */
+    kp_dataset *data = NULL;
+    kp_error err;
+    assert_int_equal(kp_dataset_new(m, &data, &err), 0);
+    const char *post = "{\"id\":\"00000000-0000-4000-8000-000000000001\",\"authorId\":\"00000000-0000-4000-8000-000000000002\","
+                       "\"title\":\"On copies\",\"body\":\"b\",\"publishedAt\":\"2024-01-01T00:00:00.000Z\",\"commentCount\":0}\n";
+    const char *author = "{\"id\":\"00000000-0000-4000-8000-000000000002\",\"handle\":\"ada\",\"name\":\"Ada\",\"joinedAt\":\"2024-01-01T00:00:00.000Z\"}\n";
+    const char *tag = "{\"name\":\"c\"}\n";
+    assert_int_equal(kp_dataset_add_ndjson(data, kp_model_entity(m, "Post"), "p.ndjson", post, strlen(post), &err), 0);
+    assert_int_equal(kp_dataset_add_ndjson(data, kp_model_entity(m, "Author"), "a.ndjson", author, strlen(author), &err), 0);
+    assert_int_equal(kp_dataset_add_ndjson(data, kp_model_entity(m, "Tag"), "t.ndjson", tag, strlen(tag), &err), 0);
+    size_t n;
+    kp_record *const *recs = NULL;
+    const kp_entity *pt = kp_model_entity(m, "PostTag");
+    assert_non_null(pt);
+    const char *row = "{\"tagName\":\"c\",\"postId\":\"00000000-0000-4000-8000-000000000001\",\"publishedAt\":\"2024-01-01T00:00:00.000Z\"}\n";
+    assert_int_equal(kp_dataset_add_ndjson(data, pt, "pt.ndjson", row, strlen(row), &err), 0);
+    if (kp_dataset_finish(data, &err)) fail_msg("%s", err.message);
+    recs = kp_dataset_records(data, pt, &n);
+    assert_int_equal(n, 1);
+    kp_item_list items = {0};
+    assert_int_equal(kp_cassandra_backend.transform(d, data, recs[0], &items, &err), 0);
+    int found = 0;
+    for (size_t i = 0; i < items.count; i++) {
+        const cJSON *title = cJSON_GetObjectItem(items.items[i].body, "post_title");
+        if (title) { assert_string_equal(title->valuestring, "On copies"); found = 1; }
+    }
+    assert_true(found);
+    kp_item_list_free(&items);
+    kp_dataset_free(data);
+    kp_design_free(d);
+    kp_model_free(m);
+
+    /* order-response: buy-again reads product.name, which the model already copies into
+     * OrderItem (productName): that column answers it, no second copy is added */
+    m = load("examples/order-response/model.json", 1);
+    d = propose(m);
+    L = d->layout;
+    for (size_t i = 0; i < L->table_count; i++)
+        for (size_t k = 0; k < L->tables[i]->col_count; k++) assert_null(strstr(L->tables[i]->cols[k].name, "product_name_"));
+    p = plan_of(d, "buy-again");
+    for (size_t i = 0; i < p->op_count; i++) assert_string_not_equal(p->ops[i].container, "product");
     kp_design_free(d);
     kp_model_free(m);
 }
@@ -332,6 +454,7 @@ int main(void)
         cmocka_unit_test(test_a_root_set_without_equality_is_bucketed_when_large),
         cmocka_unit_test(test_children_keyed_by_the_root_key_go_out_with_the_root),
         cmocka_unit_test(test_a_bucketed_listing_reads_one_page_per_bucket_and_follows_one_page),
+        cmocka_unit_test(test_a_referenced_attribute_is_copied_where_reads_outweigh_writes),
         cmocka_unit_test(test_every_decision_names_the_patterns_that_caused_it),
         cmocka_unit_test(test_transform_writes_a_row_per_table_and_the_parent_statics),
     };
