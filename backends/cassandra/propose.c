@@ -21,6 +21,7 @@
  * derived from the same tree, so claims and measurements describe the same requests.
  */
 #include "backends/cassandra/cql.h"
+#include "backends/copies.h"
 #include "backends/emit.h"
 
 #include <math.h>
@@ -959,54 +960,6 @@ static cq_fetch *plan_pattern(builder *B, const kp_pattern *p)
 
 /* ---- copies of referenced attributes (extended references) ---------------------------------------- */
 
-#define CQ_COPY_ATTRS 4          /* a copy holds a few small attributes, never a record */
-#define CQ_COPY_BYTES 256.0
-
-/* What the patterns read through one to-one relation: the attributes of the record at
- * its end, or a path that goes on past it (which a copy cannot answer). */
-typedef struct copy_need {
-    const kp_rel *rel;
-    const kp_attr *attrs[CQ_COPY_ATTRS];
-    size_t attr_count;
-    int is_unfit;
-} copy_need;
-
-static void need_path(copy_need *n, kp_rel *const *path, size_t len, const kp_attr *attr)
-{
-    for (size_t i = 0; i < len; i++) {
-        if (path[i] != n->rel) continue;
-        if (i + 1 < len) { n->is_unfit = 1; return; }
-        const kp_relation *rel = n->rel->relation;
-        for (size_t k = 0; k < rel->fk_count; k++)
-            if (rel->ref_attrs[k] == attr) return; /* the row's foreign key holds it */
-        for (size_t k = 0; k < n->attr_count; k++)
-            if (n->attrs[k] == attr) return;
-        if (n->attr_count == CQ_COPY_ATTRS) { n->is_unfit = 1; return; }
-        n->attrs[n->attr_count++] = attr;
-    }
-}
-
-static void need_shape(copy_need *n, const kp_shape *s)
-{
-    if (!s) return;
-    if (s->kind == KP_SHAPE_ATTR) { need_path(n, s->path, s->path_len, s->attr); return; }
-    if (s->kind == KP_SHAPE_ONE && s->hop_count == 1 && s->hops[0] == n->rel) {
-        /* "$one": the record itself: its own attributes only */
-        if (s->where_count || s->value) n->is_unfit = 1;
-        for (size_t i = 0; i < s->member_count && !n->is_unfit; i++) {
-            const kp_shape *m = s->members[i];
-            if (m->kind == KP_SHAPE_PARAM) continue;
-            if (m->kind != KP_SHAPE_ATTR || m->path_len) { n->is_unfit = 1; break; }
-            kp_rel *hop = (kp_rel *)n->rel;
-            need_path(n, &hop, 1, m->attr);
-        }
-        return;
-    }
-    for (size_t i = 0; i < s->where_count; i++) need_path(n, s->where[i].path, s->where[i].path_len, s->where[i].attr);
-    need_shape(n, s->value);
-    for (size_t i = 0; i < s->member_count; i++) need_shape(n, s->members[i]);
-}
-
 /* A to-one leaf hop read by key once per row of its parent, which a copy could answer. */
 typedef struct copy_site {
     cq_fetch *hop, *parent;
@@ -1108,30 +1061,6 @@ static size_t add_copy_col(builder *B, cq_table *t, const kp_rel *r, const kp_at
     return t->col_count - 1;
 }
 
-/* The writes that change a copied attribute, in rows rewritten per second: each update of
- * the referenced record rewrites the copy in every row that references it. */
-static double copy_write_rate(builder *B, const copy_need *n)
-{
-    const kp_relation *rel = n->rel->relation;
-    double copies = rel->fanout.avg > 0 ? rel->fanout.avg : 1, rate = 0;
-    for (size_t w = 0; w < B->m->write_count; w++) {
-        const kp_write *wr = B->m->writes[w];
-        for (size_t s = 0; s < wr->step_count; s++) {
-            const kp_write_step *st = &wr->steps[s];
-            if (st->entity != n->rel->target || (st->op != KP_WRITE_UPDATE && st->op != KP_WRITE_UPSERT)) continue;
-            int touches = 0;
-            for (size_t a = 0; a < st->assign_count; a++)
-                for (size_t k = 0; k < n->attr_count; k++) touches |= st->assigns[a].attr == n->attrs[k];
-            if (touches) rate += kp_write_rps(wr, B->mix) * (st->rows > 0 ? st->rows : 1) * copies;
-        }
-    }
-    return rate;
-}
-
-/* Where a pattern reads a referenced record by key once per row (N+1), the row may hold
- * a copy of the few attributes it returns, as a Cassandra modeller keeps everything a
- * query returns in its table: taken when the reads it saves outweigh the rows the
- * writes that change the copied attributes rewrite. One decision per table and relation. */
 static int by_group(const void *a, const void *b)
 {
     const copy_site *x = a, *y = b;
@@ -1163,28 +1092,25 @@ static void decide_copies(builder *B)
         for (end = i + 1; end < sites.count && sites.items[end].group == sites.items[i].group;) end++;
         cq_table *t = (cq_table *)sites.items[i].parent->table;
         const kp_rel *r = sites.items[i].rel;
-        copy_need need = {r, {0}, 0, 0};
+        kp_copy_need need = {r, {0}, 0, 0};
         double saved = 0, bytes = 0;
         const kp_pattern *seen = NULL;
         for (size_t k = i; k < end; k++) {
             const copy_site *s = &sites.items[k];
-            if (s->p != seen) {
-                need_shape(&need, s->p->returns);
-                for (size_t c = 0; c < s->p->where_count; c++) need_path(&need, s->p->where[c].path, s->p->where[c].path_len, s->p->where[c].attr);
-                seen = s->p;
-            }
+            if (s->p != seen) kp_copy_need_pattern(&need, s->p);
+            seen = s->p;
             saved += kp_pattern_rps(s->p, B->mix) * site_rows(s->parent);
         }
         /* what the model copies itself costs nothing more: the cost and size are the new columns' */
-        copy_need added_need = {r, {0}, 0, need.is_unfit};
+        kp_copy_need added_need = {r, {0}, 0, need.is_unfit};
         for (size_t k = 0; k < need.attr_count; k++)
             if (own_copy(t, r, need.attrs[k]) < 0) {
                 added_need.attrs[added_need.attr_count++] = need.attrs[k];
                 bytes += attr_bytes(need.attrs[k]);
             }
-        double cost = copy_write_rate(B, &added_need);
+        double cost = kp_copy_write_rate(B->m, B->mix, &added_need);
         int all_own = need.attr_count && !added_need.attr_count;
-        int few = !need.is_unfit && bytes <= CQ_COPY_BYTES;
+        int few = !need.is_unfit && bytes <= KP_COPY_BYTES;
         int take = few && saved > cost;
         const char *fields = "";
         for (size_t k = 0; k < need.attr_count; k++) fields = kp_arena_printf(B->A, "%s%s%s", fields, k ? ", " : "", need.attrs[k]->name);

@@ -1,0 +1,39 @@
+/*
+ * copies.h — extended references, as every backend weighs them: what the patterns read of
+ * the record a to-one relation reaches, and what keeping a copy of it in the referencing
+ * records costs the writes.
+ *
+ * A backend that reads a referenced record once per record it returns (N+1) may instead
+ * store a copy of the few attributes the patterns read in each referencing item or row.
+ * These helpers only measure; each backend decides, stores and reads its copies itself.
+ */
+#ifndef KP_COPIES_H
+#define KP_COPIES_H
+
+#include <stddef.h>
+
+#include "core/model.h"
+
+#define KP_COPY_ATTRS 4          /* a copy holds a few small attributes, never a record */
+#define KP_COPY_BYTES 256.0      /* and at most this many bytes of them on average */
+
+/* What the patterns read through one to-one relation: the attributes of the record at its
+ * end, or something a copy cannot answer (a path going on past it, a "$one" with nested
+ * nodes or conditions, more than KP_COPY_ATTRS attributes). */
+typedef struct kp_copy_need {
+    const kp_rel *rel;
+    const kp_attr *attrs[KP_COPY_ATTRS];
+    size_t attr_count;
+    int is_unfit;
+} kp_copy_need;
+
+/* Adds what pattern p reads through need->rel (its response, its conditions). Attributes
+ * the referencing record's foreign key holds are not needed. */
+void kp_copy_need_pattern(kp_copy_need *need, const kp_pattern *p);
+
+/* Records rewritten per second under `mix` to keep copies of need's attributes equal to
+ * their source: every update of the referenced record that assigns one of them rewrites
+ * the copy in each record that references it (the relation's average fan-out). */
+double kp_copy_write_rate(const kp_model *m, const kp_mix *mix, const kp_copy_need *need);
+
+#endif
