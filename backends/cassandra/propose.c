@@ -1528,7 +1528,7 @@ static void plan_writes(builder *B)
         kp_write_plan *wp = &B->d->write_plans[w];
         wp->touches = NULL;
         wp->touch_count = 0;
-        double rows = 0;
+        double rows = 0, copy_rows = 0;
         size_t tables_touched = 0;
         for (size_t s = 0; s < wr->step_count; s++) {
             const kp_write_step *st = &wr->steps[s];
@@ -1598,6 +1598,7 @@ static void plan_writes(builder *B)
                 x->count = per * copies;
                 x->bytes = x->count * t->row_bytes;
                 rows += x->count;
+                copy_rows += x->count;
                 tables_touched++;
             }
         }
@@ -1611,6 +1612,10 @@ static void plan_writes(builder *B)
             wp->mechanism = "INSERT / UPDATE";
             wp->why = "one row in one table";
         }
+        if (copy_rows > 20)
+            wp->why = kp_arena_printf(B->A, "%s; the copies in the rows that reference the record (about %.0f) fill more than one "
+                                      "batch (20 rows, 32 KiB): they follow in further batches, not atomic with the rest",
+                                      wp->why, copy_rows);
     }
     for (size_t i = 0; i < lists; i++) { kp_index_list_free(&tables_of[i]); kp_index_list_free(&copies_of[i]); }
     free(tables_of);

@@ -8,8 +8,9 @@
  * every table that holds it as static columns; the records whose rows copy attributes of
  * a changed record (extended references) are transformed before and after too. Rows that disappeared are deleted by
  * primary key; rows that are new or changed are rewritten whole (absent columns
- * nulled). All of them go in one LOGGED BATCH when there are several, so the copies
- * across tables change together (atomic, not isolated), as the write plan says.
+ * nulled). They go in one LOGGED BATCH when there are several, so the copies across
+ * tables change together (atomic, not isolated), as the write plan says; more than one
+ * batch holds (20 statements, 32 KiB of rows) go in several, in order, not atomic.
  * Invariant: after apply_write every table holds exactly the rows transform makes
  * from the `after` data, for every record the write touched.
  */
@@ -20,7 +21,8 @@
 #include "backends/cassandra/cql.h"
 #include "core/data.h"
 
-#define KP_CQ_MAX_BATCH 20      /* statements per logged batch (under the 50 KiB batch guardrail for small rows) */
+#define KP_CQ_MAX_BATCH 20      /* statements per logged batch */
+#define KP_CQ_BATCH_BYTES 32768 /* and bytes of rows, under Cassandra's 50 KiB batch_size_fail_threshold */
 
 static int rows_of(const kp_design *d, const kp_dataset *data, const kp_record *r, kp_item_list *out, kp_error *err)
 {
@@ -108,7 +110,8 @@ int kp_cq_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *befor
     size_t cap = was.count + now.count + 1, count = 0;
     kp_cql_batch_entry *entries = calloc(cap, sizeof *entries);
     kp_cql_values *values = calloc(cap, sizeof *values);
-    if (rc == 0 && (!entries || !values)) rc = kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    size_t *sizes = calloc(cap, sizeof *sizes);
+    if (rc == 0 && (!entries || !values || !sizes)) rc = kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
     for (size_t i = 0; i < was.count && rc == 0; i++) {
         const kp_item *it = &was.items[i];
         if (find_item(&now, it->id)) continue;
@@ -117,6 +120,7 @@ int kp_cq_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *befor
         entries[count].cql = kp_cq_delete_text(&A, t, statics, ks, "");
         rc = kp_cq_bind_row(t, it->body, statics, 1, &values[count], err);
         entries[count].values = &values[count];
+        sizes[count] = 64;
         count++;
     }
     for (size_t i = 0; i < now.count && rc == 0; i++) {
@@ -128,20 +132,23 @@ int kp_cq_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *befor
         entries[count].cql = kp_cq_insert_text(&A, t, statics, ks, "");
         rc = kp_cq_bind_row(t, it->body, statics, -1, &values[count], err);
         entries[count].values = &values[count];
+        sizes[count] = it->bytes + 64;
         count++;
     }
-    if (rc == 0 && count == 1) {
-        rc = kp_cql_query(client, entries[0].cql, entries[0].values, NULL, NULL, err);
-        if (rc == 0) *atomic_exercised = 1;
-    } else if (rc == 0 && count > 1) {
-        for (size_t at = 0; at < count && rc == 0; at += KP_CQ_MAX_BATCH) {
-            size_t n = count - at < KP_CQ_MAX_BATCH ? count - at : KP_CQ_MAX_BATCH;
-            rc = kp_cql_batch_execute(client, KP_CQL_BATCH_LOGGED, entries + at, n, NULL, NULL, err);
-        }
-        if (rc == 0 && count <= KP_CQ_MAX_BATCH) *atomic_exercised = 1;
+    /* in order, as few batches as the limits allow (a row larger than the byte limit goes
+     * alone, as one statement); atomic only when all went in one */
+    size_t batches = 0;
+    for (size_t at = 0, n; at < count && rc == 0; at += n, batches++) {
+        size_t bytes = 0;
+        for (n = 0; at + n < count && n < KP_CQ_MAX_BATCH && (n == 0 || bytes + sizes[at + n] <= KP_CQ_BATCH_BYTES); n++)
+            bytes += sizes[at + n];
+        rc = n == 1 ? kp_cql_query(client, entries[at].cql, entries[at].values, NULL, NULL, err)
+                    : kp_cql_batch_execute(client, KP_CQL_BATCH_LOGGED, entries + at, n, NULL, NULL, err);
     }
+    if (rc == 0 && batches == 1) *atomic_exercised = 1;
     for (size_t i = 0; values && i < count; i++) kp_cql_values_free(&values[i]);
     free(values);
+    free(sizes);
     free(entries);
     kp_arena_free(&A);
     kp_item_list_free(&was);

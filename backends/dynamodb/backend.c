@@ -88,7 +88,7 @@ static unsigned shard_of(const char *pk, const char *sk, int shards)
     return (unsigned)(h % (uint64_t)shards);
 }
 
-int kp_ddb_item_for(const kp_design *d, const kp_record *r, cJSON **out, kp_error *err)
+int kp_ddb_item_for(const kp_design *d, const kp_dataset *data, const kp_record *r, cJSON **out, kp_error *err)
 {
     const ddb_layout *L = d->layout;
     const ddb_entity *e = &L->entities[r->entity->index];
@@ -136,15 +136,21 @@ int kp_ddb_item_for(const kp_design *d, const kp_record *r, cJSON **out, kp_erro
         cJSON *av = kp_ddb_to_attribute_value(&a->type, v);
         if (av) cJSON_AddItemToObject(item, a->name, av);
     }
+    /* copies of the referenced records' attributes (none without the data they come from) */
+    for (size_t i = 0; data && i < e->copy_count; i++) {
+        const ddb_copy *c = &e->copies[i];
+        const kp_record *source = kp_dataset_follow_one(data, r, (kp_rel *const *)&c->rel, 1);
+        cJSON *av = source ? kp_ddb_to_attribute_value(&c->attr->type, kp_record_get(source, c->attr)) : NULL;
+        if (av) cJSON_AddItemToObject(item, c->name, av);
+    }
     *out = item;
     return 0;
 }
 
 static int ddb_transform(const kp_design *d, const kp_dataset *data, const kp_record *r, kp_item_list *out, kp_error *err)
 {
-    (void)data;
     cJSON *item;
-    if (kp_ddb_item_for(d, r, &item, err)) return -1;
+    if (kp_ddb_item_for(d, data, r, &item, err)) return -1;
     size_t bytes = kp_ddb_item_size(item);
     if (bytes > ddb_limits.max_item_bytes) {
         cJSON_Delete(item);

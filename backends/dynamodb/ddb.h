@@ -67,6 +67,14 @@ typedef struct ddb_placement {
     int is_read;                /* propose: a fetch reads it (prune_placements) */
 } ddb_placement;
 
+/* A copy of an attribute of the record an entity's record references (an extended
+ * reference), held in each of its items so a pattern need not read the referenced item. */
+typedef struct ddb_copy {
+    const kp_rel *rel;          /* the to-one relation to the record copied from */
+    const kp_attr *attr;        /* its attribute */
+    const char *name;           /* the item attribute that holds the copy: "bidder.nickname" */
+} ddb_copy;
+
 typedef struct ddb_entity {
     const kp_entity *entity;
     const char *prefix;         /* "WS", "PROJ" */
@@ -74,11 +82,14 @@ typedef struct ddb_entity {
     size_t placement_count, placement_cap;
     int is_in_parent_collection;/* base PK is a parent's key (an item collection) */
     const kp_relation *home;    /* the relation whose parent holds the collection */
+    ddb_copy *copies;           /* attributes of referenced records its items copy */
+    size_t copy_count, copy_cap;
 } ddb_entity;
 
 /* ---- fetch trees ------------------------------------------------------------------- */
 
-typedef enum ddb_fetch_kind { DDB_GET, DDB_QUERY, DDB_BATCH_GET, DDB_COUNT } ddb_fetch_kind;
+/* DDB_COPY: the referenced record made of the copies its parent's item holds (no request) */
+typedef enum ddb_fetch_kind { DDB_GET, DDB_QUERY, DDB_BATCH_GET, DDB_COUNT, DDB_COPY } ddb_fetch_kind;
 
 /* Where a key value comes from at run time. */
 typedef enum ddb_source { DDB_FROM_PARAMS, DDB_FROM_PARENT, DDB_FROM_CONSTANT } ddb_source;
@@ -119,6 +130,11 @@ struct ddb_fetch {
     ddb_fetch *next_hop;            /* multi-hop: run on each record of this fetch, elements come from the last */
     int is_independent;             /* a root's child whose keys the parameters give (through the root's
                                        key): it needs nothing of the root's answer, same round trip */
+    /* DDB_COPY: for each attribute of the referenced record, the parent record's attribute
+     * that holds it (a ddb_copy's name, or the model's own copy_of attribute) */
+    const char **copy_names;
+    const kp_attr **copy_attrs;
+    size_t copy_count;
 };
 
 typedef struct ddb_layout {
@@ -157,8 +173,9 @@ size_t kp_ddb_item_size(const cJSON *item);
 /* A short entity prefix: "Workspace" -> "WS"-like upper-case abbreviations, unique per model. */
 const char *kp_ddb_entity_prefix(kp_arena *arena, const kp_model *model, const kp_entity *entity);
 
-/* backend.c: the item a record becomes (PK, SK, index keys, type tag, attributes). */
-int kp_ddb_item_for(const kp_design *d, const kp_record *r, cJSON **out, kp_error *err);
+/* backend.c: the item a record becomes (PK, SK, index keys, type tag, attributes, and the
+ * copies of the records it references, found in `data`; none when data is NULL). */
+int kp_ddb_item_for(const kp_design *d, const kp_dataset *data, const kp_record *r, cJSON **out, kp_error *err);
 
 /* emit.c: create-table.json, nosql-workbench.json, cloudformation.yaml, requests/ */
 int kp_ddb_emit(const kp_design *d, const char *out_dir, const kp_emit_options *options, kp_error *err);

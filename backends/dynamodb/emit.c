@@ -183,7 +183,7 @@ static int sample_items(emitter *E, cJSON *items)
             if (!object) { rc = -1; break; }
             kp_record r = {.entity = e, .object = object};
             cJSON *item = NULL;
-            rc = kp_ddb_item_for(E->d, &r, &item, E->err);
+            rc = kp_ddb_item_for(E->d, NULL, &r, &item, E->err);
             if (rc == 0) cJSON_AddItemToArray(items, item);
             cJSON_Delete(object);
         }
@@ -483,7 +483,7 @@ typedef struct op_list {
 /* The fetches of a pattern in the order of its plan's operations (propose.c add_ops). */
 static void collect(op_list *ops, const ddb_fetch *f, int parent)
 {
-    if (ops->count == sizeof ops->items / sizeof ops->items[0]) return;
+    if (ops->count == sizeof ops->items / sizeof ops->items[0] || f->kind == DDB_COPY) return; /* a copy: no request */
     int me = (int)ops->count;
     ops->items[ops->count++] = (op_file){.f = f, .parent = parent};
     if (f->next_hop) {

@@ -119,6 +119,15 @@ static kp_frec *record_of(run *R, const cJSON *item)
         return NULL;
     }
     cJSON *object = cJSON_CreateObject();
+    /* copies of referenced records' attributes, kept under their item names for the
+     * DDB_COPY fetches below this one (copy_level) */
+    const ddb_entity *de = &((const ddb_layout *)R->design->layout)->entities[e->index];
+    for (size_t i = 0; object && i < de->copy_count; i++) {
+        const cJSON *av = cJSON_GetObjectItemCaseSensitive(item, de->copies[i].name);
+        kp_error value_err = {0};
+        cJSON *v = av ? kp_ddb_from_attribute_value(&de->copies[i].attr->type, av, &value_err) : NULL;
+        if (v) cJSON_AddItemToObject(object, de->copies[i].name, v);
+    }
     for (size_t i = 0; object && i < e->attr_count; i++) {
         const cJSON *av = cJSON_GetObjectItemCaseSensitive(item, e->attrs[i]->name);
         if (!av) continue;
@@ -421,9 +430,37 @@ static int scan_array(run *R, const ddb_fetch *f, const kp_frec *from, cJSON *it
     return rc;
 }
 
+/* DDB_COPY: the referenced record of each input, made of its foreign key and the copies
+ * its item holds; no request. An input that references nothing yields nothing. */
+static int copy_level(run *R, const ddb_fetch *f, const pairs *in, pairs *out)
+{
+    const kp_relation *rel = f->rel->relation;
+    for (size_t i = 0; i < in->count; i++) {
+        kp_frec *from = in->items[i].rec;
+        if (!from) continue;
+        cJSON *obj = cJSON_CreateObject();
+        if (!obj) return nomem(R);
+        int is_set = 1;
+        for (size_t k = 0; k < rel->fk_count && is_set; k++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(from->object, rel->fk_attrs[k]->name);
+            is_set = v && !cJSON_IsNull(v);
+            if (is_set) cJSON_AddItemToObject(obj, rel->ref_attrs[k]->name, kp_data_copy(v, NULL));
+        }
+        for (size_t k = 0; k < f->copy_count && is_set; k++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(from->object, f->copy_names[k]);
+            if (v && !cJSON_IsNull(v)) cJSON_AddItemToObject(obj, f->copy_attrs[k]->name, kp_data_copy(v, NULL));
+        }
+        if (!is_set) { cJSON_Delete(obj); continue; }
+        kp_frec *rec = kp_fetched_add(R->fetched, f->entity->entity, obj);
+        if (!rec || pairs_push3(out, rec, in->items[i].origin ? in->items[i].origin : from, from)) return nomem(R);
+    }
+    return 0;
+}
+
 /* Reads what f reads for each input, appending (record, origin) pairs in order. */
 static int fetch_level(run *R, const ddb_fetch *f, const pairs *in, pairs *out)
 {
+    if (f->kind == DDB_COPY) return copy_level(R, f, in, out);
     if (f->is_scan) {
         for (size_t i = 0; i < in->count; i++) {
             cJSON *items = cJSON_CreateArray();
@@ -575,7 +612,7 @@ static int exec_children(run *R, const ddb_fetch *f, const pairs *produced, int 
                 if (pairs_push(&in, produced->items[k].rec, NULL)) rc = nomem(R);
         }
         if (rc == 0 && !in.count) R->is_cut_short = 1;
-        if (rc == 0 && in.count) rc = exec_fetch(R, c, &in, depth + !c->is_independent);
+        if (rc == 0 && in.count) rc = exec_fetch(R, c, &in, depth + !(c->is_independent || c->kind == DDB_COPY));
         free(in.items);
         if (rc) return -1;
     }
@@ -595,7 +632,7 @@ static int link_hops(run *R, const ddb_fetch *f, const pairs *level)
 /* Runs a fetch (and its next hops) over its inputs, links what it read, then its children. */
 static int exec_fetch(run *R, const ddb_fetch *f, const pairs *in, int depth)
 {
-    if (depth > R->max_depth) R->max_depth = depth;
+    if (depth > R->max_depth && f->kind != DDB_COPY) R->max_depth = depth;
     pairs level = {0};
     int rc = fetch_level(R, f, in, &level);
     if (rc == 0) rc = link_hops(R, f, &level);

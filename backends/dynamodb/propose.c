@@ -27,6 +27,7 @@
  * Invariant: a plan's claimed requests and round trips are what execute.c sends for
  * a first page when the data matches the model's averages.
  */
+#include "backends/copies.h"
 #include "backends/dynamodb/ddb.h"
 #include "backends/dynamodb/request.h"
 #include "backends/emit.h"
@@ -302,6 +303,10 @@ static double entity_item_bytes(builder *B, const kp_entity *e, int at_max)
                     : ((double)strlen(a->name) + attr_bytes(a)) * a->presence;
     }
     const ddb_entity *de = B->L && B->L->entities ? &B->L->entities[e->index] : NULL;
+    for (size_t k = 0; de && k < de->copy_count; k++) {
+        const kp_attr *a = de->copies[k].attr;
+        t += (double)strlen(de->copies[k].name) + (at_max ? attr_bytes(a) * kp_attr_max_ratio(a) : attr_bytes(a) * a->presence);
+    }
     for (size_t k = 0; de && k < de->placement_count; k++) {
         const ddb_placement *pl = &de->placements[k];
         /* a local index shares the table's partition key: only its sort key is another attribute */
@@ -1495,6 +1500,7 @@ static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fe
                     int waits, int step)
 {
     static const char *const ops[] = {"GetItem", "Query", "BatchGetItem", "Query (COUNT)"};
+    if (f->kind == DDB_COPY) return; /* the parent's items hold it: no request */
     /* a key look-up for several parents is one BatchGetItem per 100 keys (execute.c) */
     int batched = f->kind == DDB_GET && parents > 1;
     kp_operation *o = kp_plan_add_op(B->d, plan, ops[batched ? DDB_BATCH_GET : f->kind], B->L->table);
@@ -1705,6 +1711,26 @@ static void plan_writes(builder *B)
                     requests += 1 + cp->count;
                 }
             }
+            /* copies of its attributes in the items that reference it (extended references) */
+            for (size_t e2 = 0; (st->op == KP_WRITE_UPDATE || st->op == KP_WRITE_UPSERT) && e2 < B->L->entity_count; e2++) {
+                const ddb_entity *other = &B->L->entities[e2];
+                const ddb_copy *moved = NULL;
+                for (size_t k = 0; k < other->copy_count && !moved; k++)
+                    for (size_t x = 0; other->copies[k].rel->target == st->entity && x < st->assign_count; x++)
+                        if (st->assigns[x].attr == other->copies[k].attr) moved = &other->copies[k];
+                if (!moved) continue;
+                double fan = moved->rel->relation->fanout.avg > 0 ? moved->rel->relation->fanout.avg : 1;
+                kp_write_touch *cp = kp_write_plan_touch(B->d, wp);
+                cp->container = B->L->table;
+                cp->what = kp_design_printf(B->d, "copy of %s.%s in the %s items that reference it (PutItem each)", st->entity->name,
+                                            moved->attr->name, other->entity->name);
+                cp->count = rows * fan;
+                cp->bytes = cp->count * item_bytes(B, other->entity);
+                cp->write_units = cp->count * write_units(item_bytes(B, other->entity));
+                items += cp->count;
+                units += cp->write_units;
+                requests += cp->count;
+            }
             /* derived aggregates on related items change with inserts and deletes */
             for (size_t i = 0; i < st->entity->aggregated_by_count; i++) {
                 const kp_entity *other = st->entity->aggregated_by[i]->entity;
@@ -1901,6 +1927,8 @@ static void fingerprint(builder *B)
             h ^= (uint64_t)pl->shards * 31 + pl->only_when_count;
             h *= 1099511628211ULL;
         }
+        for (size_t k = 0; k < de->copy_count; k++)
+            for (const char *c = de->copies[k].name; *c; c++) { h ^= (unsigned char)*c; h *= 1099511628211ULL; }
     }
     snprintf(B->d->fingerprint, sizeof B->d->fingerprint, "%016llx", (unsigned long long)h);
 }
@@ -1986,6 +2014,152 @@ static void prune_placements(builder *B)
     }
 }
 
+/* ---- copies of referenced attributes (extended references) ---------------------------------------- */
+
+/* A read of a referenced item by key once per item its parent returns (N+1), which a copy
+ * in the parent's items could answer. */
+typedef struct copy_site {
+    ddb_fetch *hop;
+    const ddb_fetch *parent;
+    const kp_pattern *p;
+    const kp_rel *rel;
+    size_t group, order;
+} copy_site;
+
+typedef struct copy_sites { copy_site *items; size_t count, cap; } copy_sites;
+
+static void find_copy_sites(builder *B, const kp_pattern *p, ddb_fetch *f, const ddb_fetch *parent, copy_sites *out)
+{
+    if (!f) return;
+    const kp_rel *r = f->rel;
+    int is_hop = !f->shape || (f->shape->kind == KP_SHAPE_ONE && f->shape->hop_count == 1);
+    if (parent && r && is_hop && (f->kind == DDB_GET || f->kind == DDB_BATCH_GET) && !f->is_scan && !f->child_count &&
+        !f->next_hop && f->source == DDB_FROM_PARENT && !f->is_independent && parent->entity &&
+        parent->entity->entity == r->source && r->target != r->source && r->relation->link == KP_LINK_FOREIGN_KEY &&
+        r->relation->holder == r->source) {
+        copy_site *site = kp_arena_push(B->arena, (void **)&out->items, &out->count, &out->cap, sizeof *site);
+        site->hop = f;
+        site->parent = parent;
+        site->p = p;
+        site->rel = r;
+    }
+    const ddb_fetch *end = f;
+    for (ddb_fetch *h = f->next_hop; h; h = h->next_hop) { find_copy_sites(B, p, h, end, out); end = h; }
+    for (size_t i = 0; i < end->child_count; i++) find_copy_sites(B, p, end->children[i], end, out);
+}
+
+/* The items a site's parent returns per request of its pattern (the reads a copy saves). */
+static double copy_site_items(const ddb_fetch *parent)
+{
+    double n = 1;
+    if (parent->rel && parent->rel->is_many && parent->rel->fanout) n = parent->rel->fanout->avg;
+    if (parent->shape && parent->shape->kind == KP_SHAPE_EACH && parent->shape->expect.is_given) n = parent->shape->expect.avg;
+    if (!parent->rel && parent->shape && parent->shape->limit > 0) n = (double)parent->shape->limit;
+    if (parent->limit > 0 && n > (double)parent->limit) n = (double)parent->limit;
+    return n > 0 ? n : 1;
+}
+
+static int by_copy_group(const void *a, const void *b)
+{
+    const copy_site *x = a, *y = b;
+    return x->group != y->group ? (x->group < y->group ? -1 : 1) : x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Where a pattern reads a referenced item by key for every item it returns, the items may
+ * hold a copy of the few attributes it returns: taken when the reads saved outweigh the
+ * items the writes that change the copied attributes rewrite. One decision per relation. */
+static void decide_copies(builder *B)
+{
+    copy_sites sites = {0};
+    for (size_t i = 0; i < B->m->pattern_count; i++) find_copy_sites(B, B->m->patterns[i], B->L->roots[i], NULL, &sites);
+    kp_strmap groups = {0};
+    size_t group_count = 0;
+    for (size_t i = 0; i < sites.count; i++) {
+        copy_site *s = &sites.items[i];
+        const char *key = kp_arena_printf(B->arena, "%s|%s|%d", s->rel->source->name, s->rel->name ? s->rel->name : "", s->rel->is_inverse);
+        void *g = kp_strmap_get(&groups, key);
+        if (!g) {
+            g = (void *)(uintptr_t)++group_count;
+            if (kp_strmap_put(B->arena, &groups, key, g)) return;
+        }
+        s->group = (size_t)(uintptr_t)g;
+        s->order = i;
+    }
+    if (sites.count) qsort(sites.items, sites.count, sizeof *sites.items, by_copy_group);
+    for (size_t i = 0, end; i < sites.count; i = end) {
+        for (end = i + 1; end < sites.count && sites.items[end].group == sites.items[i].group;) end++;
+        const kp_rel *r = sites.items[i].rel;
+        ddb_entity *de = entity_of(B, r->source);
+        kp_copy_need need = {r, {0}, 0, 0}, added = {r, {0}, 0, 0};
+        double saved = 0, bytes = 0;
+        const kp_pattern *seen = NULL;
+        for (size_t k = i; k < end; k++) {
+            if (sites.items[k].p != seen) kp_copy_need_pattern(&need, sites.items[k].p);
+            seen = sites.items[k].p;
+            saved += pattern_rate(B, sites.items[k].p) * copy_site_items(sites.items[k].parent);
+        }
+        /* what the model copies itself (copy_of) costs nothing more */
+        for (size_t k = 0; k < need.attr_count; k++) {
+            kp_rel *hop = (kp_rel *)r;
+            if (copy_for(r->source, &hop, 1, need.attrs[k])) continue;
+            added.attrs[added.attr_count++] = need.attrs[k];
+            bytes += attr_bytes(need.attrs[k]);
+        }
+        double cost = kp_copy_write_rate(B->m, B->mix, &added);
+        int few = !need.is_unfit && bytes <= KP_COPY_BYTES;
+        int take = few && saved > cost;
+        const char *fields = "", *names = "";
+        const char **copy_names = take ? kp_arena_alloc(B->arena, sizeof *copy_names * (need.attr_count + 1)) : NULL;
+        for (size_t k = 0; k < need.attr_count; k++) {
+            fields = bprintf(B, "%s%s%s", fields, k ? ", " : "", need.attrs[k]->name);
+            if (!take) continue;
+            kp_rel *hop = (kp_rel *)r;
+            const kp_attr *own = copy_for(r->source, &hop, 1, need.attrs[k]);
+            if (own) {
+                copy_names[k] = own->name;
+            } else {
+                ddb_copy *c = kp_arena_push(B->arena, (void **)&de->copies, &de->copy_count, &de->copy_cap, sizeof *c);
+                c->rel = r;
+                c->attr = need.attrs[k];
+                c->name = bprintf(B, "%s.%s", r->name ? r->name : r->target->name, need.attrs[k]->name);
+                copy_names[k] = c->name;
+            }
+            names = bprintf(B, "%s%s%s", names, k ? ", " : "", copy_names[k]);
+        }
+        if (!need.attr_count) fields = "its key";
+        kp_decision *dc = kp_design_decide(B->d, bprintf(B, "%s.%s", r->source->name, r->name ? r->name : r->target->name),
+            take ? (added.attr_count ? bprintf(B, "copy %s.{%s} into each %s item (%s): no read of the %s item", r->target->name, fields,
+                                              r->source->name, names, r->target->name)
+                    : need.attr_count ? bprintf(B, "%s.{%s} from each %s item's own copy (%s): no read of the %s item", r->target->name,
+                                                fields, r->source->name, names, r->target->name)
+                                      : bprintf(B, "the %s's key from the %s item's own foreign key: no read of the %s item",
+                                                r->target->name, r->source->name, r->target->name))
+                 : bprintf(B, "reference: read the %s item by key for each %s item", r->target->name, r->source->name),
+            !few ? bprintf(B, "the patterns read %s of the %s through %s: too much to copy into every item",
+                           need.is_unfit ? "more" : fields, r->target->name, r->name ? r->name : "the reference")
+                 : need.attr_count && !added.attr_count ? bprintf(B, "the model keeps the copy in step (copy_of); it saves reading "
+                                                                    "one item per item returned (%.1f/s)", saved)
+                 : cost == 0 ? bprintf(B, "it saves reading one item per item returned (%.1f/s), and no write changes %s: the "
+                                          "copies never move", saved, fields)
+                 : bprintf(B, "the reads a copy saves (one item per item returned, %.1f/s) %s the items the writes that change %s "
+                              "rewrite (%.1f/s)", saved, take ? "outweigh" : "do not outweigh", fields, cost));
+        const kp_attr **attrs = NULL;
+        if (take && need.attr_count) {
+            attrs = kp_arena_alloc(B->arena, sizeof *attrs * need.attr_count);
+            memcpy(attrs, need.attrs, sizeof *attrs * need.attr_count);
+        }
+        for (size_t k = i; k < end; k++) {
+            copy_site *s = &sites.items[k];
+            kp_decision_add_pattern(B->d, dc, s->p);
+            if (!take) continue;
+            s->hop->kind = DDB_COPY;
+            s->hop->copy_names = copy_names;
+            s->hop->copy_attrs = attrs;
+            s->hop->copy_count = need.attr_count;
+        }
+    }
+}
+
 static int propose_one(const kp_model *m, const kp_mix *mix, int is_normalised, kp_design **out, kp_error *err)
 {
     extern const kp_backend kp_dynamodb_backend;
@@ -2019,6 +2193,7 @@ static int propose_one(const kp_model *m, const kp_mix *mix, int is_normalised, 
     }
     if (rc) { kp_design_free(d); return -1; }
     prune_placements(&B);
+    decide_copies(&B);
     for (size_t i = 0; i < m->pattern_count; i++) {
         kp_plan *plan = &d->plans[i];
         plan->is_requests_exact = 1;

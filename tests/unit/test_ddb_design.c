@@ -317,6 +317,63 @@ static void test_the_base_sort_key_follows_the_listing_and_a_relation_is_read_on
     kp_model_free(m);
 }
 
+/* Issue #14, N+1 reads of referenced attributes, on DynamoDB: a Bid item holds a copy of
+ * its bidder's nickname (no write changes it), so item-bids is one Query in one round trip
+ * (it was a Query, then a BatchGetItem of the bidders); a write that changes a copied
+ * attribute claims the items it rewrites (the blog's rename-author). */
+static void test_a_referenced_attribute_is_copied_into_the_referencing_items(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/auction-mixes/model.json");
+    kp_design *d = propose(m);
+    const kp_plan *p = plan_of(d, "item-bids");
+    assert_int_equal(p->sequential_steps, 1);
+    for (size_t i = 0; i < p->op_count; i++) assert_string_not_equal(p->ops[i].op, "BatchGetItem");
+    const ddb_layout *L = d->layout;
+    const ddb_entity *bid = &L->entities[kp_model_entity(m, "Bid")->index];
+    int copies_nickname = 0;
+    for (size_t i = 0; i < bid->copy_count; i++) copies_nickname |= !strcmp(bid->copies[i].name, "bidder.nickname");
+    assert_true(copies_nickname);
+    kp_design_free(d);
+    kp_model_free(m);
+
+    m = load("tests/fixtures/models/blog.json");
+    d = propose(m);
+    const kp_write_plan *wp = NULL;
+    for (size_t i = 0; i < m->write_count; i++)
+        if (!strcmp(m->writes[i]->name, "rename-author")) wp = &d->write_plans[i];
+    assert_non_null(wp);
+    double copies = 0;
+    for (size_t i = 0; i < wp->touch_count; i++)
+        if (strstr(wp->touches[i].what, "copy of Author.name in the Comment items")) copies = wp->touches[i].count;
+    assert_true(copies == 320.0); /* Author.written's average fan-out */
+    /* a Comment item holds its commenter's name, from the data it is made with */
+    kp_dataset *data = NULL;
+    kp_error err;
+    assert_int_equal(kp_dataset_new(m, &data, &err), 0);
+    const char *author = "{\"id\":\"00000000-0000-4000-8000-000000000002\",\"handle\":\"ada\",\"name\":\"Ada\",\"joinedAt\":\"2024-01-01T00:00:00.000Z\"}\n";
+    const char *post = "{\"id\":\"00000000-0000-4000-8000-000000000001\",\"authorId\":\"00000000-0000-4000-8000-000000000002\","
+                       "\"title\":\"t\",\"body\":\"b\",\"publishedAt\":\"2024-01-01T00:00:00.000Z\",\"commentCount\":1}\n";
+    const char *comment = "{\"postId\":\"00000000-0000-4000-8000-000000000001\",\"authorId\":\"00000000-0000-4000-8000-000000000002\","
+                          "\"createdAt\":\"2024-01-02T00:00:00.000Z\",\"text\":\"hi\"}\n";
+    assert_int_equal(kp_dataset_add_ndjson(data, kp_model_entity(m, "Author"), "a.ndjson", author, strlen(author), &err), 0);
+    assert_int_equal(kp_dataset_add_ndjson(data, kp_model_entity(m, "Post"), "p.ndjson", post, strlen(post), &err), 0);
+    assert_int_equal(kp_dataset_add_ndjson(data, kp_model_entity(m, "Comment"), "c.ndjson", comment, strlen(comment), &err), 0);
+    if (kp_dataset_finish(data, &err)) fail_msg("%s", err.message);
+    size_t n;
+    kp_record *const *recs = kp_dataset_records(data, kp_model_entity(m, "Comment"), &n);
+    assert_int_equal(n, 1);
+    cJSON *item = NULL;
+    assert_int_equal(kp_ddb_item_for(d, data, recs[0], &item, &err), 0);
+    const cJSON *name = cJSON_GetObjectItem(cJSON_GetObjectItem(item, "commenter.name"), "S");
+    assert_non_null(name);
+    assert_string_equal(name->valuestring, "Ada");
+    cJSON_Delete(item);
+    kp_dataset_free(data);
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
 /* Comments keyed [postId, id], listed by createdAt with their post: the listing first takes
  * a local index, then merges onto GSI1, where the post is found — the LSI entry would be
  * written for every comment and read by nothing, so the design drops it (and its claim). */
@@ -521,6 +578,7 @@ int main(void)
         cmocka_unit_test(test_transform_builds_the_keys_of_the_collection_and_indexes),
         cmocka_unit_test(test_the_response_is_reassembled_in_the_declared_shape),
         cmocka_unit_test(test_every_example_has_a_design_without_unexpected_defects),
+        cmocka_unit_test(test_a_referenced_attribute_is_copied_into_the_referencing_items),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
