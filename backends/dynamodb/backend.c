@@ -147,30 +147,84 @@ int kp_ddb_item_for(const kp_design *d, const kp_dataset *data, const kp_record 
     return 0;
 }
 
-static int ddb_transform(const kp_design *d, const kp_dataset *data, const kp_record *r, kp_item_list *out, kp_error *err)
+/* The element items of record r for one adjacency list (ddb_placement.elements). */
+static int element_items(const ddb_placement *pl, const kp_record *r, cJSON *out, kp_error *err)
 {
+    const kp_relation *rel = pl->elements->relation;
+    const kp_attr *ref = pl->elements->source->key[0]; /* the element is the referenced record's key */
+    const cJSON *arr = kp_record_get(r, rel->array_attr);
+    char sk[2048];
+    if (!cJSON_IsArray(arr) || kp_ddb_format_value(&pl->sk, r->object, sk, sizeof sk)) return 0; /* none, or sparse */
+    for (const cJSON *v = arr->child; v; v = v->next) {
+        int dup = 0;
+        for (const cJSON *w = arr->child; w != v && !dup; w = w->next) dup = kp_data_equal(v, w, NULL);
+        if (dup || cJSON_IsNull(v)) continue;
+        cJSON *at = cJSON_CreateObject();
+        cJSON_AddItemToObject(at, ref->name, kp_data_copy(v, NULL));
+        char pk[2048];
+        int ok = kp_ddb_format_value(&pl->pk, at, pk, sizeof pk) == 0;
+        cJSON_Delete(at);
+        if (!ok) continue;
+        cJSON *item = cJSON_CreateObject();
+        if (!item) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+        cJSON_AddItemToObject(cJSON_AddObjectToObject(item, "PK"), "S", cJSON_CreateString(pk));
+        cJSON_AddItemToObject(cJSON_AddObjectToObject(item, "SK"), "S", cJSON_CreateString(sk));
+        cJSON_AddItemToObject(cJSON_AddObjectToObject(item, KP_DDB_TYPE_ATTR), "S", cJSON_CreateString(r->entity->name));
+        cJSON_AddItemToObject(cJSON_AddObjectToObject(item, KP_DDB_ELEMENT_ATTR), "S", cJSON_CreateString(rel->array_attr->name));
+        for (size_t i = 0; i < pl->hold_count; i++) {
+            cJSON *av = kp_ddb_to_attribute_value(&pl->holds[i]->type, kp_record_get(r, pl->holds[i]));
+            if (av) cJSON_AddItemToObject(item, pl->holds[i]->name, av);
+        }
+        cJSON_AddItemToArray(out, item);
+    }
+    return 0;
+}
+
+int kp_ddb_items_for(const kp_design *d, const kp_dataset *data, const kp_record *r, cJSON *out, kp_error *err)
+{
+    const ddb_layout *L = d->layout;
+    const ddb_entity *e = &L->entities[r->entity->index];
     cJSON *item;
     if (kp_ddb_item_for(d, data, r, &item, err)) return -1;
-    size_t bytes = kp_ddb_item_size(item);
-    if (bytes > ddb_limits.max_item_bytes) {
-        cJSON_Delete(item);
-        return kp_error_set(err, KP_ERR_DATA, NULL, (int)r->line, 0,
-                            "this %s record becomes a %zu-byte DynamoDB item, above the 400 KB item limit; it is not written",
-                            r->entity->name, bytes);
-    }
-    kp_item *it = kp_item_list_push(out);
-    if (!it) { cJSON_Delete(item); return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
-    const ddb_layout *L = d->layout;
-    it->container = L->table;
-    it->entity = r->entity;
-    it->body = item;
-    it->bytes = bytes;
-    const char *pk = cJSON_GetObjectItem(cJSON_GetObjectItem(item, "PK"), "S")->valuestring;
-    const char *sk = cJSON_GetObjectItem(cJSON_GetObjectItem(item, "SK"), "S")->valuestring;
-    size_t n = strlen(pk) + strlen(sk) + 2;
-    it->id = malloc(n);
-    if (it->id) snprintf(it->id, n, "%s\x1f%s", pk, sk);
+    cJSON_AddItemToArray(out, item);
+    for (size_t i = 0; i < e->element_count; i++)
+        if (element_items(&e->element_items[i], r, out, err)) return -1;
     return 0;
+}
+
+static int ddb_transform(const kp_design *d, const kp_dataset *data, const kp_record *r, kp_item_list *out, kp_error *err)
+{
+    cJSON *items = cJSON_CreateArray();
+    if (!items) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    if (kp_ddb_items_for(d, data, r, items, err)) { cJSON_Delete(items); return -1; }
+    const ddb_layout *L = d->layout;
+    int rc = 0;
+    cJSON *item;
+    while (rc == 0 && (item = items->child) != NULL) {
+        cJSON_DetachItemViaPointer(items, item);
+        size_t bytes = kp_ddb_item_size(item);
+        if (bytes > ddb_limits.max_item_bytes) {
+            cJSON_Delete(item);
+            rc = kp_error_set(err, KP_ERR_DATA, NULL, (int)r->line, 0,
+                              "this %s record becomes a %zu-byte DynamoDB item, above the 400 KB item limit; it is not written",
+                              r->entity->name, bytes);
+            break;
+        }
+        kp_item *it = kp_item_list_push(out);
+        if (!it) { cJSON_Delete(item); rc = kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); break; }
+        it->container = L->table;
+        it->entity = r->entity;
+        it->body = item;
+        it->bytes = bytes;
+        const char *pk = cJSON_GetObjectItem(cJSON_GetObjectItem(item, "PK"), "S")->valuestring;
+        const char *sk = cJSON_GetObjectItem(cJSON_GetObjectItem(item, "SK"), "S")->valuestring;
+        size_t n = strlen(pk) + strlen(sk) + 2;
+        it->id = malloc(n);
+        if (it->id) snprintf(it->id, n, "%s\x1f%s", pk, sk);
+        else rc = kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    }
+    cJSON_Delete(items);
+    return rc;
 }
 
 const kp_backend kp_dynamodb_backend = {

@@ -23,6 +23,7 @@
 #define KP_DDB_MAX_GSI 20
 #define KP_DDB_MAX_LSI 5
 #define KP_DDB_TYPE_ATTR "_et"   /* every item names its entity: how execute tells items apart */
+#define KP_DDB_ELEMENT_ATTR "_el" /* an element item (an adjacency list) names the array it indexes */
 
 /* ---- key formats ---------------------------------------------------------------- */
 
@@ -65,6 +66,13 @@ typedef struct ddb_placement {
     const char *sentinel_sk;    /* header placement: a fixed SK instead of sk (parent item in a child collection) */
     const kp_pattern *cause;
     int is_read;                /* propose: a fetch reads it (prune_placements) */
+    /* an adjacency list (ddb_entity.element_items): not keys on the record's item but items
+     * of their own on the base table, one per distinct element of this array relation's
+     * array: pk keyed by the element (the referenced record's key), sk over the record,
+     * holding the record's attributes `holds` (what the listings read) */
+    const kp_rel *elements;
+    const kp_attr **holds;
+    size_t hold_count;
 } ddb_placement;
 
 /* A copy of an attribute of the record an entity's record references (an extended
@@ -84,6 +92,8 @@ typedef struct ddb_entity {
     const kp_relation *home;    /* the relation whose parent holds the collection */
     ddb_copy *copies;           /* attributes of referenced records its items copy */
     size_t copy_count, copy_cap;
+    ddb_placement *element_items; /* adjacency lists: items per element of an array of references */
+    size_t element_count, element_cap;
 } ddb_entity;
 
 /* ---- fetch trees ------------------------------------------------------------------- */
@@ -176,6 +186,9 @@ const char *kp_ddb_entity_prefix(kp_arena *arena, const kp_model *model, const k
 /* backend.c: the item a record becomes (PK, SK, index keys, type tag, attributes, and the
  * copies of the records it references, found in `data`; none when data is NULL). */
 int kp_ddb_item_for(const kp_design *d, const kp_dataset *data, const kp_record *r, cJSON **out, kp_error *err);
+/* Every item a record becomes, appended to the array `out`: its item, then its element
+ * items (one per distinct element of each array an adjacency list indexes). */
+int kp_ddb_items_for(const kp_design *d, const kp_dataset *data, const kp_record *r, cJSON *out, kp_error *err);
 
 /* emit.c: create-table.json, nosql-workbench.json, cloudformation.yaml, requests/ */
 int kp_ddb_emit(const kp_design *d, const char *out_dir, const kp_emit_options *options, kp_error *err);

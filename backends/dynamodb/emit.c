@@ -439,6 +439,9 @@ static binding bind_child(const ddb_fetch *f)
             kp_attr **attrs = forward ? rel->through_to : rel->through_from;
             for (size_t i = 0; i < side->key_count; i++) hold(&b, side->key[i], "<%s.%s>", rel->through->name, attrs[i]->name);
         }
+    } else if (r->is_inverse) {
+        /* the element items in the referenced record's partition (an adjacency list) */
+        hold(&b, r->source->key[0], "<%s.%s>", r->source->name, r->source->key[0]->name);
     } else {
         hold(&b, rel->to->key[0], "<%s.%s[i]>", r->source->name, rel->array_attr->name);
     }

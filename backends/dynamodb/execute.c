@@ -225,6 +225,10 @@ static void virtual_targets(run *R, const ddb_fetch *f, const kp_frec *from, cJS
                 copy_into(o, side->key[i]->name, cJSON_GetObjectItemCaseSensitive(src, attrs[i]->name));
         }
         cJSON_AddItemToArray(out, o);
+    } else if (r->is_inverse) {
+        /* the element items in the referenced record's partition (an adjacency list) */
+        cJSON_AddItemToArray(out, copy_into(cJSON_CreateObject(), r->source->key[0]->name,
+                                            cJSON_GetObjectItemCaseSensitive(src, r->source->key[0]->name)));
     } else {
         const cJSON *arr = cJSON_GetObjectItemCaseSensitive(src, rel->array_attr->name);
         for (const cJSON *e = arr ? arr->child : NULL; e; e = e->next)

@@ -484,6 +484,7 @@ static int record_of_item(void *p, const cJSON *it, kp_error *err)
     records_ctx *r = p;
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(it, KP_DDB_TYPE_ATTR), "S");
     if (!cJSON_IsString(type)) return 0; /* an item keyplan did not write */
+    if (cJSON_GetObjectItemCaseSensitive(it, KP_DDB_ELEMENT_ATTR)) return 0; /* an element item: its record is elsewhere */
     const kp_entity *e = kp_model_entity(r->d->model, type->valuestring);
     if (!e) {
         const cJSON *pk = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(it, "PK"), "S");

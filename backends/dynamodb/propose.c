@@ -327,9 +327,12 @@ static double item_bytes_max(builder *B, const kp_entity *e) { return entity_ite
 
 /* The bytes `count` items of a fetch take for `inputs` inputs: a header Query returns one
  * parent item per input besides the children. */
+static double element_item_bytes(const ddb_placement *pl, int at_max);
+
 static double fetch_bytes(builder *B, const ddb_fetch *f, double count, double inputs, int at_max)
 {
-    double child = entity_item_bytes(B, f->entity->entity, at_max);
+    double child = f->placement && f->placement->elements ? element_item_bytes(f->placement, at_max)
+                                                          : entity_item_bytes(B, f->entity->entity, at_max);
     return f->header ? (count - inputs) * child + inputs * entity_item_bytes(B, f->header->entity, at_max) : count * child;
 }
 
@@ -720,6 +723,127 @@ static void describe_conditions(char *buf, size_t size, const kp_cond *const *co
 static int plan_shape_children(builder *B, const kp_pattern *p, ddb_fetch *parent, const kp_shape *s,
                                const ddb_entity *ctx);
 
+/* The attributes of `e` a listing's shape reads of its elements (their leaves, order and
+ * conditions, and the key), or NULL (*n = 0) when it needs more than its own attributes
+ * (a path through a relation, a nested node): then the element items hold every attribute. */
+static const kp_attr **listing_holds(builder *B, const kp_shape *s, const kp_entity *e, size_t *n)
+{
+    const kp_attr **out = kp_arena_alloc(B->arena, sizeof *out * (e->attr_count + 1));
+    *n = 0;
+    int all = !s || s->kind != KP_SHAPE_EACH || (s->value && (s->value->kind != KP_SHAPE_ATTR || s->value->path_len));
+    for (size_t i = 0; s && !all && i < s->member_count; i++) {
+        const kp_shape *m = s->members[i];
+        if (m->kind == KP_SHAPE_PARAM) continue;
+        all = m->kind != KP_SHAPE_ATTR || m->path_len;
+    }
+    for (size_t i = 0; s && !all && i < s->where_count; i++) all = s->where[i].path_len > 0;
+    for (size_t a = 0; a < e->attr_count; a++) {
+        const kp_attr *x = e->attrs[a];
+        int used = all || x->key_index >= 0 || (s->value && s->value->attr == x);
+        for (size_t i = 0; !used && i < s->member_count; i++) used = s->members[i]->kind == KP_SHAPE_ATTR && s->members[i]->attr == x;
+        for (size_t i = 0; !used && i < s->order_count; i++) used = s->order[i].attr == x;
+        for (size_t i = 0; !used && i < s->where_count; i++) used = s->where[i].attr == x;
+        if (used) out[(*n)++] = x;
+    }
+    return out;
+}
+
+/* A listing of the records whose array of references holds the parent's key (r: the
+ * inverse of an array relation): an adjacency list — an item per (element, record) pair in
+ * the referenced record's partition, sorted as the listing declares and holding what it
+ * reads, written and kept in step by every write of the record. One Query per page. */
+static ddb_fetch *element_listing(builder *B, const kp_pattern *p, const kp_rel *r, const kp_shape *s, ddb_entity *holder)
+{
+    const kp_relation *rel = r->relation;
+    const kp_cond **eqs = NULL, **filters = NULL, *range = NULL;
+    size_t eq_count = 0, filter_count = 0;
+    const kp_shape *os = s && s->kind == KP_SHAPE_EACH ? s : NULL;
+    if (os) split_where(B, os, &eqs, &eq_count, &range, &filters, &filter_count);
+    int orderable = !os || key_orderable(os);
+    ddb_format pk = fmt_keyed(B, kp_ddb_entity_prefix(B->arena, B->m, r->source), (const kp_attr *const *)r->source->key, 1);
+    ddb_format sk = orderable ? ordered_sk(B, holder, eqs, eq_count, os, NULL, 0)
+                              : fmt_keyed(B, holder->prefix, (const kp_attr *const *)holder->entity->key, holder->entity->key_count);
+    size_t hold_count = 0;
+    const kp_attr **holds = listing_holds(B, os, holder->entity, &hold_count);
+    ddb_placement *pl = NULL;
+    for (size_t i = 0; i < holder->element_count && !pl; i++) {
+        ddb_placement *x = &holder->element_items[i];
+        if (x->elements == r && same_format(&x->sk, &sk)) pl = x;
+    }
+    int is_new = !pl;
+    if (!pl) {
+        pl = kp_arena_push(B->arena, (void **)&holder->element_items, &holder->element_count, &holder->element_cap, sizeof *pl);
+        pl->index = &B->L->base;
+        pl->pk = pk;
+        pl->sk = sk;
+        pl->shards = 1;
+        pl->cause = p;
+        pl->elements = r;
+        pl->holds = kp_arena_alloc(B->arena, sizeof *pl->holds * (holder->entity->attr_count + 1));
+    }
+    for (size_t i = 0; i < hold_count; i++) { /* the union of what every listing on it reads */
+        int have = 0;
+        for (size_t k = 0; k < pl->hold_count; k++) have |= pl->holds[k] == holds[i];
+        if (!have) pl->holds[pl->hold_count++] = holds[i];
+    }
+    pl->is_read = 1;
+    if (is_new) {
+        const char *held = "";
+        for (size_t i = 0; i < hold_count; i++) held = bprintf(B, "%s%s%s", held, i ? ", " : "", holds[i]->name);
+        kp_decision *x = kp_design_decide(
+            B->d, bprintf(B, "%s.%s elements", r->target->name, rel->array_attr->name),
+            bprintf(B, "an item per element (adjacency list): PK=%s, SK=%s, holding {%s}", kp_ddb_format_describe(B->arena, &pk),
+                    kp_ddb_format_describe(B->arena, &sk), held),
+            bprintf(B, "'%s' lists the %s whose %s holds a %s; DynamoDB cannot index the elements of an array, so each %s also "
+                       "writes one item per element into that %s's partition, in the listing's order: one Query per page, not "
+                       "a Scan. Every write of a %s writes its element items too (they hold only what the listings read)",
+                    p->name, r->target->name, rel->array_attr->name, r->source->name, r->target->name, r->source->name,
+                    r->target->name));
+        kp_decision_add_pattern(B->d, x, p);
+    }
+    ddb_fetch *f = new_fetch(B, s && s->kind == KP_SHAPE_COUNT ? DDB_COUNT : DDB_QUERY, pl, holder);
+    f->rel = r;
+    f->shape = s;
+    f->source = DDB_FROM_PARENT;
+    f->pk_from = kp_arena_alloc(B->arena, sizeof *f->pk_from);
+    f->pk_from[0] = r->source->key[0];
+    f->sk_prefix = kp_ddb_format_prefix(B->arena, &sk);
+    f->sk_eq = eqs;
+    f->sk_eq_count = orderable ? eq_count : 0;
+    if (!orderable) {
+        const kp_cond **all = kp_arena_alloc(B->arena, sizeof *all * (eq_count + filter_count + 1));
+        size_t t = 0;
+        for (size_t i = 0; i < eq_count; i++) all[t++] = eqs[i];
+        for (size_t i = 0; i < filter_count; i++) all[t++] = filters[i];
+        filters = all;
+        filter_count = t;
+    }
+    f->range = range && orderable && range_in_sk(&sk, range->attr, eq_count) ? range : NULL;
+    if (range && !f->range) {
+        const kp_cond **all = kp_arena_alloc(B->arena, sizeof *all * (filter_count + 2));
+        for (size_t i = 0; i < filter_count; i++) all[i] = filters[i];
+        all[filter_count++] = range;
+        filters = all;
+    }
+    f->filters = filters;
+    f->filter_count = filter_count;
+    f->is_forward = os && os->declared_order_count ? !os->order[0].is_desc : 1;
+    f->is_server_ordered = orderable;
+    if (os && orderable && filter_count == 0) f->limit = os->limit;
+    return f;
+}
+
+/* An element item's size (ddb_placement.elements): its keys, type tags and what it holds. */
+static double element_item_bytes(const ddb_placement *pl, int at_max)
+{
+    double t = 4 + format_bytes(&pl->pk, at_max) + 4 + format_bytes(&pl->sk, at_max) + 40;
+    for (size_t i = 0; i < pl->hold_count; i++) {
+        const kp_attr *a = pl->holds[i];
+        t += (double)strlen(a->name) + (at_max ? attr_bytes(a) * kp_attr_max_ratio(a) : attr_bytes(a) * a->presence);
+    }
+    return t;
+}
+
 /* A listing of `child` items by relation hop r from a parent record: rules 1, 3, 4. */
 static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r, const kp_shape *s, int allow_header_on)
 {
@@ -950,18 +1074,7 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
     }
     if (rel->link == KP_LINK_ARRAY) {
         ddb_entity *target = entity_of(B, r->target);
-        if (r->is_inverse) {
-            kp_design_defect(B->d, p, "'%s' walks %s.%s backwards through the array %s.%s: DynamoDB cannot index array elements, "
-                                   "so only a Scan would serve it; hold the relation through a join entity instead",
-                             p->name, r->source->name, r->name, rel->from->name, rel->array_attr->name);
-            ddb_fetch *f = new_fetch(B, DDB_QUERY, &target->placements[0], target);
-            f->rel = r;
-            f->shape = s;
-            f->source = DDB_FROM_PARENT;
-            f->is_server_ordered = 0;
-            f->is_scan = 1;
-            return f;
-        }
+        if (r->is_inverse) return element_listing(B, p, r, s, target);
         ddb_fetch *f = new_fetch(B, (s && s->kind == KP_SHAPE_COUNT) ? DDB_COUNT : DDB_BATCH_GET, &target->placements[0], target);
         f->rel = r;
         f->shape = s;
@@ -1685,6 +1798,29 @@ static void plan_writes(builder *B)
                 g->write_units = g->count * wcu;
                 items += g->count;
                 units += g->write_units;
+            }
+            /* element items (adjacency lists): written with the record, again when an update
+             * changes what they hold or the array itself */
+            for (size_t k = 0; k < e->element_count; k++) {
+                const ddb_placement *ep = &e->element_items[k];
+                const kp_attr *arr = ep->elements->relation->array_attr;
+                int moved = st->op == KP_WRITE_INSERT || st->op == KP_WRITE_DELETE;
+                for (size_t x = 0; !moved && x < st->assign_count; x++) {
+                    moved = st->assigns[x].attr == arr;
+                    for (size_t h = 0; !moved && h < ep->hold_count; h++) moved = st->assigns[x].attr == ep->holds[h];
+                }
+                if (!moved) continue;
+                double per = arr->type.avg_items > 0 ? arr->type.avg_items : 1, bytes = element_item_bytes(ep, 0);
+                kp_write_touch *g = kp_write_plan_touch(B->d, wp);
+                g->container = B->L->table;
+                g->what = kp_design_printf(B->d, "%s element items of the %s item (one per element of %s)",
+                                           st->op == KP_WRITE_DELETE ? "deleted" : "put", st->entity->name, arr->name);
+                g->count = rows * per;
+                g->bytes = g->count * bytes;
+                g->write_units = g->count * write_units(bytes) * (wr->is_atomic ? 2 : 1);
+                items += g->count;
+                units += g->write_units;
+                requests += wr->is_atomic ? 0 : g->count;
             }
             if (st->op == KP_WRITE_UPDATE || st->op == KP_WRITE_UPSERT || st->op == KP_WRITE_DELETE) {
                 /* denormalised copies of the changed attributes, elsewhere */

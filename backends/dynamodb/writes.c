@@ -10,8 +10,9 @@
  * the endpoint has no transactions (dynalite answers UnknownOperationException) the
  * requests go one by one, in order, and atomic_exercised stays 0 so the report says
  * atomicity was not exercised.
- * The items of records that copy attributes of a changed record (ddb_copy) are put again
- * with the new copies.
+ * A record's element items (adjacency lists) go with it: put again, or deleted where the
+ * record lost the element. The items of records that copy attributes of a changed record
+ * (ddb_copy) are put again with the new copies.
  * Invariant: after apply_write the table holds exactly the items transform makes
  * from the `after` data, for every record the write touched.
  */
@@ -100,25 +101,38 @@ static int collect(const kp_design *d, const kp_dataset *before, const kp_datase
         for (size_t i = 0; i < n && rc == 0; i++) {
             kp_record *old = kp_dataset_find_like(before, entity, recs[i]->object);
             if (old && kp_data_equal(old->object, recs[i]->object, NULL)) continue;
-            cJSON *item;
-            if ((rc = kp_ddb_item_for(d, after, recs[i], &item, err)) != 0) break;
-            if (old) {
-                cJSON *old_item;
-                if ((rc = kp_ddb_item_for(d, before, old, &old_item, err)) != 0) { cJSON_Delete(item); break; }
-                if (!same_key(old_item, item)) cJSON_AddItemToArray(cs->deletes, key_of(old_item));
-                cJSON_Delete(old_item);
+            /* its items now (the item and its element items), and those it had whose keys it lost */
+            cJSON *items = cJSON_CreateArray(), *old_items = cJSON_CreateArray();
+            rc = kp_ddb_items_for(d, after, recs[i], items, err);
+            if (rc == 0 && old) rc = kp_ddb_items_for(d, before, old, old_items, err);
+            for (const cJSON *o = old_items->child; rc == 0 && o; o = o->next) {
+                int kept = 0;
+                for (const cJSON *x = items->child; x && !kept; x = x->next) kept = same_key(o, x);
+                if (!kept) cJSON_AddItemToArray(cs->deletes, key_of(o));
             }
-            cJSON_AddItemToArray(cs->puts, item);
+            /* what is new or changed (an element item that holds none of what changed stays) */
+            cJSON *item;
+            while (rc == 0 && (item = items->child) != NULL) {
+                cJSON_DetachItemViaPointer(items, item);
+                int same = 0;
+                for (const cJSON *o = old_items->child; o && !same; o = o->next) same = cJSON_Compare(o, item, 1);
+                if (same) cJSON_Delete(item);
+                else cJSON_AddItemToArray(cs->puts, item);
+            }
+            cJSON_Delete(items);
+            cJSON_Delete(old_items);
+            if (rc) break;
             rc = put_copying(d, before, after, recs[i], after, &copying, cs, err);
             if (rc == 0 && old) rc = put_copying(d, before, after, old, before, &copying, cs, err);
         }
         recs = kp_dataset_records(before, entity, &n);
         for (size_t i = 0; i < n && rc == 0; i++) {
             if (kp_dataset_find_like(after, entity, recs[i]->object)) continue;
-            cJSON *old_item;
-            if ((rc = kp_ddb_item_for(d, before, recs[i], &old_item, err)) != 0) break;
-            cJSON_AddItemToArray(cs->deletes, key_of(old_item));
-            cJSON_Delete(old_item);
+            cJSON *old_items = cJSON_CreateArray();
+            rc = kp_ddb_items_for(d, before, recs[i], old_items, err);
+            for (const cJSON *o = old_items->child; rc == 0 && o; o = o->next) cJSON_AddItemToArray(cs->deletes, key_of(o));
+            cJSON_Delete(old_items);
+            if (rc) break;
             rc = put_copying(d, before, after, recs[i], before, &copying, cs, err);
         }
     }
