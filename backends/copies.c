@@ -4,6 +4,9 @@
  */
 #include "backends/copies.h"
 
+#include <stdint.h>
+#include <stdlib.h>
+
 static void need_path(kp_copy_need *n, kp_rel *const *path, size_t len, const kp_attr *attr)
 {
     for (size_t i = 0; i < len; i++) {
@@ -62,4 +65,51 @@ double kp_copy_write_rate(const kp_model *m, const kp_mix *mix, const kp_copy_ne
         }
     }
     return rate;
+}
+
+static int by_group(const void *a, const void *b)
+{
+    const kp_copy_site *x = a, *y = b;
+    if (x->group_id != y->group_id) return x->group_id < y->group_id ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+long kp_copy_sites_group(kp_arena *arena, kp_copy_sites *sites)
+{
+    kp_strmap groups = {0};
+    size_t count = 0;
+    for (size_t i = 0; i < sites->count; i++) {
+        kp_copy_site *s = &sites->items[i];
+        void *g = kp_strmap_get(&groups, s->group);
+        if (!g) {
+            g = (void *)(uintptr_t)++count;
+            if (kp_strmap_put(arena, &groups, s->group, g)) return -1;
+        }
+        s->group_id = (size_t)(uintptr_t)g;
+        s->order = i;
+    }
+    if (sites->count) qsort(sites->items, sites->count, sizeof *sites->items, by_group);
+    return (long)count;
+}
+
+static const kp_rel *reverse(const kp_rel *r) { return r->is_inverse ? &r->relation->forward : &r->relation->inverse; }
+
+int kp_copy_holders(const kp_dataset *before, const kp_dataset *after, const kp_record *target, const kp_dataset *target_data,
+                    const kp_rel *via, kp_record_list *done, kp_copy_holder_fn fn, void *ctx, kp_error *err)
+{
+    kp_record_list refs = {0};
+    if (kp_dataset_follow(target_data, target, reverse(via), &refs, err)) return -1;
+    int rc = 0;
+    for (size_t j = 0; j < refs.count && rc == 0; j++) {
+        kp_record *old = kp_dataset_find_like(before, refs.items[j]->entity, refs.items[j]->object);
+        kp_record *cur = kp_dataset_find_like(after, refs.items[j]->entity, refs.items[j]->object);
+        if (!old || !cur || !kp_data_equal(old->object, cur->object, NULL)) continue; /* a change of its own */
+        int seen = 0;
+        for (size_t x = 0; x < done->count && !seen; x++) seen = done->items[x] == cur;
+        if (seen) continue;
+        if (kp_record_list_push(done, cur)) rc = kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+        if (rc == 0) rc = fn(ctx, old, cur, err);
+    }
+    kp_record_list_free(&refs);
+    return rc;
 }

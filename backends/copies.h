@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 
+#include "core/arena.h"
+#include "core/data.h"
 #include "core/model.h"
 
 #define KP_COPY_ATTRS 4          /* a copy holds a few small attributes, never a record */
@@ -35,5 +37,32 @@ void kp_copy_need_pattern(kp_copy_need *need, const kp_pattern *p);
  * their source: every update of the referenced record that assigns one of them rewrites
  * the copy in each record that references it (the relation's average fan-out). */
 double kp_copy_write_rate(const kp_model *m, const kp_mix *mix, const kp_copy_need *need);
+
+/* A place where a backend reads a referenced record once per record it returns, which a
+ * copy could answer: its fetch node (`hop`) and the node whose records it follows
+ * (`parent`), both the backend's own types. */
+typedef struct kp_copy_site {
+    void *hop;
+    const void *parent;
+    const kp_pattern *p;
+    const kp_rel *rel;          /* the to-one relation the hop follows */
+    const char *group;          /* what one decision covers: sites of one group share their copies */
+    size_t group_id, order;     /* kp_copy_sites_group */
+} kp_copy_site;
+
+typedef struct kp_copy_sites { kp_copy_site *items; size_t count, cap; } kp_copy_sites;
+
+/* Orders the sites by group (groups in order of first appearance), keeping the order they
+ * were found in within a group, so each group is a run. Returns the number of groups, or
+ * -1 when out of memory. */
+long kp_copy_sites_group(kp_arena *arena, kp_copy_sites *sites);
+
+/* Calls fn once for each record that references `target` (reached over the reverse of
+ * `via` in `target_data`) and is the same in both datasets — one whose copies of target's
+ * attributes a write moved without changing it — unless `done` holds it already (then it
+ * is added). A record that changed itself is its write's own. */
+typedef int (*kp_copy_holder_fn)(void *ctx, const kp_record *before, const kp_record *after, kp_error *err);
+int kp_copy_holders(const kp_dataset *before, const kp_dataset *after, const kp_record *target, const kp_dataset *target_data,
+                    const kp_rel *via, kp_record_list *done, kp_copy_holder_fn fn, void *ctx, kp_error *err);
 
 #endif

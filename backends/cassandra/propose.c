@@ -960,17 +960,9 @@ static cq_fetch *plan_pattern(builder *B, const kp_pattern *p)
 
 /* ---- copies of referenced attributes (extended references) ---------------------------------------- */
 
-/* A to-one leaf hop read by key once per row of its parent, which a copy could answer. */
-typedef struct copy_site {
-    cq_fetch *hop, *parent;
-    const kp_rel *rel;          /* the to-one relation the hop follows */
-    const kp_pattern *p;
-    size_t group, order;        /* its table and relation (decide_copies), and where it was found */
-} copy_site;
-
-typedef struct copy_sites { copy_site *items; size_t count, cap; } copy_sites;
-
-static void find_sites(builder *B, const kp_pattern *p, cq_fetch *f, cq_fetch *parent, copy_sites *out)
+/* A to-one hop read by key once per row of its parent (a leaf's, or a "$one"), which a
+ * copy in the parent's rows could answer. */
+static void find_sites(builder *B, const kp_pattern *p, cq_fetch *f, cq_fetch *parent, kp_copy_sites *out)
 {
     if (!f) return;
     /* a leaf's hop, or a "$one" of the referenced record */
@@ -979,11 +971,12 @@ static void find_sites(builder *B, const kp_pattern *p, cq_fetch *f, cq_fetch *p
     if (parent && r && f->kind == CQ_SELECT && f->rel == r && !f->child_count && !f->next_hop && parent->kind == CQ_SELECT &&
         parent->table && parent->table->entity == r->source && r->target != r->source &&
         r->relation->link == KP_LINK_FOREIGN_KEY && r->relation->holder == r->source) {
-        copy_site *site = kp_arena_push(B->A, (void **)&out->items, &out->count, &out->cap, sizeof *site);
+        kp_copy_site *site = kp_arena_push(B->A, (void **)&out->items, &out->count, &out->cap, sizeof *site);
         site->hop = f;
         site->parent = parent;
         site->rel = r;
         site->p = p;
+        site->group = kp_arena_printf(B->A, "%s|%s|%s|%d", parent->table->name, r->source->name, r->name ? r->name : "", r->is_inverse);
     }
     find_sites(B, p, f->next_hop, f, out);
     for (size_t i = 0; i < f->child_count; i++) find_sites(B, p, f->children[i], f, out);
@@ -1061,42 +1054,20 @@ static size_t add_copy_col(builder *B, cq_table *t, const kp_rel *r, const kp_at
     return t->col_count - 1;
 }
 
-static int by_group(const void *a, const void *b)
-{
-    const copy_site *x = a, *y = b;
-    return x->group != y->group ? (x->group < y->group ? -1 : 1) : x->order < y->order ? -1 : x->order > y->order;
-}
-
 static void decide_copies(builder *B)
 {
-    copy_sites sites = {0};
+    kp_copy_sites sites = {0};
     for (size_t i = 0; i < B->m->pattern_count; i++) find_sites(B, B->m->patterns[i], B->L->roots[i], NULL, &sites);
-    /* group the sites by table and relation, in the order they were found */
-    kp_strmap groups = {0};
-    size_t group_count = 0;
-    for (size_t i = 0; i < sites.count; i++) {
-        copy_site *s = &sites.items[i];
-        const kp_rel *r = s->rel;
-        const char *key = kp_arena_printf(B->A, "%s|%s|%s|%d", s->parent->table->name, r->source->name, r->name ? r->name : "",
-                                          r->is_inverse);
-        void *g = kp_strmap_get(&groups, key);
-        if (!g) {
-            g = (void *)(uintptr_t)++group_count;
-            if (kp_strmap_put(B->A, &groups, key, g)) return;
-        }
-        s->group = (size_t)(uintptr_t)g;
-        s->order = i;
-    }
-    if (sites.count) qsort(sites.items, sites.count, sizeof *sites.items, by_group);
+    if (kp_copy_sites_group(B->A, &sites) < 0) return;
     for (size_t i = 0, end; i < sites.count; i = end) {
-        for (end = i + 1; end < sites.count && sites.items[end].group == sites.items[i].group;) end++;
-        cq_table *t = (cq_table *)sites.items[i].parent->table;
+        for (end = i + 1; end < sites.count && sites.items[end].group_id == sites.items[i].group_id;) end++;
+        cq_table *t = (cq_table *)((const cq_fetch *)sites.items[i].parent)->table;
         const kp_rel *r = sites.items[i].rel;
         kp_copy_need need = {r, {0}, 0, 0};
         double saved = 0, bytes = 0;
         const kp_pattern *seen = NULL;
         for (size_t k = i; k < end; k++) {
-            const copy_site *s = &sites.items[k];
+            const kp_copy_site *s = &sites.items[k];
             if (s->p != seen) kp_copy_need_pattern(&need, s->p);
             seen = s->p;
             saved += kp_pattern_rps(s->p, B->mix) * site_rows(s->parent);
@@ -1149,17 +1120,18 @@ static void decide_copies(builder *B)
                                    saved, take ? "outweigh" : "do not outweigh", fields, cost,
                                    take ? "; each such write rewrites the copies in its LOGGED BATCH" : ""));
         for (size_t k = i; k < end; k++) {
-            copy_site *s = &sites.items[k];
+            const kp_copy_site *s = &sites.items[k];
+            cq_fetch *hop = s->hop;
             kp_decision_add_pattern(B->d, dc, s->p);
             if (!take) continue;
-            cq_table *base = (cq_table *)s->hop->table;
-            s->hop->kind = CQ_COPY;
-            s->hop->table = NULL;
-            s->hop->bind_count = 0;
-            s->hop->copy_cols = cols;
-            s->hop->copy_attrs = need.attr_count ? kp_arena_alloc(B->A, sizeof *s->hop->copy_attrs * need.attr_count) : NULL;
-            if (need.attr_count) memcpy(s->hop->copy_attrs, need.attrs, sizeof *s->hop->copy_attrs * need.attr_count);
-            s->hop->copy_count = need.attr_count;
+            cq_table *base = (cq_table *)hop->table;
+            hop->kind = CQ_COPY;
+            hop->table = NULL;
+            hop->bind_count = 0;
+            hop->copy_cols = cols;
+            hop->copy_attrs = need.attr_count ? kp_arena_alloc(B->A, sizeof *hop->copy_attrs * need.attr_count) : NULL;
+            if (need.attr_count) memcpy(hop->copy_attrs, need.attrs, sizeof *hop->copy_attrs * need.attr_count);
+            hop->copy_count = need.attr_count;
             if (base && !tree_reads(B->L->roots[s->p->index], base)) uncause(base, s->p);
         }
     }

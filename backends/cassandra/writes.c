@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "backends/cassandra/cql.h"
+#include "backends/copies.h"
 #include "core/data.h"
 
 #define KP_CQ_MAX_BATCH 20      /* statements per logged batch */
@@ -29,7 +30,18 @@ static int rows_of(const kp_design *d, const kp_dataset *data, const kp_record *
     return kp_cq_transform(d, data, r, out, err);
 }
 
-static const kp_rel *reverse(const kp_rel *r) { return r->is_inverse ? &r->relation->forward : &r->relation->inverse; }
+typedef struct copying_ctx {
+    const kp_design *d;
+    const kp_dataset *before, *after;
+    kp_item_list *was, *now;
+} copying_ctx;
+
+static int copying_record(void *p, const kp_record *old, const kp_record *cur, kp_error *err)
+{
+    copying_ctx *c = p;
+    if (kp_cq_transform(c->d, c->after, cur, c->now, err)) return -1;
+    return kp_cq_transform(c->d, c->before, old, c->was, err);
+}
 
 /* The records that did not change themselves but whose rows copy attributes of `target`
  * (cq_column.via), a record the write changed: their rows before and after. `done` keeps
@@ -38,6 +50,7 @@ static int copying_rows(const kp_design *d, const kp_dataset *before, const kp_d
                         const kp_dataset *target_data, kp_record_list *done, kp_item_list *was, kp_item_list *now, kp_error *err)
 {
     const cq_layout *L = d->layout;
+    copying_ctx ctx = {d, before, after, was, now};
     for (size_t i = 0; i < L->table_count; i++) {
         const cq_table *t = L->tables[i];
         const kp_rel *last = NULL;
@@ -45,22 +58,7 @@ static int copying_rows(const kp_design *d, const kp_dataset *before, const kp_d
             const kp_rel *via = t->cols[k].via;
             if (!via || via == last || via->target != target->entity) continue;
             last = via;
-            kp_record_list refs = {0};
-            if (kp_dataset_follow(target_data, target, reverse(via), &refs, err)) return -1;
-            int rc = 0;
-            for (size_t j = 0; j < refs.count && rc == 0; j++) {
-                kp_record *old = kp_dataset_find_like(before, refs.items[j]->entity, refs.items[j]->object);
-                kp_record *cur = kp_dataset_find_like(after, refs.items[j]->entity, refs.items[j]->object);
-                if (!old || !cur || !kp_data_equal(old->object, cur->object, NULL)) continue; /* a change of its own */
-                int seen = 0;
-                for (size_t x = 0; x < done->count && !seen; x++) seen = done->items[x] == cur;
-                if (seen) continue;
-                if (kp_record_list_push(done, cur)) rc = kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
-                if (rc == 0) rc = kp_cq_transform(d, after, cur, now, err);
-                if (rc == 0) rc = kp_cq_transform(d, before, old, was, err);
-            }
-            kp_record_list_free(&refs);
-            if (rc) return -1;
+            if (kp_copy_holders(before, after, target, target_data, via, done, copying_record, &ctx, err)) return -1;
         }
     }
     return 0;

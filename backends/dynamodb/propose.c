@@ -723,6 +723,19 @@ static void describe_conditions(char *buf, size_t size, const kp_cond *const *co
 static int plan_shape_children(builder *B, const kp_pattern *p, ddb_fetch *parent, const kp_shape *s,
                                const ddb_entity *ctx);
 
+/* `first` then `rest` as one array of conditions (the server filters them); *rest_count
+ * becomes the total. */
+static const kp_cond **joined_conds(builder *B, const kp_cond *const *first, size_t first_count, const kp_cond **rest,
+                                    size_t *rest_count)
+{
+    const kp_cond **all = kp_arena_alloc(B->arena, sizeof *all * (first_count + *rest_count + 1));
+    size_t t = 0;
+    for (size_t i = 0; i < first_count; i++) all[t++] = first[i];
+    for (size_t i = 0; i < *rest_count; i++) all[t++] = rest[i];
+    *rest_count = t;
+    return all;
+}
+
 /* The attributes of `e` a listing's shape reads of its elements (their leaves, order and
  * conditions, and the key), or NULL (*n = 0) when it needs more than its own attributes
  * (a path through a relation, a nested node): then the element items hold every attribute. */
@@ -810,21 +823,9 @@ static ddb_fetch *element_listing(builder *B, const kp_pattern *p, const kp_rel 
     f->sk_prefix = kp_ddb_format_prefix(B->arena, &sk);
     f->sk_eq = eqs;
     f->sk_eq_count = orderable ? eq_count : 0;
-    if (!orderable) {
-        const kp_cond **all = kp_arena_alloc(B->arena, sizeof *all * (eq_count + filter_count + 1));
-        size_t t = 0;
-        for (size_t i = 0; i < eq_count; i++) all[t++] = eqs[i];
-        for (size_t i = 0; i < filter_count; i++) all[t++] = filters[i];
-        filters = all;
-        filter_count = t;
-    }
+    if (!orderable) filters = joined_conds(B, eqs, eq_count, filters, &filter_count);
     f->range = range && orderable && range_in_sk(&sk, range->attr, eq_count) ? range : NULL;
-    if (range && !f->range) {
-        const kp_cond **all = kp_arena_alloc(B->arena, sizeof *all * (filter_count + 2));
-        for (size_t i = 0; i < filter_count; i++) all[i] = filters[i];
-        all[filter_count++] = range;
-        filters = all;
-    }
+    if (range && !f->range) filters = joined_conds(B, &range, 1, filters, &filter_count);
     f->filters = filters;
     f->filter_count = filter_count;
     f->is_forward = os && os->declared_order_count ? !os->order[0].is_desc : 1;
@@ -933,15 +934,8 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
         f->sk_prefix = prefix;
         f->sk_eq = eqs;
         f->sk_eq_count = (pl == &child->placements[0]) ? 0 : eq_count;
-        if (pl == &child->placements[0] && eq_count) {
-            /* equalities the base sort key cannot hold become filters */
-            const kp_cond **all = kp_arena_alloc(B->arena, sizeof *all * (eq_count + filter_count + 1));
-            size_t t = 0;
-            for (size_t i = 0; i < eq_count; i++) all[t++] = eqs[i];
-            for (size_t i = 0; i < filter_count; i++) all[t++] = filters[i];
-            filters = all;
-            filter_count = t;
-        }
+        if (pl == &child->placements[0] && eq_count) /* equalities the base sort key cannot hold become filters */
+            filters = joined_conds(B, eqs, eq_count, filters, &filter_count);
         /* a range is a key condition only where the sort key holds it right after the
          * equalities; elsewhere the server filters it */
         f->range = range && range_in_sk(&pl->sk, range->attr, pl == &child->placements[0] ? 0 : eq_count) ? range : NULL;
@@ -2154,17 +2148,7 @@ static void prune_placements(builder *B)
 
 /* A read of a referenced item by key once per item its parent returns (N+1), which a copy
  * in the parent's items could answer. */
-typedef struct copy_site {
-    ddb_fetch *hop;
-    const ddb_fetch *parent;
-    const kp_pattern *p;
-    const kp_rel *rel;
-    size_t group, order;
-} copy_site;
-
-typedef struct copy_sites { copy_site *items; size_t count, cap; } copy_sites;
-
-static void find_copy_sites(builder *B, const kp_pattern *p, ddb_fetch *f, const ddb_fetch *parent, copy_sites *out)
+static void find_copy_sites(builder *B, const kp_pattern *p, ddb_fetch *f, const ddb_fetch *parent, kp_copy_sites *out)
 {
     if (!f) return;
     const kp_rel *r = f->rel;
@@ -2173,11 +2157,12 @@ static void find_copy_sites(builder *B, const kp_pattern *p, ddb_fetch *f, const
         !f->next_hop && f->source == DDB_FROM_PARENT && !f->is_independent && parent->entity &&
         parent->entity->entity == r->source && r->target != r->source && r->relation->link == KP_LINK_FOREIGN_KEY &&
         r->relation->holder == r->source) {
-        copy_site *site = kp_arena_push(B->arena, (void **)&out->items, &out->count, &out->cap, sizeof *site);
+        kp_copy_site *site = kp_arena_push(B->arena, (void **)&out->items, &out->count, &out->cap, sizeof *site);
         site->hop = f;
         site->parent = parent;
         site->p = p;
         site->rel = r;
+        site->group = bprintf(B, "%s|%s|%d", r->source->name, r->name ? r->name : "", r->is_inverse);
     }
     const ddb_fetch *end = f;
     for (ddb_fetch *h = f->next_hop; h; h = h->next_hop) { find_copy_sites(B, p, h, end, out); end = h; }
@@ -2195,35 +2180,16 @@ static double copy_site_items(const ddb_fetch *parent)
     return n > 0 ? n : 1;
 }
 
-static int by_copy_group(const void *a, const void *b)
-{
-    const copy_site *x = a, *y = b;
-    return x->group != y->group ? (x->group < y->group ? -1 : 1) : x->order < y->order ? -1 : x->order > y->order;
-}
-
 /* Where a pattern reads a referenced item by key for every item it returns, the items may
  * hold a copy of the few attributes it returns: taken when the reads saved outweigh the
  * items the writes that change the copied attributes rewrite. One decision per relation. */
 static void decide_copies(builder *B)
 {
-    copy_sites sites = {0};
+    kp_copy_sites sites = {0};
     for (size_t i = 0; i < B->m->pattern_count; i++) find_copy_sites(B, B->m->patterns[i], B->L->roots[i], NULL, &sites);
-    kp_strmap groups = {0};
-    size_t group_count = 0;
-    for (size_t i = 0; i < sites.count; i++) {
-        copy_site *s = &sites.items[i];
-        const char *key = kp_arena_printf(B->arena, "%s|%s|%d", s->rel->source->name, s->rel->name ? s->rel->name : "", s->rel->is_inverse);
-        void *g = kp_strmap_get(&groups, key);
-        if (!g) {
-            g = (void *)(uintptr_t)++group_count;
-            if (kp_strmap_put(B->arena, &groups, key, g)) return;
-        }
-        s->group = (size_t)(uintptr_t)g;
-        s->order = i;
-    }
-    if (sites.count) qsort(sites.items, sites.count, sizeof *sites.items, by_copy_group);
+    if (kp_copy_sites_group(B->arena, &sites) < 0) return;
     for (size_t i = 0, end; i < sites.count; i = end) {
-        for (end = i + 1; end < sites.count && sites.items[end].group == sites.items[i].group;) end++;
+        for (end = i + 1; end < sites.count && sites.items[end].group_id == sites.items[i].group_id;) end++;
         const kp_rel *r = sites.items[i].rel;
         ddb_entity *de = entity_of(B, r->source);
         kp_copy_need need = {r, {0}, 0, 0}, added = {r, {0}, 0, 0};
@@ -2232,7 +2198,7 @@ static void decide_copies(builder *B)
         for (size_t k = i; k < end; k++) {
             if (sites.items[k].p != seen) kp_copy_need_pattern(&need, sites.items[k].p);
             seen = sites.items[k].p;
-            saved += pattern_rate(B, sites.items[k].p) * copy_site_items(sites.items[k].parent);
+            saved += pattern_rate(B, sites.items[k].p) * copy_site_items((const ddb_fetch *)sites.items[k].parent);
         }
         /* what the model copies itself (copy_of) costs nothing more */
         for (size_t k = 0; k < need.attr_count; k++) {
@@ -2285,13 +2251,14 @@ static void decide_copies(builder *B)
             memcpy(attrs, need.attrs, sizeof *attrs * need.attr_count);
         }
         for (size_t k = i; k < end; k++) {
-            copy_site *s = &sites.items[k];
+            const kp_copy_site *s = &sites.items[k];
+            ddb_fetch *hop = s->hop;
             kp_decision_add_pattern(B->d, dc, s->p);
             if (!take) continue;
-            s->hop->kind = DDB_COPY;
-            s->hop->copy_names = copy_names;
-            s->hop->copy_attrs = attrs;
-            s->hop->copy_count = need.attr_count;
+            hop->kind = DDB_COPY;
+            hop->copy_names = copy_names;
+            hop->copy_attrs = attrs;
+            hop->copy_count = need.attr_count;
         }
     }
 }

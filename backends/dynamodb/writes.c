@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/copies.h"
 #include "backends/dynamodb/conn.h"
 #include "backends/dynamodb/ddb.h"
 #include "core/data.h"
@@ -44,7 +45,27 @@ static int same_key(const cJSON *a, const cJSON *b)
            cJSON_Compare(cJSON_GetObjectItemCaseSensitive(a, "SK"), cJSON_GetObjectItemCaseSensitive(b, "SK"), 1);
 }
 
-static const kp_rel *reverse(const kp_rel *r) { return r->is_inverse ? &r->relation->forward : &r->relation->inverse; }
+typedef struct copying_ctx {
+    const kp_design *d;
+    const kp_dataset *before, *after;
+    change_set *cs;
+} copying_ctx;
+
+/* A record whose copies moved: its item again, when the copies made it differ. */
+static int copying_record(void *p, const kp_record *old, const kp_record *cur, kp_error *err)
+{
+    copying_ctx *c = p;
+    cJSON *item = NULL, *old_item = NULL;
+    int rc = kp_ddb_item_for(c->d, c->after, cur, &item, err);
+    if (rc == 0) rc = kp_ddb_item_for(c->d, c->before, old, &old_item, err);
+    if (rc == 0 && !cJSON_Compare(item, old_item, 1)) {
+        cJSON_AddItemToArray(c->cs->puts, item);
+        item = NULL;
+    }
+    cJSON_Delete(item);
+    cJSON_Delete(old_item);
+    return rc;
+}
 
 /* The items of records that did not change but copy attributes of `target` (ddb_copy), a
  * record the write changed: put again with the copies `after` gives. `done` keeps each
@@ -53,6 +74,7 @@ static int put_copying(const kp_design *d, const kp_dataset *before, const kp_da
                        const kp_dataset *target_data, kp_record_list *done, change_set *cs, kp_error *err)
 {
     const ddb_layout *L = d->layout;
+    copying_ctx ctx = {d, before, after, cs};
     for (size_t e = 0; e < L->entity_count; e++) {
         const ddb_entity *de = &L->entities[e];
         const kp_rel *last = NULL;
@@ -60,29 +82,7 @@ static int put_copying(const kp_design *d, const kp_dataset *before, const kp_da
             const kp_rel *via = de->copies[k].rel;
             if (via == last || via->target != target->entity) continue;
             last = via;
-            kp_record_list refs = {0};
-            if (kp_dataset_follow(target_data, target, reverse(via), &refs, err)) return -1;
-            int rc = 0;
-            for (size_t j = 0; j < refs.count && rc == 0; j++) {
-                kp_record *old = kp_dataset_find_like(before, refs.items[j]->entity, refs.items[j]->object);
-                kp_record *cur = kp_dataset_find_like(after, refs.items[j]->entity, refs.items[j]->object);
-                if (!old || !cur || !kp_data_equal(old->object, cur->object, NULL)) continue; /* a change of its own */
-                int seen = 0;
-                for (size_t x = 0; x < done->count && !seen; x++) seen = done->items[x] == cur;
-                if (seen) continue;
-                cJSON *item = NULL, *old_item = NULL;
-                if (kp_record_list_push(done, cur)) rc = kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
-                if (rc == 0) rc = kp_ddb_item_for(d, after, cur, &item, err);
-                if (rc == 0) rc = kp_ddb_item_for(d, before, old, &old_item, err);
-                if (rc == 0 && !cJSON_Compare(item, old_item, 1)) {
-                    cJSON_AddItemToArray(cs->puts, item);
-                    item = NULL;
-                }
-                cJSON_Delete(item);
-                cJSON_Delete(old_item);
-            }
-            kp_record_list_free(&refs);
-            if (rc) return -1;
+            if (kp_copy_holders(before, after, target, target_data, via, done, copying_record, &ctx, err)) return -1;
         }
     }
     return 0;
