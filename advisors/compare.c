@@ -23,11 +23,19 @@
 
 static const char *mix_title(const cJSON *mo);
 
+/* One design compared. Its JSON and what the recommendation names of it are built as soon
+ * as it is costed, so the design itself is freed before the next database proposes (the
+ * designs of every database at once were most of compare's memory). */
 typedef struct entry {
-    kp_design *design;
+    const kp_backend *backend;
+    char label[160];        /* "dynamodb/single-table" */
+    char candidate[128];
+    char fingerprint[17];
     int is_default;         /* the database's recommended candidate */
-    kp_cost cost;
+    kp_cost cost;           /* its figures (no pointer into the design is followed once it is freed) */
     kp_risks risks;
+    cJSON *json;            /* the mix's "designs" element */
+    cJSON *decisions;       /* [{subject, choice}] for the recommendation */
 } entry;
 
 
@@ -64,26 +72,21 @@ static cJSON *recommend(entry *e, size_t n, const kp_mix *mix)
     size_t second = best == 0 ? 1 : 0;
     for (size_t i = 0; i < n && n > 1; i++)
         if (i != best && better(&e[i], &e[second]) < 0) second = i;
-    const entry *b = &e[best];
-    char lb[160], ls[160];
-    cJSON_AddStringToObject(r, "database", b->design->backend->name);
-    cJSON_AddStringToObject(r, "title", b->design->backend->title);
-    cJSON_AddStringToObject(r, "candidate", b->design->candidate);
-    cJSON_AddStringToObject(r, "design", label(lb, sizeof lb, b->design));
-    cJSON_AddStringToObject(r, "fingerprint", b->design->fingerprint);
-    cJSON *choices = cJSON_AddArrayToObject(r, "decisions");
-    for (size_t i = 0; i < b->design->decision_count; i++) {
-        cJSON *x = cJSON_CreateObject();
-        cJSON_AddStringToObject(x, "subject", b->design->decisions[i].subject);
-        cJSON_AddStringToObject(x, "choice", b->design->decisions[i].choice);
-        cJSON_AddItemToArray(choices, x);
-    }
+    entry *b = &e[best];
+    const char *ls;
+    cJSON_AddStringToObject(r, "database", b->backend->name);
+    cJSON_AddStringToObject(r, "title", b->backend->title);
+    cJSON_AddStringToObject(r, "candidate", b->candidate);
+    cJSON_AddStringToObject(r, "design", b->label);
+    cJSON_AddStringToObject(r, "fingerprint", b->fingerprint);
+    cJSON_AddItemToObject(r, "decisions", b->decisions ? b->decisions : cJSON_CreateArray());
+    b->decisions = NULL;
     cJSON *reasons = cJSON_AddArrayToObject(r, "reasons");
     char buf[1024];
     const char *mixname = mix ? mix->name : "declared rates";
     if (n > 1) {
         const entry *s = &e[second];
-        label(ls, sizeof ls, s->design);
+        ls = s->label;
         size_t ds = kp_risks_count(&s->risks, KP_RISK_DEFECT);
         if (ds && !kp_risks_count(&b->risks, KP_RISK_DEFECT)) {
             snprintf(buf, sizeof buf, "it has no defect, while every lighter or closer design has one (%s: %s)", ls,
@@ -169,10 +172,48 @@ static cJSON *model_diagram(const kp_model *m)
 static void tree_begin(const kp_compare_options *o) { if (o->tree_arena) kp_json_arena_begin(o->tree_arena); }
 static void tree_end(const kp_compare_options *o) { if (o->tree_arena) kp_json_arena_end(); }
 
-static void free_entries(entry *e, size_t n, kp_design_list *lists, size_t list_count)
+static void free_entries(const kp_compare_options *o, entry *e, size_t n)
 {
-    for (size_t i = 0; i < n; i++) { kp_cost_free(&e[i].cost); kp_risks_free(&e[i].risks); }
-    for (size_t i = 0; i < list_count; i++) kp_design_list_free(&lists[i]);
+    for (size_t i = 0; i < n; i++) {
+        kp_cost_free(&e[i].cost);
+        kp_risks_free(&e[i].risks);
+        tree_begin(o); /* the document's nodes are the tree arena's (freed with it) */
+        cJSON_Delete(e[i].json);
+        cJSON_Delete(e[i].decisions);
+        tree_end(o);
+    }
+}
+
+/* What compare keeps of a costed design: its JSON, the names the recommendation gives, its
+ * decisions; and, for the first mix, the full design JSON of a database's default candidate. */
+static void keep_design(const kp_compare_options *o, entry *x, const kp_design *d, cJSON *designs)
+{
+    tree_begin(o);
+    x->backend = d->backend;
+    label(x->label, sizeof x->label, d);
+    snprintf(x->candidate, sizeof x->candidate, "%s", d->candidate);
+    snprintf(x->fingerprint, sizeof x->fingerprint, "%s", d->fingerprint);
+    cJSON *dj = cJSON_CreateObject();
+    cJSON_AddStringToObject(dj, "design", x->label);
+    cJSON_AddStringToObject(dj, "database", d->backend->name);
+    cJSON_AddStringToObject(dj, "title", d->backend->title);
+    cJSON_AddStringToObject(dj, "candidate", d->candidate);
+    cJSON_AddBoolToObject(dj, "is_default_candidate", x->is_default);
+    if (d->summary) cJSON_AddStringToObject(dj, "summary", d->summary);
+    cJSON_AddItemToObject(dj, "cost", kp_cost_to_json(&x->cost));
+    cJSON_AddItemToObject(dj, "risks", kp_risks_to_json(&x->risks));
+    cJSON_AddNumberToObject(dj, "defects", (double)kp_risks_count(&x->risks, KP_RISK_DEFECT));
+    cJSON_AddNumberToObject(dj, "warnings", (double)kp_risks_count(&x->risks, KP_RISK_WARNING));
+    x->json = dj;
+    x->decisions = cJSON_CreateArray();
+    for (size_t i = 0; i < d->decision_count; i++) {
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddStringToObject(c, "subject", d->decisions[i].subject);
+        cJSON_AddStringToObject(c, "choice", d->decisions[i].choice);
+        cJSON_AddItemToArray(x->decisions, c);
+    }
+    if (designs && x->is_default) cJSON_AddItemToArray(designs, kp_design_to_json(d));
+    tree_end(o);
 }
 
 /* One mix: propose, cost, check, recommend. Adds the mix object to `mixes` and, for the
@@ -182,16 +223,14 @@ static int compare_mix(const kp_model *m, const kp_compare_options *o, const kp_
 {
     size_t backend_count = 0;
     while (o->backends[backend_count]) backend_count++;
-    kp_design_list *lists = calloc(backend_count ? backend_count : 1, sizeof *lists);
-    if (!lists) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
-    size_t list_count = 0, n = 0, cap = 0;
+    size_t n = 0, cap = 0;
     entry *e = NULL;
     int rc = 0;
     for (size_t b = 0; b < backend_count && rc == 0; b++) {
         kp_propose_options po = {mix, !o->is_single_candidate};
-        if (o->backends[b]->propose(m, &po, &lists[list_count], err)) { rc = -1; break; }
-        kp_design_list *list = &lists[list_count++];
-        for (size_t i = 0; i < list->count && rc == 0; i++) {
+        kp_design_list list = {0};
+        if (o->backends[b]->propose(m, &po, &list, err)) { rc = -1; break; }
+        for (size_t i = 0; i < list.count && rc == 0; i++) {
             if (n == cap) {
                 cap = cap ? cap * 2 : 8;
                 entry *grown = realloc(e, cap * sizeof *e);
@@ -200,18 +239,29 @@ static int compare_mix(const kp_model *m, const kp_compare_options *o, const kp_
             }
             int same = 0; /* an alternative that comes out as the same layout adds nothing */
             for (size_t k = 0; k < n && i > 0; k++)
-                same |= e[k].design->backend == list->items[i]->backend &&
-                        strcmp(e[k].design->fingerprint, list->items[i]->fingerprint) == 0;
+                same |= e[k].backend == list.items[i]->backend && strcmp(e[k].fingerprint, list.items[i]->fingerprint) == 0;
             if (same) continue;
             entry *x = &e[n];
             memset(x, 0, sizeof *x);
-            x->design = list->items[i];
             x->is_default = i == 0;
-            if (kp_cost_compute(x->design, mix, &o->prices, &x->cost, err)) { rc = -1; break; }
+            if (kp_cost_compute(list.items[i], mix, &o->prices, &x->cost, err)) { rc = -1; break; }
             n++;
             kp_risk_options ro = {o->data, o->samples, o->seed};
-            if (kp_risk_check(x->design, mix, &ro, &x->risks, err)) { rc = -1; break; }
+            if (kp_risk_check(list.items[i], mix, &ro, &x->risks, err)) { rc = -1; break; }
+            keep_design(o, x, list.items[i], designs);
+            /* only the design recommend() will pick keeps its decisions: the best so far
+             * (recommend's own scan, in the same order) */
+            if (n > 1) {
+                size_t best = 0;
+                for (size_t k = 1; k < n; k++)
+                    if (better(&e[k], &e[best]) < 0) best = k;
+                tree_begin(o);
+                for (size_t k = 0; k < n; k++)
+                    if (k != best && e[k].decisions) { cJSON_Delete(e[k].decisions); e[k].decisions = NULL; }
+                tree_end(o);
+            }
         }
+        kp_design_list_free(&list);
     }
     if (rc == 0) {
         tree_begin(o);
@@ -224,29 +274,15 @@ static int compare_mix(const kp_model *m, const kp_compare_options *o, const kp_
         }
         cJSON *arr = cJSON_AddArrayToObject(mo, "designs");
         for (size_t i = 0; i < n; i++) {
-            const kp_design *d = e[i].design;
-            char lb[160];
-            cJSON *dj = cJSON_CreateObject();
-            cJSON_AddStringToObject(dj, "design", label(lb, sizeof lb, d));
-            cJSON_AddStringToObject(dj, "database", d->backend->name);
-            cJSON_AddStringToObject(dj, "title", d->backend->title);
-            cJSON_AddStringToObject(dj, "candidate", d->candidate);
-            cJSON_AddBoolToObject(dj, "is_default_candidate", e[i].is_default);
-            if (d->summary) cJSON_AddStringToObject(dj, "summary", d->summary);
-            cJSON_AddItemToObject(dj, "cost", kp_cost_to_json(&e[i].cost));
-            cJSON_AddItemToObject(dj, "risks", kp_risks_to_json(&e[i].risks));
-            cJSON_AddNumberToObject(dj, "defects", (double)kp_risks_count(&e[i].risks, KP_RISK_DEFECT));
-            cJSON_AddNumberToObject(dj, "warnings", (double)kp_risks_count(&e[i].risks, KP_RISK_WARNING));
-            cJSON_AddItemToArray(arr, dj);
-            if (designs && e[i].is_default) cJSON_AddItemToArray(designs, kp_design_to_json(d));
+            cJSON_AddItemToArray(arr, e[i].json);
+            e[i].json = NULL;
         }
         cJSON_AddItemToObject(mo, "recommendation", recommend(e, n, mix));
         cJSON_AddItemToArray(mixes, mo);
         tree_end(o);
     }
-    free_entries(e, n, lists, list_count);
+    free_entries(o, e, n);
     free(e);
-    free(lists);
     return rc;
 }
 

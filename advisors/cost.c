@@ -253,6 +253,9 @@ void kp_cost_free(kp_cost *cost)
 
 static double round2(double v) { return round(v * 100) / 100; }
 
+/* A number under a constant key (a literal): a row of thousands per report copies no key. */
+static void number_cs(cJSON *o, const char *key, double v) { cJSON_AddItemToObjectCS(o, key, cJSON_CreateNumber(v)); }
+
 cJSON *kp_cost_to_json(const kp_cost *c)
 {
     cJSON *o = cJSON_CreateObject();
@@ -261,29 +264,29 @@ cJSON *kp_cost_to_json(const kp_cost *c)
     for (size_t i = 0; i < c->pattern_count; i++) {
         const kp_pattern_cost *p = &c->patterns[i];
         cJSON *po = cJSON_CreateObject();
-        cJSON_AddStringToObject(po, "name", p->pattern->name);
-        cJSON_AddNumberToObject(po, "rps", p->rps);
-        cJSON_AddNumberToObject(po, "round_trips", p->round_trips);
-        cJSON_AddNumberToObject(po, "requests", round2(p->requests));
-        cJSON_AddNumberToObject(po, "items_read", round2(p->items));
-        cJSON_AddNumberToObject(po, "bytes_read", round(p->bytes));
-        if (L->read_unit) cJSON_AddNumberToObject(po, "read_units", round2(p->read_units));
-        cJSON_AddNumberToObject(po, "io_units", round2(p->io_units));
-        cJSON_AddBoolToObject(po, "scan", p->is_scan);
+        cJSON_AddItemToObjectCS(po, "name", cJSON_CreateString(p->pattern->name));
+        number_cs(po, "rps", p->rps);
+        number_cs(po, "round_trips", p->round_trips);
+        number_cs(po, "requests", round2(p->requests));
+        number_cs(po, "items_read", round2(p->items));
+        number_cs(po, "bytes_read", round(p->bytes));
+        if (L->read_unit) number_cs(po, "read_units", round2(p->read_units));
+        number_cs(po, "io_units", round2(p->io_units));
+        cJSON_AddItemToObjectCS(po, "scan", cJSON_CreateBool(p->is_scan));
         cJSON_AddItemToArray(patterns, po);
     }
     cJSON *writes = cJSON_AddArrayToObject(o, "writes");
     for (size_t i = 0; i < c->write_count; i++) {
         const kp_write_cost *w = &c->writes[i];
         cJSON *wo = cJSON_CreateObject();
-        cJSON_AddStringToObject(wo, "name", w->write->name);
-        cJSON_AddNumberToObject(wo, "rps", w->rps);
-        cJSON_AddNumberToObject(wo, "requests", round2(w->requests));
-        cJSON_AddNumberToObject(wo, "items_written", round2(w->items));
-        cJSON_AddNumberToObject(wo, "bytes_written", round(w->bytes));
-        cJSON_AddNumberToObject(wo, "amplification", round2(w->amplification));
-        if (L->write_unit) cJSON_AddNumberToObject(wo, "write_units", round2(w->write_units));
-        cJSON_AddNumberToObject(wo, "io_units", round2(w->io_units));
+        cJSON_AddItemToObjectCS(wo, "name", cJSON_CreateString(w->write->name));
+        number_cs(wo, "rps", w->rps);
+        number_cs(wo, "requests", round2(w->requests));
+        number_cs(wo, "items_written", round2(w->items));
+        number_cs(wo, "bytes_written", round(w->bytes));
+        number_cs(wo, "amplification", round2(w->amplification));
+        if (L->write_unit) number_cs(wo, "write_units", round2(w->write_units));
+        number_cs(wo, "io_units", round2(w->io_units));
         cJSON_AddItemToArray(writes, wo);
     }
     cJSON *t = cJSON_AddObjectToObject(o, "totals");

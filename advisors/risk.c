@@ -97,16 +97,16 @@ cJSON *kp_risks_to_json(const kp_risks *r)
     for (size_t i = 0; i < r->count; i++) {
         const kp_risk *k = &r->items[i];
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "kind", k->kind);
-        cJSON_AddStringToObject(o, "severity", kp_risk_severity_name(k->severity));
-        cJSON_AddStringToObject(o, "subject", k->subject);
-        cJSON_AddStringToObject(o, "message", k->message);
+        cJSON_AddItemToObjectCS(o, "kind", cJSON_CreateString(k->kind));
+        cJSON_AddItemToObjectCS(o, "severity", cJSON_CreateStringReference(kp_risk_severity_name(k->severity)));
+        cJSON_AddItemToObjectCS(o, "subject", cJSON_CreateString(k->subject));
+        cJSON_AddItemToObjectCS(o, "message", cJSON_CreateString(k->message));
         if (strcmp(k->kind, "hot-partition") == 0) {
-            cJSON_AddNumberToObject(o, "share", round(k->share * 1000) / 1000);
-            cJSON_AddNumberToObject(o, "load_per_s", round(k->load * 100) / 100);
-            cJSON_AddNumberToObject(o, "limit_per_s", k->limit);
-            cJSON_AddNumberToObject(o, "shards_to_fix", k->shards);
-            cJSON_AddBoolToObject(o, "simulated", k->is_simulated);
+            cJSON_AddItemToObjectCS(o, "share", cJSON_CreateNumber(round(k->share * 1000) / 1000));
+            cJSON_AddItemToObjectCS(o, "load_per_s", cJSON_CreateNumber(round(k->load * 100) / 100));
+            cJSON_AddItemToObjectCS(o, "limit_per_s", cJSON_CreateNumber(k->limit));
+            cJSON_AddItemToObjectCS(o, "shards_to_fix", cJSON_CreateNumber(k->shards));
+            cJSON_AddItemToObjectCS(o, "simulated", cJSON_CreateBool(k->is_simulated));
         }
         cJSON_AddItemToArray(arr, o);
     }
