@@ -961,7 +961,9 @@ void kp_gen_key_value(const kp_gen_plan *plan, const char *prefix, int width, in
         int64_t step = (plan->hi - plan->lo) / count;
         if (step < 1) step = 1;
         int64_t slot = n < count ? (int64_t)kp_gen_perm_apply(&plan->time_order, (uint64_t)n) : n;
-        kp_gen_put_timestamp(out, plan->lo + slot * step);
+        /* a record past the count (one a write inserts) may be far out: the product wraps as
+         * two's complement, defined in unsigned arithmetic */
+        kp_gen_put_timestamp(out, (int64_t)((uint64_t)plan->lo + (uint64_t)slot * (uint64_t)step));
         return;
     }
     case KP_T_DATE:
