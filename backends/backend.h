@@ -375,7 +375,9 @@ struct kp_backend {
     int (*emit)(const kp_design *, const char *out_dir, const kp_emit_options *, kp_error *);
     /* A neutral record (its entity, its canonical JSON) -> the items it becomes, each
      * checked against the size limits (KP_ERR_DATA naming the record when too big).
-     * `data` lets a design copy parent attributes it denormalises. */
+     * `data` lets a design copy attributes of the records a record references (a parent's
+     * static columns, an extended reference); a write's items are found by transforming
+     * before and after, so a record whose copies moved is transformed again too. */
     int (*transform)(const kp_design *, const kp_dataset *data, const kp_record *, kp_item_list *out, kp_error *);
 
     /* live */

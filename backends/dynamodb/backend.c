@@ -1,9 +1,11 @@
 /*
  * backend.c — the DynamoDB kp_backend: its limits, and transform (a neutral record ->
- * the items it becomes in the single-table layout).
+ * the items it becomes in the single-table layout: its item, with the copies of the
+ * records it references, and its element items where an adjacency list indexes an array).
  *
- * Invariant: transform is a pure function of the design and the record, so a resumed
- * or repeated seed writes byte-identical items (idempotent puts keyed by PK/SK).
+ * Invariant: transform is a pure function of the design, the record and the records its
+ * copies come from, so a resumed or repeated seed writes byte-identical items
+ * (idempotent puts keyed by PK/SK).
  */
 #include "backends/dynamodb/ddb.h"
 
