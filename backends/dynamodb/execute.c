@@ -264,9 +264,14 @@ static int run_query(run *R, const ddb_fetch *f, const char *pk, int with_header
     cJSON *start = is_paged && R->start_key && !R->after_sk ? cJSON_Duplicate(R->start_key, 1) : NULL;
     long got = 0;
     int rc = 0;
+    /* with a FilterExpression the Limit counts the items evaluated, not those that match:
+     * every page asks for the whole limit again until enough matched, then the extra ones
+     * (of the last page) are dropped */
+    int is_filtered = f->filter_count > 0 && limit > 0;
+    int before = cJSON_GetArraySize(items);
     for (;;) {
         ddb_request_ctx ctx = request_ctx(R);
-        cJSON *req = kp_ddb_query_request(&ctx, f, pk, with_header, limit > 0 ? limit - got : 0);
+        cJSON *req = kp_ddb_query_request(&ctx, f, pk, with_header, limit > 0 ? (is_filtered ? limit : limit - got) : 0);
         if (!req) { rc = -1; break; }
         if (start) cJSON_AddItemToObject(req, "ExclusiveStartKey", start);
         start = NULL;
@@ -297,11 +302,12 @@ static int run_query(run *R, const ddb_fetch *f, const char *pk, int with_header
             cJSON_Delete(R->next_key);
             R->next_key = more && full && f->shape->page == KP_PAGE_TOKEN ? cJSON_Duplicate(last, 1) : NULL;
         }
-        if (more && !full && !(is_paged && got == 0 && limit > 0)) start = cJSON_Duplicate(last, 1);
+        if (more && !full && !(is_paged && (got == 0 && !is_filtered) && limit > 0)) start = cJSON_Duplicate(last, 1);
         cJSON_Delete(resp);
         if (!start) break;
     }
     cJSON_Delete(start);
+    while (is_filtered && cJSON_GetArraySize(items) > before + limit) cJSON_DeleteItemFromArray(items, cJSON_GetArraySize(items) - 1);
     return rc;
 }
 
@@ -656,8 +662,8 @@ static int exec_fetch(run *R, const ddb_fetch *f, const pairs *in, int depth)
     if (rc == 0 && last->shape && last->kind != DDB_COUNT) {
         const kp_shape *s = last->shape;
         int64_t skip = 0;
-        if (s == R->pattern->paged && s->page == KP_PAGE_OFFSET && last->is_server_ordered && !last->filter_count &&
-            last->shards == 1 && last == f && !last->is_client_filtered)
+        if (s == R->pattern->paged && s->page == KP_PAGE_OFFSET && last->is_server_ordered &&
+            (!last->filter_count || limit_for(R, last) > 0) && last->shards == 1 && last == f && !last->is_client_filtered)
             skip = kp_ddb_param_int(R->params, s->offset_param, 0);
         if (is_root && !f->header) {
             /* a root set (or a single root looked up on an index) */

@@ -673,13 +673,14 @@ static ddb_format ordered_sk(builder *B, const ddb_entity *e, const kp_cond *con
 
 /* Can a sort key hold the declared order? Parts against the first one's direction are
  * inverted (their types must allow it), optional parts sort their absence where `nulls`
- * says; the first part must be required (a range on it must not reach the items that lack
- * it). Otherwise the client sorts. */
+ * says; an optional first part only when no range is on it (a key range on it would reach
+ * the items that lack it, sorted at one end). Otherwise the client sorts. */
 static int key_orderable(const kp_shape *s)
 {
     for (size_t i = 0; s && i < s->order_count; i++) { /* ties are broken in the last part's direction */
         const kp_order_key *o = &s->order[i];
-        if (i == 0 && o->attr->is_optional) return 0;
+        for (size_t w = 0; i == 0 && o->attr->is_optional && w < s->where_count; w++)
+            if (s->where[w].attr == o->attr && !s->where[w].path_len && s->where[w].op != KP_OP_EQ) return 0;
         if (o->is_desc != s->order[0].is_desc && !kp_ddb_invertible(o->attr)) return 0;
     }
     return 1;
@@ -1635,8 +1636,25 @@ static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fe
      * reads every item of its key range, whatever the page size — that is the claim */
     int reads_whole = f->kind == DDB_QUERY && s && s->kind == KP_SHAPE_EACH &&
                       (!f->is_server_ordered || f->filter_count || f->is_client_filtered);
+    /* a FilterExpression on a listing read in its order with a Limit (request.c): the pages
+     * go on until the page's items match, so it reads about page / (the share that
+     * matches), at most the whole key range */
+    ddb_request_ctx lc = {.pattern = p};
+    int64_t needed = reads_whole && f->is_server_ordered && !f->is_client_filtered ? kp_ddb_request_limit(&lc, f) : 0;
     double whole_max = 0;
-    if (reads_whole) {
+    if (needed > 0) {
+        double whole = f->rel ? (f->rel->fanout ? f->rel->fanout->avg : 1) : (f->whole > 0 ? f->whole : per);
+        /* the matches in the key range: the $expect, else half of it (a range on another
+         * attribute, say; the model's $expect makes the estimate its own) */
+        double matches = s->expect.is_given ? s->expect.avg : whole / 2;
+        double read = matches > 0 ? (double)needed * whole / matches : whole;
+        if (read > whole) read = whole;
+        if (read < per) read = per;
+        whole_max = f->rel ? (f->rel->fanout ? f->rel->fanout->max : whole) : (f->whole > whole ? f->whole : whole);
+        per = read;
+        plan->is_requests_exact = 0;
+        reads_whole = 0;
+    } else if (reads_whole) {
         /* a root listing the client filters through other records: the expected matches of
          * its partition (the $expect, else the equality's share), up to every root record */
         double whole = f->rel ? (f->rel->fanout ? f->rel->fanout->avg : 1)
@@ -1652,7 +1670,7 @@ static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fe
     else if (f->kind != DDB_GET && (f->rel || s)) per_max = kp_shape_items_max(s && s->kind == KP_SHAPE_EACH ? s : (f->rel ? NULL : s), f->rel);
     if (f->kind == DDB_QUERY && !f->rel && s && s->is_root_set && f->expected > per_max && !kp_shape_limit_max(s)) per_max = f->expected;
     if (per_max < per) per_max = per;
-    if (reads_whole && whole_max > per_max) per_max = whole_max;
+    if ((reads_whole || needed > 0) && whole_max > per_max) per_max = whole_max;
     if (f->kind == DDB_QUERY && !reads_whole && kp_shape_offset_max(s) != 0) {
         /* offset paging reads the skipped items before the page (request.c): at most the
          * offset's max more, and never more than the whole key range */
@@ -1676,6 +1694,7 @@ static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fe
     if (requests < 1) requests = 1;
     /* pages: a Query page stops at 1 MB */
     if (f->kind == DDB_QUERY && bytes / (parents > 0 ? parents : 1) > 1048576) requests *= ceil(bytes / parents / 1048576);
+    if (needed > 0) requests = parents * ceil(per / (double)needed); /* each page evaluates `needed` items */
     o->requests = requests;
     o->read_units = f->kind == DDB_GET || f->kind == DDB_BATCH_GET ? count * read_units(item_bytes(B, f->entity->entity))
                                                                     : requests * read_units(bytes / requests);
@@ -1689,6 +1708,7 @@ static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fe
     int is_batched_max = f->kind == DDB_BATCH_GET || (f->kind == DDB_GET && parents_max > 1);
     o->requests_max = is_batched_max ? ceil(max_count / 100.0)
                                      : parents_max * f->shards * (f->kind == DDB_QUERY && per_parent > 1048576 ? ceil(per_parent / 1048576) : 1);
+    if (needed > 0) o->requests_max = parents_max * ceil(per_max / (double)needed);
     if (o->requests_max < 1) o->requests_max = 1;
     /* a later page's Query starts past the header item, which a GetItem then reads (execute.c) */
     if (f->header) o->requests_max += parents_max;
@@ -1719,6 +1739,11 @@ static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fe
     if ((!f->is_server_ordered || f->shards > 1) && f->shape && f->shape->kind == KP_SHAPE_EACH && f->shape->declared_order_count)
         o->why = kp_design_printf(B->d, "results are merged and sorted in the client (%s)",
                                   f->shards > 1 ? "scatter-gather over shards" : "the index cannot hold this order");
+    if (needed > 0)
+        o->why = kp_design_printf(B->d, "the server filters after reading (FilterExpression): pages of %lld evaluated items until "
+                                  "%lld match, about %.0f items read%s (up to %.0f, the whole key range)", (long long)needed,
+                                  (long long)needed, o->items, s->expect.is_given ? "" : " if half of them match (no $expect)",
+                                  o->items_max);
     if (reads_whole)
         o->why = kp_design_printf(B->d, "reads every item of the key range (about %.0f, up to %.0f): %s, so no Limit is sent",
                                   o->items, o->items_max,
@@ -1726,6 +1751,7 @@ static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fe
                                                         : "the server filters after reading (FilterExpression)");
     /* children: one more round trip below this one */
     double produced = f->kind == DDB_COUNT ? 0 : count - (f->header ? parents : 0);
+    if (needed > 0 && produced > parents * (double)needed) produced = parents * (double)needed; /* what matches goes on */
     double produced_max = f->kind == DDB_COUNT ? 0 : max_count - (f->header ? parents_max : 0);
     if (f->header) {
         /* children of the header run on the header record (one per parent) */

@@ -306,10 +306,13 @@ int64_t kp_ddb_param_int(const kp_params *params, const kp_param *param, int64_t
 int64_t kp_ddb_request_limit(const ddb_request_ctx *c, const ddb_fetch *f)
 {
     const kp_shape *s = f->shape;
-    /* no Limit when what the server returns is filtered afterwards (a FilterExpression, or
-     * conditions the client tests through other records): a cut before the test would
-     * drop matches that lie further on */
-    if (!s || s->kind != KP_SHAPE_EACH || !f->is_server_ordered || f->filter_count || f->is_client_filtered) return 0;
+    /* no Limit when the client tests conditions through other records or sorts: a cut
+     * before the test would drop matches that lie further on. A FilterExpression on a
+     * listing read in its order keeps the Limit, which counts the items evaluated: the
+     * pages go on until enough match (execute.c run_query), except under token paging,
+     * whose next page must start after the last item returned, not the last evaluated */
+    if (!s || s->kind != KP_SHAPE_EACH || !f->is_server_ordered || f->is_client_filtered) return 0;
+    if (f->filter_count && (s->page == KP_PAGE_TOKEN || f->shards > 1)) return 0;
     /* a page size given by a parameter: its value, else its declared default (an emitted
      * request carries the default, as the README says: the same request verify sends) */
     int64_t fallback = s->limit;

@@ -7,9 +7,9 @@
 #      one test case per pattern and write with no failure, report.md fits a PR comment;
 #      and the gate leaves nothing behind (the writes it replayed are undone: the seeded
 #      counts equal the data's records).
-#   2. auction-mixes on DynamoDB, whose recommended DynamoDB design has a defect (one
-#      partition key takes every read of a pattern, past the 3,000 RCU a partition serves):
-#      exit 1 although the patterns it verified pass, and the reports
+#   2. tests/fixtures/models/blog-through.json on DynamoDB, whose design has a defect (a
+#      listing through a join entity whose items cannot give the keys it reads): exit 1
+#      although the patterns it verified pass, and the reports
 #      name the defect — the gate fails on a defect, not only on a failed pattern.
 #   3. bad input: a data folder that does not exist → exit 2 and nothing created.
 # Prints one line per check and "N passed, N failed".
@@ -95,13 +95,13 @@ status=0
     bad "teardown of the gate's targets"
 
 # ---- 2. a defect fails the gate ---------------------------------------------------------
-model=$root/examples/auction-mixes/model.json scale=0.0002
-prefix=gate-am-$$-
-"$keyplan" generate "$model" --scale "$scale" --seed "$seed" --out "$work/am-data" >/dev/null 2>&1 || bad "generate auction-mixes"
+model=$root/tests/fixtures/models/blog-through.json scale=0.0002
+prefix=gate-bt-$$-
+"$keyplan" generate "$model" --scale "$scale" --seed "$seed" --out "$work/am-data" >/dev/null 2>&1 || bad "generate blog-through"
 status=0
 "$keyplan" run "$model" --db dynamodb --scale "$scale" --data "$work/am-data" --out "$work/am-out" --prefix "$prefix" \
     --seed "$seed" --samples 2 --pages 5 --quiet --target "dynamodb=$ddb" >"$work/am.stdout" 2>"$work/am.stderr" || status=$?
-[[ $status -eq 1 ]] && ok "run auction-mixes --db dynamodb exits 1 (a defect)" || bad "run auction-mixes --db dynamodb exited $status, not 1"
+[[ $status -eq 1 ]] && ok "run blog-through --db dynamodb exits 1 (a defect)" || bad "run blog-through --db dynamodb exited $status, not 1"
 if python3 - "$work/am-out" >"$work/am.check" 2>&1 <<'EOF'; then
 import json, sys, os
 out = sys.argv[1]
@@ -109,12 +109,11 @@ r = json.load(open(os.path.join(out, "report.json")))
 assert r["passed"] is False, "report.json says passed"
 d = r["databases"][0]
 assert d["database"] == "dynamodb" and d["passed"] is False
-# a hot partition (one key takes every read of a pattern past DynamoDB's 3,000 RCU a partition)
-hot = [x for x in d["defects"] if "hottest partition key" in x]
-assert hot, f"defects {d['defects']}"
-name = hot[0].split("'")[1]
+# posts-by-tag reads Post items whose keys the join items cannot give
+bad = [x for x in d["defects"] if "posts-by-tag" in x]
+assert bad, f"defects {d['defects']}"
 md = open(os.path.join(out, "report.md")).read()
-assert "FAILED" in md.splitlines()[0] and name in md
+assert "FAILED" in md.splitlines()[0] and "posts-by-tag" in md
 print(f"{len(d['defects'])} defect(s) named in report.json and report.md")
 EOF
     ok "reports of the failing gate: $(cat "$work/am.check")"
@@ -122,7 +121,7 @@ else
     bad "reports of the failing gate: $(tail -3 "$work/am.check")"
 fi
 "$keyplan" teardown "$model" --db dynamodb --scale "$scale" --prefix "$prefix" --target "dynamodb=$ddb" >/dev/null 2>&1 ||
-    bad "teardown of auction-mixes"
+    bad "teardown of blog-through"
 
 # ---- 3. bad input ----------------------------------------------------------------------
 status=0
