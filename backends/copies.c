@@ -113,3 +113,17 @@ int kp_copy_holders(const kp_dataset *before, const kp_dataset *after, const kp_
     kp_record_list_free(&refs);
     return rc;
 }
+
+cJSON *kp_copy_target_key(const kp_rel *rel, const cJSON *referencing, int *is_nomem)
+{
+    const kp_relation *r = rel->relation;
+    *is_nomem = 0;
+    cJSON *obj = cJSON_CreateObject();
+    if (!obj) { *is_nomem = 1; return NULL; }
+    for (size_t k = 0; k < r->fk_count; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(referencing, r->fk_attrs[k]->name);
+        if (!v || cJSON_IsNull(v)) { cJSON_Delete(obj); return NULL; }
+        cJSON_AddItemToObject(obj, r->ref_attrs[k]->name, kp_data_copy(v, NULL));
+    }
+    return obj;
+}

@@ -18,6 +18,7 @@
 
 #include "backends/assemble.h"
 #include "backends/cassandra/cql.h"
+#include "backends/copies.h"
 #include "core/data.h"
 #include "core/oracle.h"
 
@@ -530,22 +531,15 @@ static int link_copies(run *R, const cq_fetch *f, const cJSON *row, kp_frec *rec
     for (size_t i = 0; i < f->child_count; i++) {
         const cq_fetch *c = f->children[i];
         if (c->kind != CQ_COPY) continue;
-        const kp_relation *rel = c->rel->relation;
-        cJSON *obj = cJSON_CreateObject();
-        if (!obj) return nomem(R);
-        int is_set = 1;
-        for (size_t k = 0; k < rel->fk_count && is_set; k++) {
-            const cJSON *v = cJSON_GetObjectItemCaseSensitive(rec->object, rel->fk_attrs[k]->name);
-            is_set = v && !cJSON_IsNull(v);
-            if (is_set) cJSON_AddItemToObject(obj, rel->ref_attrs[k]->name, kp_data_copy(v, NULL));
-        }
-        for (size_t k = 0; k < c->copy_count && is_set; k++) {
+        int is_nomem;
+        cJSON *obj = kp_copy_target_key(c->rel, rec->object, &is_nomem);
+        if (!obj) { if (is_nomem) return nomem(R); continue; }
+        for (size_t k = 0; k < c->copy_count; k++) {
             const cq_column *col = &f->table->cols[c->copy_cols[k]];
             cJSON *v = kp_cq_from_cell(col, cJSON_GetObjectItemCaseSensitive(row, col->name), R->err);
             if (!v && R->err->code) { cJSON_Delete(obj); return -1; }
             if (v) cJSON_AddItemToObject(obj, c->copy_attrs[k]->name, v);
         }
-        if (!is_set) { cJSON_Delete(obj); continue; }
         kp_frec *target = kp_fetched_add(R->fetched, c->entity, obj);
         /* linked as the hop's own read would be: under a leaf's relation, or under its "$one" */
         const void *edge = c->edge_rel ? (const void *)c->edge_rel : (const void *)c->shape;

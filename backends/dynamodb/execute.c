@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "backends/assemble.h"
+#include "backends/copies.h"
 #include "backends/dynamodb/client.h"
 #include "backends/dynamodb/conn.h"
 #include "backends/dynamodb/ddb.h"
@@ -444,23 +445,16 @@ static int scan_array(run *R, const ddb_fetch *f, const kp_frec *from, cJSON *it
  * its item holds; no request. An input that references nothing yields nothing. */
 static int copy_level(run *R, const ddb_fetch *f, const pairs *in, pairs *out)
 {
-    const kp_relation *rel = f->rel->relation;
     for (size_t i = 0; i < in->count; i++) {
         kp_frec *from = in->items[i].rec;
         if (!from) continue;
-        cJSON *obj = cJSON_CreateObject();
-        if (!obj) return nomem(R);
-        int is_set = 1;
-        for (size_t k = 0; k < rel->fk_count && is_set; k++) {
-            const cJSON *v = cJSON_GetObjectItemCaseSensitive(from->object, rel->fk_attrs[k]->name);
-            is_set = v && !cJSON_IsNull(v);
-            if (is_set) cJSON_AddItemToObject(obj, rel->ref_attrs[k]->name, kp_data_copy(v, NULL));
-        }
-        for (size_t k = 0; k < f->copy_count && is_set; k++) {
+        int is_nomem;
+        cJSON *obj = kp_copy_target_key(f->rel, from->object, &is_nomem);
+        if (!obj) { if (is_nomem) return nomem(R); continue; }
+        for (size_t k = 0; k < f->copy_count; k++) {
             const cJSON *v = cJSON_GetObjectItemCaseSensitive(from->object, f->copy_names[k]);
             if (v && !cJSON_IsNull(v)) cJSON_AddItemToObject(obj, f->copy_attrs[k]->name, kp_data_copy(v, NULL));
         }
-        if (!is_set) { cJSON_Delete(obj); continue; }
         kp_frec *rec = kp_fetched_add(R->fetched, f->entity->entity, obj);
         if (!rec || pairs_push3(out, rec, in->items[i].origin ? in->items[i].origin : from, from)) return nomem(R);
     }
