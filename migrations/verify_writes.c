@@ -219,6 +219,65 @@ static int copy_dataset(const kp_dataset *src, kp_dataset **out, kp_error *err)
     return 0;
 }
 
+/* ---- reads already checked on the data as it is now ------------------------------------------ */
+
+/* The reads (a pattern and its parameters) checked since the target last changed. The
+ * same read of the same data sends the same requests and gets the same answers from the
+ * target and the oracle, so it is checked once: a parent that two changed records point
+ * at, or a pattern without parameters sampled again, sends nothing more. */
+typedef struct checked_read {
+    const kp_pattern *pattern;
+    kp_params *params;          /* owned */
+} checked_read;
+
+typedef struct checked_reads {
+    checked_read *items;
+    size_t count, cap;
+} checked_reads;
+
+/* Forgets every read: the target and the oracle's data just changed. */
+static void checked_clear(checked_reads *c)
+{
+    for (size_t i = 0; i < c->count; i++) kp_params_free(c->items[i].params);
+    c->count = 0;
+}
+
+static void checked_free(checked_reads *c)
+{
+    checked_clear(c);
+    free(c->items);
+    memset(c, 0, sizeof *c);
+}
+
+static int same_params(const kp_params *a, const kp_params *b)
+{
+    if (a->count != b->count) return 0;
+    for (size_t i = 0; i < a->count; i++) {
+        const cJSON *other = kp_params_get(b, a->items[i].name);
+        if (!other || !kp_data_equal(a->items[i].value, other, NULL)) return 0;
+    }
+    return 1;
+}
+
+/* 1 when this read was checked since the last change; else remembers it and returns 0;
+ * -1 when out of memory. */
+static int was_checked(checked_reads *c, const kp_pattern *p, const kp_params *params)
+{
+    for (size_t i = 0; i < c->count; i++)
+        if (c->items[i].pattern == p && same_params(c->items[i].params, params)) return 1;
+    if (c->count == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 16;
+        checked_read *bigger = realloc(c->items, cap * sizeof *bigger);
+        if (!bigger) return -1;
+        c->items = bigger;
+        c->cap = cap;
+    }
+    kp_params *copy = kp_params_copy(params);
+    if (!copy) return -1;
+    c->items[c->count++] = (checked_read){p, copy};
+    return 0;
+}
+
 /* ---- generating operations (migrations/write_gen.h draws them) ------------------------------ */
 
 typedef struct wgen {
@@ -226,6 +285,7 @@ typedef struct wgen {
     kp_sampler *sampler;        /* for the other parameters of targeted reads */
     kp_generator *gen;          /* NULL when the model cannot be generated */
     char gen_problem[400];
+    checked_reads checked;      /* since the target last changed */
 } wgen;
 
 /* The seed of operation `attempt` of a write: --seed mixed with the write's name. */
@@ -343,6 +403,12 @@ static int check_anchors(kp_vctx *v, wgen *g, kp_verify_write *vw, const anchors
                 pinned++;
             }
             if (!usable || !pinned) { kp_params_free(params); continue; }
+            int seen = was_checked(&g->checked, p, params);
+            if (seen) {
+                kp_params_free(params);
+                if (seen < 0) return nomem(err);
+                continue;
+            }
             kp_verify_difference diff;
             int rc = kp_verify_sample(v, p, params, NULL, 0, &diff, err);
             kp_params_free(params);
@@ -360,7 +426,7 @@ static int check_anchors(kp_vctx *v, wgen *g, kp_verify_write *vw, const anchors
 }
 
 /* A few fresh samples of every pattern on the changed data. */
-static int check_all(kp_vctx *v, kp_verify_write *vw, kp_error *err)
+static int check_all(kp_vctx *v, wgen *g, kp_verify_write *vw, kp_error *err)
 {
     const kp_model *m = v->o->model;
     /* a fifth of the anchors a pattern is checked from, between 2 and 4 */
@@ -375,6 +441,12 @@ static int check_all(kp_vctx *v, kp_verify_write *vw, kp_error *err)
             kp_params *params = NULL;
             kp_error ignored;
             if (kp_sample_params(sampler, p, &params, &ignored)) break;
+            int seen = was_checked(&g->checked, p, params);
+            if (seen) {
+                kp_params_free(params);
+                if (seen < 0) { kp_sampler_free(sampler); return nomem(err); }
+                continue;
+            }
             kp_verify_difference diff;
             int rc = kp_verify_sample(v, p, params, NULL, s, &diff, err);
             kp_params_free(params);
@@ -412,6 +484,7 @@ static int run_write(kp_vctx *v, wgen *g, kp_dataset *shadow, const fingerprints
     kp_change_log log = {0}, shadow_log = {0};
     int rc = 0, attempts = 0;
     int wanted = v->r->write_ops;
+    checked_clear(&g->checked);     /* the undo of the write before changed the target */
     while (rc == 0 && vw->ops < wanted && attempts < wanted * 4) {
         if (v->o->interrupted && *v->o->interrupted) { note(vw, "interrupted"); break; }
         attempts++;
@@ -481,12 +554,13 @@ static int run_write(kp_vctx *v, wgen *g, kp_dataset *shadow, const fingerprints
             break;
         }
         kp_write_request_free(&req);
+        checked_clear(&g->checked);
         anchors a = {0};
         collect_anchors(v->o->model, &log, mark, &a);
         rc = check_anchors(v, g, vw, &a, vw->ops, err);
         anchors_free(&a);
     }
-    if (rc == 0 && vw->ops > 0 && !vw->has_difference) rc = check_all(v, vw, err);
+    if (rc == 0 && vw->ops > 0 && !vw->has_difference) rc = check_all(v, g, vw, err);
 
     /* undo: the target first (it needs the changed data's fingerprints), then the data */
     fingerprints changed = {0};
@@ -618,5 +692,6 @@ int kp_verify_writes(kp_vctx *v, kp_error *err)
     kp_dataset_free(shadow);
     kp_generator_free(g.gen);
     kp_sampler_free(g.sampler);
+    checked_free(&g.checked);
     return rc;
 }

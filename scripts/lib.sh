@@ -56,3 +56,29 @@ kp_build_path() {
 kp_usage() {
     awk 'NR < 3 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$1"
 }
+
+# kp_locked NAME CMD... — run CMD while holding the lock file .deps/NAME.lock (flock(1)),
+# so that two runs of it never overlap: an install started in the background by
+# scripts/test.sh and the same install asked for by a test suite, or by two terminals.
+# The second waits for the first, then runs CMD itself (an install then finds the work
+# done, or, when the first failed, tries again and reports why). CMD runs in this shell,
+# under its set -e; the lock goes when CMD returns or the script exits. Without flock
+# (not util-linux), CMD just runs.
+kp_locked() {
+    local name=$1 lock fd
+    shift
+    if ! kp_have flock; then
+        "$@"
+        return
+    fi
+    lock=$KP_ROOT/.deps/$name.lock
+    mkdir -p -- "${lock%/*}"
+    exec {fd}>"$lock"
+    if ! flock -n "$fd"; then
+        kp_log "waiting for another run of '$name' to finish (it holds ${lock#"$KP_ROOT"/})"
+        flock "$fd"
+        kp_log "'$name' is free now; going on"
+    fi
+    "$@"
+    exec {fd}>&-
+}

@@ -5,7 +5,8 @@
 #
 #   scripts/target-cassandra.sh install   Java 17 (apt-get when root in CI) and the
 #                                         Cassandra jars from Maven Central into
-#                                         .deps/cassandra/lib (skipped when complete)
+#                                         .deps/cassandra/lib (skipped when complete; a
+#                                         second install waits for one already running)
 #   scripts/target-cassandra.sh start [--auth] [--durable] [--keep-data] [--full-jit]
 #                                         start the node in the background; returns
 #                                         once it answers a CQL v4 handshake
@@ -133,8 +134,14 @@ installed() {
         compgen -G "$LIB_DIR/cassandra-all-*.jar" >/dev/null
 }
 
+# One install at a time (scripts/test.sh may have started one in the background): a
+# second waits for the first, then finds it done.
 cmd_install() {
     [[ $# -eq 0 ]] || kp_die "install takes no options, not '$*'" 2
+    kp_locked cassandra-install install_now
+}
+
+install_now() {
     local version started=$SECONDS jars
     version=$(pom_version)
     [[ -n $version ]] || kp_die "no <cassandra.version> in $POM"

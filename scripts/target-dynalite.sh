@@ -5,7 +5,8 @@
 #
 #   scripts/target-dynalite.sh install   dynalite into .deps/dynalite with npm ci, from
 #                                        scripts/dynalite/package-lock.json (skipped when
-#                                        already installed from that lock file)
+#                                        already installed from that lock file; a second
+#                                        install waits for one already running)
 #   scripts/target-dynalite.sh start [--port N] [--path DIR]
 #                                        start it in the background; returns once it
 #                                        answers ListTables
@@ -69,8 +70,14 @@ dynalite_version() {
     sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$DEPS_DIR/node_modules/dynalite/package.json" 2>/dev/null | head -n 1
 }
 
+# One install at a time (scripts/test.sh may have started one in the background): a
+# second waits for the first, then finds it done.
 cmd_install() {
     [[ $# -eq 0 ]] || kp_die "install takes no options, not '$*'" 2
+    kp_locked dynalite-install install_now
+}
+
+install_now() {
     ensure_node
     if installed; then
         kp_log "dynalite $(dynalite_version) already installed in ${DEPS_DIR#"$KP_ROOT"/}; nothing to do"

@@ -7,7 +7,8 @@
 #   scripts/target-ferretdb.sh install   build scripts/ferretdb-wrapper/ with go build into
 #                                        .deps/ferretdb/ferretdb-wrapper (skipped when the
 #                                        binary is newer than the wrapper's sources; the
-#                                        first build compiles for 5-10 minutes)
+#                                        first build compiles for 5-10 minutes; a second
+#                                        install waits for one already running)
 #   scripts/target-ferretdb.sh start [--port N] [--dir DIR]
 #                                        start it in the background; returns once it
 #                                        answers a MongoDB hello command
@@ -78,8 +79,14 @@ installed() {
     done
 }
 
+# One install at a time (scripts/test.sh may have started one in the background): a
+# second waits for the first, then finds it done.
 cmd_install() {
     [[ $# -eq 0 ]] || kp_die "install takes no options, not '$*'" 2
+    kp_locked ferretdb-install install_now
+}
+
+install_now() {
     if installed; then
         kp_log "FerretDB wrapper already built: ${BIN#"$KP_ROOT"/} ($(du -h "$BIN" | cut -f1)); nothing to do"
         return 0

@@ -3,7 +3,9 @@
 # test.sh — runs keyplan's tests. With no option: the whole suite.
 #
 #   scripts/test.sh                 unit tests (ctest) in build/, then the integration
-#                                   tests against local live servers (when present)
+#                                   tests against local live servers (when present); the
+#                                   servers' installs start in the background first, so
+#                                   that they overlap the build (.deps/install-*.log)
 #   scripts/test.sh --unit          unit tests only
 #   scripts/test.sh --asan          the same in build-asan/ (AddressSanitizer, UBSan,
 #                                   leak checking); combine with --unit
@@ -43,6 +45,56 @@ fi
 
 scripts/deps.sh
 
+# ---- the local servers' installs, in the background ----------------------------------
+# On a fresh machine they are downloads (npm, Maven) and FerretDB's Go build (5-10
+# minutes on 2 cores). Started before the build, they overlap it, the unit tests and
+# the first suites. Each install holds a lock (kp_locked in scripts/lib.sh): the suite
+# that needs a server asks for its install as always, waits for the one running here and
+# then finds it done; when it failed, the suite's install tries again and fails the suite
+# with the reason. The Go build runs at a lower priority so that the build and the unit
+# tests, which come first, are not slowed by it.
+background_pids=() background_names=() background_logs=()
+
+start_background_installs() {
+    mkdir -p .deps
+    nice -n 10 scripts/target-ferretdb.sh install </dev/null >.deps/install-ferretdb.log 2>&1 &
+    background_pids+=("$!") background_names+=(FerretDB) background_logs+=(.deps/install-ferretdb.log)
+    # one after the other: either may run apt-get, which must not run twice at once
+    (
+        status=0
+        scripts/target-dynalite.sh install || status=1
+        scripts/target-cassandra.sh install || status=1
+        exit "$status"
+    ) </dev/null >.deps/install-dynalite-cassandra.log 2>&1 &
+    background_pids+=("$!") background_names+=("dynalite and Cassandra") background_logs+=(.deps/install-dynalite-cassandra.log)
+    kp_log "installing the local servers in the background: FerretDB; dynalite, then Cassandra (logs .deps/install-*.log)"
+}
+
+# Waits for the background installs (the suites have waited for them already) and says
+# how each ended.
+report_background_installs() {
+    local i status
+    for i in "${!background_pids[@]}"; do
+        status=0
+        wait "${background_pids[$i]}" || status=$?
+        if [[ $status -eq 0 ]]; then
+            kp_log "background install of ${background_names[$i]}: done (log ${background_logs[$i]})"
+        else
+            kp_warn "background install of ${background_names[$i]} failed (exit status $status; log ${background_logs[$i]}); the suite that needed it tried again and said why above"
+        fi
+    done
+    background_pids=()
+}
+
+# On an early exit (a failed build or unit test): say what is still installing.
+note_background_installs() {
+    local i
+    for i in "${!background_pids[@]}"; do
+        kill -0 "${background_pids[$i]}" 2>/dev/null || continue
+        kp_log "the background install of ${background_names[$i]} is still running and finishes on its own (log ${background_logs[$i]})"
+    done
+}
+
 # ---- unit tests, then integration tests ---------------------------------------------
 run_tests() {
     local build_dir=build
@@ -53,6 +105,11 @@ run_tests() {
         # Leaks and undefined behaviour fail the test that caused them.
         export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
         export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    fi
+
+    if [[ $unit_only == 0 && -f tests/integration/run.sh ]]; then
+        trap note_background_installs EXIT
+        start_background_installs
     fi
 
     kp_section "build $build_dir/"
@@ -72,8 +129,10 @@ run_tests() {
     # build directory as its argument and in KP_BUILD_DIR.
     kp_section "integration tests ($build_dir/)"
     if [[ -f tests/integration/run.sh ]]; then
-        KP_BUILD_DIR="$KP_ROOT/$build_dir" bash tests/integration/run.sh "$KP_ROOT/$build_dir" ||
-            kp_die "integration tests failed (tests/integration/run.sh, output above)"
+        local status=0
+        KP_BUILD_DIR="$KP_ROOT/$build_dir" bash tests/integration/run.sh "$KP_ROOT/$build_dir" || status=$?
+        report_background_installs
+        [[ $status -eq 0 ]] || kp_die "integration tests failed (tests/integration/run.sh, output above)"
     else
         kp_log "no integration tests yet (tests/integration/run.sh does not exist); skipped"
     fi

@@ -23,6 +23,8 @@
 #include "backends/mongodb/mongo.h"
 #include "core/data.h"
 
+#define DELETES_PER_COMMAND 500
+
 typedef struct owner_ref {
     const kp_entity *entity;        /* owns a collection */
     cJSON *key;                     /* its key attributes */
@@ -182,13 +184,23 @@ int kp_mg_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *befor
     change_set cs = {cJSON_CreateArray(), cJSON_CreateArray(), cJSON_CreateArray(), cJSON_CreateArray()};
     int rc = collect(d, before, after, &cs, err);
     size_t total = (size_t)cJSON_GetArraySize(cs.stores) + (size_t)cJSON_GetArraySize(cs.deletes);
-    /* deletes first (a document whose key moved), then the stores, one document at a time in order */
+    /* deletes first (a document whose key moved), then the stores, one document at a time in
+     * order. The deletes of one collection that follow each other go in one ordered delete
+     * command, still one statement per document, run in order and stopped by the first that
+     * fails, as before, but without a round trip per document: a cascade deletes hundreds
+     * (2,409 in one verify of saas-control-plane's delete-workspace). */
     const cJSON *coll = cs.delete_colls->child;
-    for (const cJSON *id = cs.deletes->child; rc == 0 && id; id = id->next, coll = coll->next) {
+    const cJSON *id = cs.deletes->child;
+    while (rc == 0 && id) {
+        const char *collection = coll->valuestring;
         cJSON *ids = cJSON_CreateArray();
-        cJSON_AddItemToArray(ids, cJSON_Duplicate(id, 1));
+        for (int n = 0; id && n < DELETES_PER_COMMAND && strcmp(coll->valuestring, collection) == 0; n++) {
+            cJSON_AddItemToArray(ids, cJSON_Duplicate(id, 1));
+            id = id->next;
+            coll = coll->next;
+        }
         char name[512];
-        snprintf(name, sizeof name, "%s", kp_mg_conn_collection(c, coll->valuestring));
+        snprintf(name, sizeof name, "%s", kp_mg_conn_collection(c, collection));
         rc = kp_mg_delete_ids(kp_mg_conn_client(c), name, ids, err);
         cJSON_Delete(ids);
     }

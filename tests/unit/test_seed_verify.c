@@ -64,6 +64,8 @@ static struct fake_store {
     int gone_after_requests;    /* FAKE_SERVER_GONE: the pattern's requests so far */
     enum fake_mode mode;
     const char *mode_pattern;
+    int writes_applied;         /* apply_write calls */
+    cJSON *first_pages;         /* when not NULL: "writes_applied pattern params" of every first page asked */
     struct kp_conn conn;
 } S;
 
@@ -79,6 +81,7 @@ static void fake_reset(const kp_model *model)
     kp_dataset_free(S.cache);
     kp_item_list_free(&S.pending);
     kp_item_list_free(&S.failing);
+    cJSON_Delete(S.first_pages);
     memset(&S, 0, sizeof S);
     S.model = model;
     S.fail_after_batches = -1;
@@ -259,6 +262,15 @@ static int fake_execute(kp_conn *c, const kp_design *d, const kp_pattern *p, con
     memset(out, 0, sizeof *out);
     kp_dataset *ds = fake_data(err);
     if (!ds) return -1;
+    if (S.first_pages && !page) {
+        cJSON *json = kp_params_to_json(params);
+        char *text = cJSON_PrintUnformatted(json);
+        char line[1024];
+        snprintf(line, sizeof line, "%d %s %s", S.writes_applied, p->name, text);
+        cJSON_AddItemToArray(S.first_pages, cJSON_CreateString(line));
+        free(text);
+        cJSON_Delete(json);
+    }
     int is_mode = S.mode != FAKE_OK && S.mode_pattern && strcmp(S.mode_pattern, p->name) == 0;
     /* the server goes away on the third request of the pattern: verify must stop */
     if (is_mode && S.mode == FAKE_SERVER_GONE && ++S.gone_after_requests > 2)
@@ -320,6 +332,7 @@ static int fake_execute(kp_conn *c, const kp_design *d, const kp_pattern *p, con
 static int fake_apply_write(kp_conn *c, const kp_design *d, const kp_dataset *before, const kp_dataset *after,
                             const void *request, int *atomic, kp_error *err)
 {
+    S.writes_applied++;
     if (S.mode == FAKE_DROP_WRITES) return 0; /* misbehaving: says yes, does nothing */
     kp_item_list items = {0};
     char **keep = NULL;
@@ -1175,6 +1188,30 @@ static void test_verify_writes_then_undoes_them_exactly(void **state)
     kp_verify_report_free(&r);
 }
 
+static void test_verify_writes_ask_a_read_once_while_the_data_stays_the_same(void **state)
+{
+    fixture *f = *state;
+    seed_ok(f);
+    S.first_pages = cJSON_CreateArray();
+    kp_verify_options o = verify_options(f);
+    o.writes = 1;
+    o.samples = 5;
+    kp_verify_report r;
+    kp_error err;
+    run_verify(f, &o, &r, 0, &err);
+    for (size_t i = 0; i < r.write_count; i++) assert_true(r.write_results[i].is_pass);
+    int asked = 0;
+    for (const cJSON *a = S.first_pages->child; a; a = a->next) {
+        /* after the same operation (and before the next: the undo comes after the last read) */
+        if (atoi(a->valuestring) == 0) continue; /* the patterns' own samples */
+        asked++;
+        for (const cJSON *b = a->next; b; b = b->next)
+            if (strcmp(a->valuestring, b->valuestring) == 0) fail_msg("asked twice of the same data: %s", a->valuestring);
+    }
+    assert_true(asked > 0);
+    kp_verify_report_free(&r);
+}
+
 static void test_verify_writes_fail_when_the_target_drops_them_and_are_still_undone(void **state)
 {
     fixture *f = *state;
@@ -1353,6 +1390,7 @@ int main(void)
         T(test_verify_refuses_a_target_left_by_interrupted_writes),
         T(test_junit_output_is_well_formed_with_one_case_per_pattern),
         T(test_verify_writes_then_undoes_them_exactly),
+        T(test_verify_writes_ask_a_read_once_while_the_data_stays_the_same),
         T(test_verify_writes_fail_when_the_target_drops_them_and_are_still_undone),
         cmocka_unit_test(test_commands_check_their_arguments_and_dry_run_without_a_server),
         cmocka_unit_test(test_diff_reports_the_first_difference_as_a_json_path),
