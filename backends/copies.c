@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 static void need_path(kp_copy_need *n, kp_rel *const *path, size_t len, const kp_attr *attr)
 {
@@ -126,4 +127,43 @@ cJSON *kp_copy_target_key(const kp_rel *rel, const cJSON *referencing, int *is_n
         cJSON_AddItemToObject(obj, r->ref_attrs[k]->name, kp_data_copy(v, NULL));
     }
     return obj;
+}
+
+const kp_attr *kp_copy_own(const kp_entity *e, const kp_rel *r, const kp_attr *a)
+{
+    for (size_t i = 0; i < e->attr_count; i++) {
+        const kp_copy *c = e->attrs[i]->copy_of;
+        if (c && c->path_len == 1 && c->path[0] == r && c->source == a) return e->attrs[i];
+    }
+    return NULL;
+}
+
+void kp_copy_weigh(kp_arena *arena, const kp_model *m, const kp_mix *mix, const kp_copy_site *sites, size_t count,
+                   double (*parent_rows)(const void *parent), double (*attr_bytes)(const kp_attr *a), kp_copy_verdict *out)
+{
+    const kp_rel *r = sites[0].rel;
+    memset(out, 0, sizeof *out);
+    out->need.rel = out->added.rel = r;
+    const kp_pattern *seen = NULL;
+    for (size_t k = 0; k < count; k++) {
+        if (sites[k].p != seen) kp_copy_need_pattern(&out->need, sites[k].p);
+        seen = sites[k].p;
+        out->saved += kp_pattern_rps(sites[k].p, mix) * parent_rows(sites[k].parent);
+    }
+    /* what the model copies itself costs nothing more: the cost and size are the new copies' */
+    double bytes = 0;
+    out->added.is_unfit = out->need.is_unfit;
+    for (size_t k = 0; k < out->need.attr_count; k++)
+        if (!kp_copy_own(r->source, r, out->need.attrs[k])) {
+            out->added.attrs[out->added.attr_count++] = out->need.attrs[k];
+            bytes += attr_bytes(out->need.attrs[k]);
+        }
+    out->cost = kp_copy_write_rate(m, mix, &out->added);
+    out->is_all_own = out->need.attr_count && !out->added.attr_count;
+    out->is_few = !out->need.is_unfit && bytes <= KP_COPY_BYTES;
+    out->is_taken = out->is_few && out->saved > out->cost;
+    out->fields = "";
+    for (size_t k = 0; k < out->need.attr_count; k++)
+        out->fields = kp_arena_printf(arena, "%s%s%s", out->fields, k ? ", " : "", out->need.attrs[k]->name);
+    if (!out->need.attr_count) out->fields = "its key";
 }

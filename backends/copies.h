@@ -52,6 +52,27 @@ typedef struct kp_copy_site {
 
 typedef struct kp_copy_sites { kp_copy_site *items; size_t count, cap; } kp_copy_sites;
 
+/* The attribute of `e` the model declares a copy of r's target's `a` (copy_of "<r>.<a>"),
+ * or NULL: such a copy answers without one of the design's own. */
+const kp_attr *kp_copy_own(const kp_entity *e, const kp_rel *r, const kp_attr *a);
+
+/* The rule every backend decides a copy by, weighed over the sites of one group (one
+ * decision): take it when the patterns need a few small attributes (KP_COPY_ATTRS,
+ * KP_COPY_BYTES of the backend's own size model) and the reads it saves per second
+ * outweigh the copies the writes rewrite per second. */
+typedef struct kp_copy_verdict {
+    kp_copy_need need;          /* what the patterns read through the relation */
+    kp_copy_need added;         /* of it, what the model does not copy itself (kp_copy_own) */
+    double saved;               /* reads saved per second: each site's pattern rate times its parent's rows */
+    double cost;                /* copies rewritten per second (kp_copy_write_rate of `added`) */
+    int is_few, is_taken;
+    int is_all_own;             /* every attribute needed is a copy the model declares */
+    const char *fields;         /* "nickname, name", or "its key" */
+} kp_copy_verdict;
+
+void kp_copy_weigh(kp_arena *arena, const kp_model *m, const kp_mix *mix, const kp_copy_site *sites, size_t count,
+                   double (*parent_rows)(const void *parent), double (*attr_bytes)(const kp_attr *a), kp_copy_verdict *out);
+
 /* Orders the sites by group (groups in order of first appearance), keeping the order they
  * were found in within a group, so each group is a run. Returns the number of groups, or
  * -1 when out of memory. */

@@ -983,8 +983,9 @@ static void find_sites(builder *B, const kp_pattern *p, cq_fetch *f, cq_fetch *p
 }
 
 /* The rows the parent of a site yields per request of its pattern (the reads a copy saves). */
-static double site_rows(const cq_fetch *parent)
+static double site_rows(const void *of)
 {
+    const cq_fetch *parent = of;
     double rows = 1;
     if (parent->rel && parent->rel->is_many && parent->rel->fanout) rows = parent->rel->fanout->avg;
     if (parent->shape && parent->shape->kind == KP_SHAPE_EACH && parent->shape->expect.is_given) rows = parent->shape->expect.avg;
@@ -1018,14 +1019,12 @@ static void uncause(cq_table *t, const kp_pattern *p)
 }
 
 /* The column of the row entity's own attribute that the model declares a copy of r's
- * target's `a` (copy_of "<r>.<a>"), or -1. */
+ * target's `a` (kp_copy_own), or -1. */
 static long own_copy(const cq_table *t, const kp_rel *r, const kp_attr *a)
 {
-    for (size_t i = 0; i < t->col_count; i++) {
-        const cq_column *c = &t->cols[i];
-        const kp_copy *cp = c->attr && !c->via && c->entity == t->entity ? c->attr->copy_of : NULL;
-        if (cp && cp->path_len == 1 && cp->path[0] == r && cp->source == a) return (long)i;
-    }
+    const kp_attr *own = kp_copy_own(t->entity, r, a);
+    for (size_t i = 0; own && i < t->col_count; i++)
+        if (t->cols[i].attr == own && t->cols[i].entity == t->entity && !t->cols[i].via) return (long)i;
     return -1;
 }
 
@@ -1063,38 +1062,17 @@ static void decide_copies(builder *B)
         for (end = i + 1; end < sites.count && sites.items[end].group_id == sites.items[i].group_id;) end++;
         cq_table *t = (cq_table *)((const cq_fetch *)sites.items[i].parent)->table;
         const kp_rel *r = sites.items[i].rel;
-        kp_copy_need need = {r, {0}, 0, 0};
-        double saved = 0, bytes = 0;
-        const kp_pattern *seen = NULL;
-        for (size_t k = i; k < end; k++) {
-            const kp_copy_site *s = &sites.items[k];
-            if (s->p != seen) kp_copy_need_pattern(&need, s->p);
-            seen = s->p;
-            saved += kp_pattern_rps(s->p, B->mix) * site_rows(s->parent);
-        }
-        /* what the model copies itself costs nothing more: the cost and size are the new columns' */
-        kp_copy_need added_need = {r, {0}, 0, need.is_unfit};
-        for (size_t k = 0; k < need.attr_count; k++)
-            if (own_copy(t, r, need.attrs[k]) < 0) {
-                added_need.attrs[added_need.attr_count++] = need.attrs[k];
-                bytes += attr_bytes(need.attrs[k]);
-            }
-        double cost = kp_copy_write_rate(B->m, B->mix, &added_need);
-        int all_own = need.attr_count && !added_need.attr_count;
-        int few = !need.is_unfit && bytes <= KP_COPY_BYTES;
-        int take = few && saved > cost;
-        const char *fields = "";
-        for (size_t k = 0; k < need.attr_count; k++) fields = kp_arena_printf(B->A, "%s%s%s", fields, k ? ", " : "", need.attrs[k]->name);
-        if (!need.attr_count) fields = "its key";
+        kp_copy_verdict v;
+        kp_copy_weigh(B->A, B->m, B->mix, &sites.items[i], end - i, site_rows, attr_bytes, &v);
         const char *subject = kp_arena_printf(B->A, "%s.%s", t->name, r->name ? r->name : r->target->name);
         const char *columns = "";
-        size_t *cols = take ? kp_arena_alloc(B->A, sizeof *cols * (need.attr_count + 1)) : NULL;
-        for (size_t k = 0; take && k < need.attr_count; k++) {
-            long own = own_copy(t, r, need.attrs[k]);
+        size_t *cols = v.is_taken ? kp_arena_alloc(B->A, sizeof *cols * (v.need.attr_count + 1)) : NULL;
+        for (size_t k = 0; v.is_taken && k < v.need.attr_count; k++) {
+            long own = own_copy(t, r, v.need.attrs[k]);
             if (own < 0) {
-                own = (long)add_copy_col(B, t, r, need.attrs[k]);
-                t->row_bytes += attr_bytes(need.attrs[k]) + 4;
-                t->row_bytes_max += attr_bytes(need.attrs[k]) * kp_attr_max_ratio(need.attrs[k]) + 4;
+                own = (long)add_copy_col(B, t, r, v.need.attrs[k]);
+                t->row_bytes += attr_bytes(v.need.attrs[k]) + 4;
+                t->row_bytes_max += attr_bytes(v.need.attrs[k]) * kp_attr_max_ratio(v.need.attrs[k]) + 4;
                 t->bytes = t->rows * t->row_bytes;
             }
             cols[k] = (size_t)own;
@@ -1102,36 +1080,40 @@ static void decide_copies(builder *B)
             columns = kp_arena_printf(B->A, "%s%s%s%s", columns, k ? ", " : "", c->name, c->via ? "" : ", the model's own copy");
         }
         kp_decision *dc = kp_design_decide(B->d, subject,
-            take ? (!all_own && need.attr_count ? kp_arena_printf(B->A, "copy %s.{%s} into each %s row (%s): no read of the %s", r->target->name,
-                                            fields, t->name, columns, r->target->name)
-                    : need.attr_count ? kp_arena_printf(B->A, "%s.{%s} from each %s row's own copy (%s): no read of the %s",
-                                                        r->target->name, fields, t->name, columns, r->target->name)
+            v.is_taken ? (!v.is_all_own && v.need.attr_count ? kp_arena_printf(B->A, "copy %s.{%s} into each %s row (%s): no read of the %s", r->target->name,
+                                            v.fields, t->name, columns, r->target->name)
+                    : v.need.attr_count ? kp_arena_printf(B->A, "%s.{%s} from each %s row's own copy (%s): no read of the %s",
+                                                        r->target->name, v.fields, t->name, columns, r->target->name)
                                     : kp_arena_printf(B->A, "the %s's key from the row's own foreign key: no read of the %s",
                                                       r->target->name, r->target->name))
                  : kp_arena_printf(B->A, "reference: read the %s by key for each %s row", r->target->name, t->name),
-            !few ? kp_arena_printf(B->A, "the patterns read %s of the %s through %s: too much to copy into every row",
-                                   need.is_unfit ? "more" : fields, r->target->name, r->name ? r->name : "the reference")
-                 : all_own ? kp_arena_printf(B->A, "the model keeps the copy in step (copy_of); it saves one SELECT per row "
-                                            "returned (%.1f/s)", saved)
-                 : cost == 0 ? kp_arena_printf(B->A, "it saves one SELECT per row returned (%.1f/s), and no write changes %s: "
-                                               "the copies never move", saved, fields)
+            !v.is_few ? kp_arena_printf(B->A, "the patterns read %s of the %s through %s: too much to copy into every row",
+                                   v.need.is_unfit ? "more" : v.fields, r->target->name, r->name ? r->name : "the reference")
+                 : v.is_all_own ? kp_arena_printf(B->A, "the model keeps the copy in step (copy_of); it saves one SELECT per row "
+                                            "returned (%.1f/s)", v.saved)
+                 : v.cost == 0 ? kp_arena_printf(B->A, "it saves one SELECT per row returned (%.1f/s), and no write changes %s: "
+                                               "the copies never move", v.saved, v.fields)
                  : kp_arena_printf(B->A, "the reads a copy saves (one SELECT per row returned, %.1f/s) %s the rows the writes that "
                                    "change %s rewrite (%.1f/s)%s",
-                                   saved, take ? "outweigh" : "do not outweigh", fields, cost,
-                                   take ? "; each such write rewrites the copies in its LOGGED BATCH" : ""));
+                                   v.saved, v.is_taken ? "outweigh" : "do not outweigh", v.fields, v.cost,
+                                   v.is_taken ? "; each such write rewrites the copies in its LOGGED BATCH" : ""));
+        const kp_attr **attrs = NULL;
+        if (v.is_taken && v.need.attr_count) {
+            attrs = kp_arena_alloc(B->A, sizeof *attrs * v.need.attr_count);
+            memcpy(attrs, v.need.attrs, sizeof *attrs * v.need.attr_count);
+        }
         for (size_t k = i; k < end; k++) {
             const kp_copy_site *s = &sites.items[k];
             cq_fetch *hop = s->hop;
             kp_decision_add_pattern(B->d, dc, s->p);
-            if (!take) continue;
+            if (!v.is_taken) continue;
             cq_table *base = (cq_table *)hop->table;
             hop->kind = CQ_COPY;
             hop->table = NULL;
             hop->bind_count = 0;
             hop->copy_cols = cols;
-            hop->copy_attrs = need.attr_count ? kp_arena_alloc(B->A, sizeof *hop->copy_attrs * need.attr_count) : NULL;
-            if (need.attr_count) memcpy(hop->copy_attrs, need.attrs, sizeof *hop->copy_attrs * need.attr_count);
-            hop->copy_count = need.attr_count;
+            hop->copy_attrs = attrs;
+            hop->copy_count = v.need.attr_count;
             if (base && !tree_reads(B->L->roots[s->p->index], base)) uncause(base, s->p);
         }
     }
@@ -1490,10 +1472,8 @@ static void plan_writes(builder *B)
         const cq_table *t = B->L->tables[i];
         if (t->entity) kp_index_list_push(&tables_of[t->entity->index], i);
         if (t->parent) kp_index_list_push(&tables_of[t->parent->index], i);
-        for (size_t k = 0; k < t->col_count; k++) {
-            kp_index_list *l = t->cols[k].via ? &copies_of[t->cols[k].entity->index] : NULL;
-            if (l && !(l->count && l->at[l->count - 1] == i)) kp_index_list_push(l, i);
-        }
+        for (size_t k = 0; k < t->col_count; k++) /* once per table: a repeat of the last value is dropped */
+            if (t->cols[k].via) kp_index_list_push(&copies_of[t->cols[k].entity->index], i);
     }
     for (size_t w = 0; w < m->write_count; w++) {
         const kp_write *wr = m->writes[w];

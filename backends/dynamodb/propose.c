@@ -2196,8 +2196,9 @@ static void find_copy_sites(builder *B, const kp_pattern *p, ddb_fetch *f, const
 }
 
 /* The items a site's parent returns per request of its pattern (the reads a copy saves). */
-static double copy_site_items(const ddb_fetch *parent)
+static double copy_site_items(const void *of)
 {
+    const ddb_fetch *parent = of;
     double n = 1;
     if (parent->rel && parent->rel->is_many && parent->rel->fanout) n = parent->rel->fanout->avg;
     if (parent->shape && parent->shape->kind == KP_SHAPE_EACH && parent->shape->expect.is_given) n = parent->shape->expect.avg;
@@ -2218,73 +2219,53 @@ static void decide_copies(builder *B)
         for (end = i + 1; end < sites.count && sites.items[end].group_id == sites.items[i].group_id;) end++;
         const kp_rel *r = sites.items[i].rel;
         ddb_entity *de = entity_of(B, r->source);
-        kp_copy_need need = {r, {0}, 0, 0}, added = {r, {0}, 0, 0};
-        double saved = 0, bytes = 0;
-        const kp_pattern *seen = NULL;
-        for (size_t k = i; k < end; k++) {
-            if (sites.items[k].p != seen) kp_copy_need_pattern(&need, sites.items[k].p);
-            seen = sites.items[k].p;
-            saved += pattern_rate(B, sites.items[k].p) * copy_site_items((const ddb_fetch *)sites.items[k].parent);
-        }
-        /* what the model copies itself (copy_of) costs nothing more */
-        for (size_t k = 0; k < need.attr_count; k++) {
-            kp_rel *hop = (kp_rel *)r;
-            if (copy_for(r->source, &hop, 1, need.attrs[k])) continue;
-            added.attrs[added.attr_count++] = need.attrs[k];
-            bytes += attr_bytes(need.attrs[k]);
-        }
-        double cost = kp_copy_write_rate(B->m, B->mix, &added);
-        int few = !need.is_unfit && bytes <= KP_COPY_BYTES;
-        int take = few && saved > cost;
-        const char *fields = "", *names = "";
-        const char **copy_names = take ? kp_arena_alloc(B->arena, sizeof *copy_names * (need.attr_count + 1)) : NULL;
-        for (size_t k = 0; k < need.attr_count; k++) {
-            fields = bprintf(B, "%s%s%s", fields, k ? ", " : "", need.attrs[k]->name);
-            if (!take) continue;
-            kp_rel *hop = (kp_rel *)r;
-            const kp_attr *own = copy_for(r->source, &hop, 1, need.attrs[k]);
+        kp_copy_verdict v;
+        kp_copy_weigh(B->arena, B->m, B->mix, &sites.items[i], end - i, copy_site_items, attr_bytes, &v);
+        const char *names = "";
+        const char **copy_names = v.is_taken ? kp_arena_alloc(B->arena, sizeof *copy_names * (v.need.attr_count + 1)) : NULL;
+        for (size_t k = 0; v.is_taken && k < v.need.attr_count; k++) {
+            const kp_attr *own = kp_copy_own(r->source, r, v.need.attrs[k]);
             if (own) {
                 copy_names[k] = own->name;
             } else {
                 ddb_copy *c = kp_arena_push(B->arena, (void **)&de->copies, &de->copy_count, &de->copy_cap, sizeof *c);
                 c->rel = r;
-                c->attr = need.attrs[k];
-                c->name = bprintf(B, "%s.%s", r->name ? r->name : r->target->name, need.attrs[k]->name);
+                c->attr = v.need.attrs[k];
+                c->name = bprintf(B, "%s.%s", r->name ? r->name : r->target->name, v.need.attrs[k]->name);
                 copy_names[k] = c->name;
             }
             names = bprintf(B, "%s%s%s", names, k ? ", " : "", copy_names[k]);
         }
-        if (!need.attr_count) fields = "its key";
         kp_decision *dc = kp_design_decide(B->d, bprintf(B, "%s.%s", r->source->name, r->name ? r->name : r->target->name),
-            take ? (added.attr_count ? bprintf(B, "copy %s.{%s} into each %s item (%s): no read of the %s item", r->target->name, fields,
+            v.is_taken ? (v.added.attr_count ? bprintf(B, "copy %s.{%s} into each %s item (%s): no read of the %s item", r->target->name, v.fields,
                                               r->source->name, names, r->target->name)
-                    : need.attr_count ? bprintf(B, "%s.{%s} from each %s item's own copy (%s): no read of the %s item", r->target->name,
-                                                fields, r->source->name, names, r->target->name)
+                    : v.need.attr_count ? bprintf(B, "%s.{%s} from each %s item's own copy (%s): no read of the %s item", r->target->name,
+                                                v.fields, r->source->name, names, r->target->name)
                                       : bprintf(B, "the %s's key from the %s item's own foreign key: no read of the %s item",
                                                 r->target->name, r->source->name, r->target->name))
                  : bprintf(B, "reference: read the %s item by key for each %s item", r->target->name, r->source->name),
-            !few ? bprintf(B, "the patterns read %s of the %s through %s: too much to copy into every item",
-                           need.is_unfit ? "more" : fields, r->target->name, r->name ? r->name : "the reference")
-                 : need.attr_count && !added.attr_count ? bprintf(B, "the model keeps the copy in step (copy_of); it saves reading "
-                                                                    "one item per item returned (%.1f/s)", saved)
-                 : cost == 0 ? bprintf(B, "it saves reading one item per item returned (%.1f/s), and no write changes %s: the "
-                                          "copies never move", saved, fields)
+            !v.is_few ? bprintf(B, "the patterns read %s of the %s through %s: too much to copy into every item",
+                           v.need.is_unfit ? "more" : v.fields, r->target->name, r->name ? r->name : "the reference")
+                 : v.is_all_own ? bprintf(B, "the model keeps the copy in step (copy_of); it saves reading "
+                                                                    "one item per item returned (%.1f/s)", v.saved)
+                 : v.cost == 0 ? bprintf(B, "it saves reading one item per item returned (%.1f/s), and no write changes %s: the "
+                                          "copies never move", v.saved, v.fields)
                  : bprintf(B, "the reads a copy saves (one item per item returned, %.1f/s) %s the items the writes that change %s "
-                              "rewrite (%.1f/s)", saved, take ? "outweigh" : "do not outweigh", fields, cost));
+                              "rewrite (%.1f/s)", v.saved, v.is_taken ? "outweigh" : "do not outweigh", v.fields, v.cost));
         const kp_attr **attrs = NULL;
-        if (take && need.attr_count) {
-            attrs = kp_arena_alloc(B->arena, sizeof *attrs * need.attr_count);
-            memcpy(attrs, need.attrs, sizeof *attrs * need.attr_count);
+        if (v.is_taken && v.need.attr_count) {
+            attrs = kp_arena_alloc(B->arena, sizeof *attrs * v.need.attr_count);
+            memcpy(attrs, v.need.attrs, sizeof *attrs * v.need.attr_count);
         }
         for (size_t k = i; k < end; k++) {
             const kp_copy_site *s = &sites.items[k];
             ddb_fetch *hop = s->hop;
             kp_decision_add_pattern(B->d, dc, s->p);
-            if (!take) continue;
+            if (!v.is_taken) continue;
             hop->kind = DDB_COPY;
             hop->copy_names = copy_names;
             hop->copy_attrs = attrs;
-            hop->copy_count = need.attr_count;
+            hop->copy_count = v.need.attr_count;
         }
     }
 }
