@@ -121,6 +121,7 @@ struct ddb_fetch {
     const kp_param **pk_params;     /* parameter for each attribute segment of pk (DDB_FROM_PARAMS) */
     const char *sk_prefix;          /* begins_with / range prefix */
     const kp_cond *range;           /* a key-range condition on the first sort attribute, or NULL */
+    const kp_cond *range_end;       /* the other bound on the same attribute (one BETWEEN), or NULL */
     const kp_cond **sk_eq;          /* equality conditions folded into the sort-key prefix */
     size_t sk_eq_count;
     const kp_cond **filters;        /* conditions the server applies after reading (FilterExpression) */

@@ -632,6 +632,31 @@ static int range_in_sk(const ddb_format *sk, const kp_attr *attr, size_t skip)
     return 0;
 }
 
+/* The other bound of a key range on the same attribute (`placedAt >= :from` with `<= :until`),
+ * taken out of the filters: the two make one BETWEEN, so the server reads only the range. A
+ * strict upper bound on the last part of the sort key stays a filter (BETWEEN includes its
+ * upper end, and there the key could be the bound itself). */
+static const kp_cond *take_range_end(const ddb_format *sk, const kp_cond *range, const kp_cond **filters, size_t *filter_count)
+{
+    if (!range) return NULL;
+    int is_lower = range->op == KP_OP_GE || range->op == KP_OP_GT;
+    if (!is_lower && range->op != KP_OP_LE && range->op != KP_OP_LT) return NULL;
+    int is_last = 0;
+    for (size_t i = 0; i < sk->count; i++)
+        if (sk->segs[i].attr) is_last = sk->segs[i].attr == range->attr;
+    for (size_t i = 0; i < *filter_count; i++) {
+        const kp_cond *c = filters[i];
+        if (c == range || c->attr != range->attr || c->path_len) continue;
+        const kp_cond *upper = is_lower ? c : range;
+        int fits = is_lower ? (c->op == KP_OP_LE || c->op == KP_OP_LT) : (c->op == KP_OP_GE || c->op == KP_OP_GT);
+        if (!fits || (upper->op == KP_OP_LT && is_last)) continue;
+        memmove(&filters[i], &filters[i + 1], sizeof *filters * (*filter_count - i - 1));
+        (*filter_count)--;
+        return c;
+    }
+    return NULL;
+}
+
 /* A sort-key format for an ordered listing: <PREFIX>#<eq attrs>#<order attrs>#<key rest>. */
 static ddb_format ordered_sk(builder *B, const ddb_entity *e, const kp_cond *const *eqs, size_t eq_count, const kp_shape *s,
                              const kp_attr *const *exclude, size_t exclude_count)
@@ -827,6 +852,7 @@ static ddb_fetch *element_listing(builder *B, const kp_pattern *p, const kp_rel 
     if (!orderable) filters = joined_conds(B, eqs, eq_count, filters, &filter_count);
     f->range = range && orderable && range_in_sk(&sk, range->attr, eq_count) ? range : NULL;
     if (range && !f->range) filters = joined_conds(B, &range, 1, filters, &filter_count);
+    f->range_end = take_range_end(&sk, f->range, filters, &filter_count);
     f->filters = filters;
     f->filter_count = filter_count;
     f->is_forward = os && os->declared_order_count ? !os->order[0].is_desc : 1;
@@ -941,6 +967,7 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
          * equalities; elsewhere the server filters it */
         f->range = range && range_in_sk(&pl->sk, range->attr, pl == &child->placements[0] ? 0 : eq_count) ? range : NULL;
         if (range && !f->range) filters[filter_count++] = range;
+        f->range_end = take_range_end(&pl->sk, f->range, filters, &filter_count);
         f->filters = filters;
         f->filter_count = filter_count;
         f->is_forward = forward;
@@ -1342,6 +1369,7 @@ static int plan_root(builder *B, const kp_pattern *p, ddb_fetch **out)
     bind_params(B, f, &gp->pk, p);
     f->sk_prefix = e->prefix;
     f->range = range;
+    if (!client_sorted) f->range_end = take_range_end(&sk, range, filters, &filter_count);
     f->filters = filters;
     f->filter_count = filter_count;
     f->is_forward = each && each->declared_order_count ? !each->order[0].is_desc : 1;
@@ -1427,7 +1455,7 @@ static void merge_header(builder *B, const kp_pattern *p, ddb_fetch *root)
          * bound on the far side of the header (the newest since X, read newest first) */
         int range_fits = !c->range || (!c->is_forward && (c->range->op == KP_OP_GE || c->range->op == KP_OP_GT)) ||
                          (c->is_forward && (c->range->op == KP_OP_LE || c->range->op == KP_OP_LT));
-        if (c->sk_eq_count || !range_fits || c->filter_count) continue;
+        if (c->sk_eq_count || !range_fits || c->range_end || c->filter_count) continue;
         if (c->entity->home == NULL || c->entity->home->from != root->entity->entity || c->rel->relation != c->entity->home) continue;
         /* the header must sort first in the read's direction, on the index the children use */
         ddb_entity *parent = (ddb_entity *)root->entity;
@@ -1483,6 +1511,7 @@ static void merge_into(builder *B, const kp_pattern *p, ddb_fetch *root, size_t 
         root->shape = c->shape;
         root->sk_prefix = c->sk_prefix;
         root->range = c->range;
+        root->range_end = c->range_end;
         root->sk_eq = c->sk_eq;
         root->sk_eq_count = c->sk_eq_count;
         root->filters = c->filters;
@@ -1586,6 +1615,7 @@ static void describe_fetch(builder *B, const kp_pattern *p, const ddb_fetch *f, 
     } else {
         char sk[400];
         if (f->header) snprintf(sk, sizeof sk, "%s BETWEEN \"%s!\" AND \"%s$\"", sk_attr, f->entity->prefix, f->entity->prefix);
+        else if (f->range_end) snprintf(sk, sizeof sk, "%s BETWEEN (%s range)", sk_attr, f->range->attr->name);
         else if (f->range) snprintf(sk, sizeof sk, "%s %s (%s range)", sk_attr, kp_op_name(f->range->op), f->range->attr->name);
         else snprintf(sk, sizeof sk, "begins_with(%s, \"%s\")", sk_attr, f->sk_prefix ? f->sk_prefix : "");
         snprintf(buf, size, "%s = %s%s AND %s", pk_attr, pk, f->shards > 1 ? "#<shard>" : "", sk);

@@ -173,6 +173,8 @@ static int key_condition(const ddb_request_ctx *c, const ddb_fetch *f, const cha
     }
     const kp_cond *range = f->range;
     if (range && !has_operand(c, &range->value)) range = NULL; /* an optional parameter left out */
+    const kp_cond *end = f->range_end && has_operand(c, &f->range_end->value) ? f->range_end : NULL;
+    if (!range) range = end, end = NULL; /* the other bound alone */
     char base[2048];
     if (sk_prefix(c, f, range ? range->attr : NULL, base, sizeof base))
         return kp_error_set(c->err, KP_ERR_USAGE, NULL, 0, 0, "a parameter value does not fit the sort key of %s",
@@ -213,6 +215,20 @@ static int key_condition(const ddb_request_ctx *c, const ddb_fetch *f, const cha
     char v1[1024], v2[1024], a[3200], b[3200];
     if (operand_key_text(c, range->attr, width, &range->value, v1, sizeof v1))
         return kp_error_set(c->err, KP_ERR_USAGE, NULL, 0, 0, "the value of %s does not fit the sort key", range->attr->name);
+    if (end) {
+        /* both bounds on the attribute: one BETWEEN (the planner leaves a strict upper bound on
+         * the key's last part a filter, as BETWEEN includes its upper end) */
+        if (operand_key_text(c, end->attr, width, &end->value, v2, sizeof v2))
+            return kp_error_set(c->err, KP_ERR_USAGE, NULL, 0, 0, "the value of %s does not fit the sort key", end->attr->name);
+        int is_lower = range->op == KP_OP_GE || range->op == KP_OP_GT;
+        const kp_cond *lo = is_lower ? range : end, *hi = is_lower ? end : range;
+        const char *lo_v = is_lower ? v1 : v2, *hi_v = is_lower ? v2 : v1;
+        snprintf(a, sizeof a, "%s%s%s", base, lo_v, lo->op == KP_OP_GT ? "$" : "");
+        snprintf(b, sizeof b, "%s%s%s", base, hi_v, hi->op == KP_OP_LE ? "$" : "");
+        const char *upper = expr_value(x, av_string(b));
+        expr_append(x, " AND %s BETWEEN %s AND %s", sk, expr_value(x, av_string(a)), upper);
+        return 0;
+    }
     /* values of the range attribute are followed by "#..." in the key; '$' sorts just after '#' */
     switch (range->op) {
     case KP_OP_GE:

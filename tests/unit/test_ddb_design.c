@@ -632,6 +632,54 @@ static void test_every_example_has_a_design_without_unexpected_defects(void **st
     }
 }
 
+/* Both bounds of a range on the sort key's attribute make one BETWEEN (issue #14, my-bids:
+ * placedAt >= :from and <= :until, newest first): no FilterExpression, the Limit kept, and a
+ * page claims a page (it claimed ~60 items read, up to every bid of the user). */
+static void test_two_bounds_on_the_sort_key_are_one_between(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/auction-mixes/model.json");
+    kp_design *d = propose(m);
+    const ddb_layout *L = d->layout;
+    const kp_pattern *p = kp_model_pattern(m, "my-bids");
+    const ddb_fetch *root = L->roots[p->index], *bids = NULL;
+    for (size_t i = 0; i < root->child_count; i++)
+        if (root->children[i]->kind == DDB_QUERY) bids = root->children[i];
+    assert_non_null(bids);
+    assert_non_null(bids->range);
+    assert_non_null(bids->range_end);
+    assert_int_equal(bids->filter_count, 0);
+    kp_params *params = kp_params_new();
+    kp_params_set(params, "id", cJSON_CreateString("u1"));
+    kp_params_set(params, "from", cJSON_CreateString("2026-01-01T00:00:00.000Z"));
+    kp_params_set(params, "until", cJSON_CreateString("2026-02-01T00:00:00.000Z"));
+    kp_error err;
+    ddb_request_ctx ctx = {.pattern = p, .params = params, .table = L->table, .err = &err};
+    assert_int_equal(bids->limit, 50); /* the page is the server's: Limit is sent */
+    cJSON *req = kp_ddb_query_request(&ctx, bids, "USER#u1", 0, bids->limit);
+    assert_non_null(req);
+    const char *key = cJSON_GetObjectItem(req, "KeyConditionExpression")->valuestring;
+    assert_non_null(strstr(key, " BETWEEN "));
+    assert_null(cJSON_GetObjectItem(req, "FilterExpression"));
+    const kp_attr *placed = kp_entity_attr(kp_model_entity(m, "Bid"), "placedAt");
+    char lo[300], hi[300];
+    snprintf(lo, sizeof lo, "BID#%s", key_text(placed, 0, "\"2026-01-01T00:00:00.000Z\""));
+    snprintf(hi, sizeof hi, "BID#%s$", key_text(placed, 0, "\"2026-02-01T00:00:00.000Z\""));
+    int found_lo = 0, found_hi = 0;
+    for (const cJSON *v = cJSON_GetObjectItem(req, "ExpressionAttributeValues")->child; v; v = v->next) {
+        found_lo |= !strcmp(v->child->valuestring, lo);
+        found_hi |= !strcmp(v->child->valuestring, hi);
+    }
+    assert_true(found_lo && found_hi);
+    cJSON_Delete(req);
+    const kp_plan *plan = plan_of(d, "my-bids");
+    for (size_t i = 0; i < plan->op_count; i++)
+        if (!strcmp(plan->ops[i].op, "Query")) assert_true(plan->ops[i].items <= 51);
+    kp_params_free(params);
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -652,6 +700,7 @@ int main(void)
         cmocka_unit_test(test_the_response_is_reassembled_in_the_declared_shape),
         cmocka_unit_test(test_every_example_has_a_design_without_unexpected_defects),
         cmocka_unit_test(test_a_referenced_attribute_is_copied_into_the_referencing_items),
+        cmocka_unit_test(test_two_bounds_on_the_sort_key_are_one_between),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
