@@ -1369,7 +1369,9 @@ static int plan_root(builder *B, const kp_pattern *p, ddb_fetch **out)
     bind_params(B, f, &gp->pk, p);
     f->sk_prefix = e->prefix;
     f->range = range;
-    if (!client_sorted) f->range_end = take_range_end(&sk, range, filters, &filter_count);
+    /* a sharded read continues each shard after its last key alone (request.c), which
+     * would drop the far bound: there it stays a filter */
+    if (!client_sorted && gp->shards <= 1) f->range_end = take_range_end(&sk, range, filters, &filter_count);
     f->filters = filters;
     f->filter_count = filter_count;
     f->is_forward = each && each->declared_order_count ? !each->order[0].is_desc : 1;
