@@ -385,7 +385,12 @@ struct kp_backend {
     int (*inspect)(kp_conn *, const kp_design *, kp_target_state *out, kp_error *);
     int (*apply_schema)(kp_conn *, const kp_design *, kp_error *);
     int (*drop)(kp_conn *, const kp_design *, kp_error *);
+    /* keyplan's marker: the seed marker inspect reports or, when the marker has a "shard"
+     * member ("I/N", from `seed --shard`), that shard's own marker beside it (kp_marker_key) */
     int (*write_marker)(kp_conn *, const kp_design *, const cJSON *marker, kp_error *);
+    /* The marker of shard "I/N" (NULL: the seed marker, as inspect reports it); *out NULL
+     * when there is none. */
+    int (*read_marker)(kp_conn *, const kp_design *, const char *shard, cJSON **out, kp_error *);
     int (*submit)(kp_conn *, kp_item_list *batch, kp_ack_fn on_ack, void *ctx, kp_error *);
     int (*poll)(kp_conn *, int timeout_ms, kp_error *);   /* drives in-flight work; returns in-flight count */
     int (*execute)(kp_conn *, const kp_design *, const kp_pattern *, const kp_params *, const char *page,
@@ -490,6 +495,13 @@ int kp_read_back_from_items(int (*read_items)(kp_conn *, const kp_design *, kp_r
 /* Appends a sentence to a note ("; " between sentences), unless the note holds it already
  * or is full (migrate_schema's note, migrate's report). */
 void kp_note_add(char *note, size_t size, const char *text);
+
+/* Where a backend keeps a marker: `base` (its key for the seed marker: the model's name, a
+ * sort key) for the seed marker, "<base>#shard I/N" for shard I of N's own (seed --shard);
+ * the shard is `shard` or, when NULL, the marker's "shard" member. Returns buf. */
+const char *kp_marker_key(const char *base, const cJSON *marker, const char *shard, char *buf, size_t size);
+/* Is `key` (a stored marker's key) a shard marker of `base`? */
+int kp_marker_key_is_shard(const char *base, const char *key);
 
 /* ---- the registry: the only place that names every database ------------------------- */
 

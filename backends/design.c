@@ -293,6 +293,25 @@ void kp_note_add(char *note, size_t size, const char *text)
     if (n + 2 < size) snprintf(note + n, size - n, "%s%s", n ? "; " : "", text);
 }
 
+#define SHARD_KEY "#shard "
+
+const char *kp_marker_key(const char *base, const cJSON *marker, const char *shard, char *buf, size_t size)
+{
+    if (!shard) {
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(marker, "shard");
+        shard = cJSON_IsString(s) ? s->valuestring : NULL;
+    }
+    if (shard) snprintf(buf, size, "%s" SHARD_KEY "%s", base, shard);
+    else snprintf(buf, size, "%s", base);
+    return buf;
+}
+
+int kp_marker_key_is_shard(const char *base, const char *key)
+{
+    size_t n = strlen(base);
+    return strncmp(key, base, n) == 0 && strncmp(key + n, SHARD_KEY, strlen(SHARD_KEY)) == 0;
+}
+
 static kp_readback_entry *readback_entry(kp_readback *r, const char *container)
 {
     for (size_t i = 0; i < r->count; i++)

@@ -17,7 +17,7 @@ const char cmd_seed_help[] =
     "usage: keyplan seed MODEL --db LIST --data DIR [--target DB=ENDPOINT]... [--prefix P]\n"
     "                    [--candidate NAME] [--force] [--dry-run] [--scale F] [--batch N]\n"
     "                    [--export-items FILE] [--export FORMAT --out DIR] [--format text|json]\n"
-    "                    [--insecure] [--quiet]\n\n"
+    "                    [--shard I/N [--shard-wait S]] [--insecure] [--quiet]\n\n"
     "Seeds each database with the sample data (DIR/<Entity>.ndjson, e.g. from `keyplan\n"
     "generate`) in the layout keyplan proposes for it, then reads back what the target\n"
     "holds: per container, the items transform made, sent, acknowledged and read back\n"
@@ -55,6 +55,13 @@ const char cmd_seed_help[] =
     "                       per collection), dsbulk (CSV with a header, a file per table)\n"
     "  --scale F            multiply the model's counts by F (as for generate)\n"
     "  --batch N            items per write request (default: the database's batch limit)\n"
+    "  --shard I/N          write shard I of N: the records k (file order, per entity)\n"
+    "                       with k mod N = I-1, so N processes or machines given the same\n"
+    "                       model and data split one seed. Shard 1 creates the target (and\n"
+    "                       alone takes --force); the others wait for it. Each shard keeps\n"
+    "                       its own checkpoint (rerun it to resume); the last shard to\n"
+    "                       finish reads the whole target back and marks it complete\n"
+    "  --shard-wait S       shards 2..N: wait at most S seconds for shard 1 (default 600)\n"
     "  --format FORMAT      text (default) or json (docs/output.md \"seed\")\n"
     "  --insecure           do not verify TLS certificates (warned)\n"
     "  --quiet              no progress bar and no summary line\n\n"
@@ -65,12 +72,14 @@ const char cmd_seed_help[] =
     "  keyplan seed examples/saas-control-plane/model.json --db dynamodb --data data/saas \\\n"
     "      --target dynamodb=http://127.0.0.1:18000 --prefix ci1 --scale 0.001\n"
     "  keyplan seed examples/saas-control-plane/model.json --data data/saas --scale 0.001 \\\n"
-    "      --export mongoimport --out export/mongodb\n";
+    "      --export mongoimport --out export/mongodb\n"
+    "  for i in 1 2 3 4; do keyplan seed examples/saas-control-plane/model.json --db dynamodb \\\n"
+    "      --data data/saas --scale 0.001 --shard $i/4 & done; wait\n";
 
 int cmd_seed(int argc, char **argv)
 {
     enum { O_DB = 1, O_DATA, O_TARGET, O_PREFIX, O_CANDIDATE, O_FORCE, O_DRY, O_SCALE, O_BATCH, O_FORMAT, O_INSECURE, O_QUIET,
-           O_EXPORT, O_EXPORT_FORMAT, O_OUT };
+           O_EXPORT, O_EXPORT_FORMAT, O_OUT, O_SHARD, O_SHARD_WAIT };
     static const struct option options[] = {
         {"db", required_argument, NULL, O_DB},           {"data", required_argument, NULL, O_DATA},
         {"target", required_argument, NULL, O_TARGET},   {"prefix", required_argument, NULL, O_PREFIX},
@@ -79,11 +88,13 @@ int cmd_seed(int argc, char **argv)
         {"batch", required_argument, NULL, O_BATCH},     {"format", required_argument, NULL, O_FORMAT},
         {"insecure", no_argument, NULL, O_INSECURE},     {"quiet", no_argument, NULL, O_QUIET},
         {"export-items", required_argument, NULL, O_EXPORT}, {"export", required_argument, NULL, O_EXPORT_FORMAT},
-        {"out", required_argument, NULL, O_OUT},         {NULL, 0, NULL, 0}};
+        {"out", required_argument, NULL, O_OUT},         {"shard", required_argument, NULL, O_SHARD},
+        {"shard-wait", required_argument, NULL, O_SHARD_WAIT}, {NULL, 0, NULL, 0}};
     static const char *const formats[] = {"text", "json", NULL};
     kp_live_args args = {.verb = "seed", .needs_data = 1};
     const char *candidate = NULL, *export_path = NULL, *export_format = NULL, *out_dir = NULL;
-    int force = 0, dry_run = 0, batch = 0, format = 0, quiet = 0, c;
+    int force = 0, dry_run = 0, batch = 0, format = 0, quiet = 0, shard = 0, shards = 0, c;
+    double shard_wait = 0;
     kp_error err;
     optind = 1;
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
@@ -124,6 +135,22 @@ int cmd_seed(int argc, char **argv)
         case O_EXPORT: export_path = optarg; break;
         case O_EXPORT_FORMAT: export_format = optarg; break;
         case O_OUT: out_dir = optarg; break;
+        case O_SHARD: {
+            int used = 0;
+            if (sscanf(optarg, "%d/%d%n", &shard, &shards, &used) != 2 || optarg[used] || shards < 1 || shards > 10000 ||
+                shard < 1 || shard > shards) {
+                fprintf(stderr, "keyplan seed: error: --shard takes I/N, shard I of N (1 <= I <= N <= 10000), not '%s'\n",
+                        optarg);
+                return KP_EXIT_INPUT;
+            }
+            break;
+        }
+        case O_SHARD_WAIT:
+            if (kp_cli_parse_double(optarg, &shard_wait) || shard_wait <= 0) {
+                fprintf(stderr, "keyplan seed: error: --shard-wait takes a number of seconds above 0, not '%s'\n", optarg);
+                return KP_EXIT_INPUT;
+            }
+            break;
         default:
             fprintf(stderr, "keyplan seed: see `keyplan seed --help`\n");
             return KP_EXIT_INPUT;
@@ -161,6 +188,15 @@ int cmd_seed(int argc, char **argv)
         dry_run = 1;   /* an export touches no server */
     } else if (out_dir) {
         fprintf(stderr, "keyplan seed: error: --out is the folder of --export FORMAT; give --export too\n");
+        return KP_EXIT_INPUT;
+    }
+    if (shards && dry_run) {
+        fprintf(stderr, "keyplan seed: error: --shard splits the writes to a server; --dry-run and --export write "
+                        "nothing there (leave --shard out)\n");
+        return KP_EXIT_INPUT;
+    }
+    if (shard_wait > 0 && !shards) {
+        fprintf(stderr, "keyplan seed: error: --shard-wait is how long a shard waits for shard 1: give --shard I/N too\n");
         return KP_EXIT_INPUT;
     }
     if (export_path && !dry_run) {
@@ -221,7 +257,8 @@ int cmd_seed(int argc, char **argv)
                                    .design = design, .backend = backend, .target = &live.targets[i],
                                    .force = force, .dry_run = dry_run, .batch_size = batch,
                                    .export_items = export_file, .export_dir = exporting ? out_dir : NULL,
-                                   .progress = quiet ? NULL : stderr, .interrupted = &kp_live_interrupted};
+                                   .progress = quiet ? NULL : stderr, .interrupted = &kp_live_interrupted,
+                                   .shard_index = shard, .shard_count = shards, .shard_wait_seconds = shard_wait};
         kp_seed_report report;
         int rc = kp_seed_run(&seed_options, &report, &err);
         if (json) {

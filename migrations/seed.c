@@ -408,7 +408,12 @@ typedef struct pipeline {
     int is_moved;               /* the watermark moved since the last marker write */
     double started, last_marker, last_bar;
     int is_tty;
+    int shard, shards;          /* seed --shard I/N (shards 0: not sharded) */
+    int all_records;            /* write every record, the shard's own or not (the final replay) */
 } pipeline;
+
+/* Does this run write record k (file order) of an entity? */
+static int is_mine(const pipeline *p, long k) { return p->shards <= 1 || p->all_records || k % p->shards == p->shard - 1; }
 
 static int queue_push(pipeline *p, size_t entity, long record, long outstanding, uint64_t *seq)
 {
@@ -474,6 +479,7 @@ static void draw_bar(pipeline *p, int is_final)
     p->last_bar = t;
     if (is_final) { fputs("\r\033[K", p->o->progress); fflush(p->o->progress); return; }
     long total = p->r->items > 0 ? p->r->items : 1;
+    if (p->shards > 1 && !p->all_records) total = (total + p->shards - 1) / p->shards; /* about the shard's share */
     long done = p->r->items_resumed + p->r->items_acknowledged;
     double share = (double)done / (double)total;
     if (share > 1) share = 1;
@@ -533,8 +539,33 @@ cJSON *kp_seed_marker_new(const kp_model *m, const kp_design *design, const char
     return mk;
 }
 
+/* Writes a marker: the shard's own (shard > 0) or the seed marker, which names the shard
+ * count of a sharded seed. */
+static int put_marker(pipeline *p, int shard, const long *acknowledged, const char *status, kp_error *err)
+{
+    cJSON *mk = build_marker(p->o, p->r, acknowledged, p->totals, status);
+    if (!mk) return nomem(err);
+    if (p->shards > 1) {
+        char name[64];
+        snprintf(name, sizeof name, "%d/%d", shard, p->shards);
+        if (shard > 0) cJSON_AddStringToObject(mk, "shard", name);
+        cJSON_AddNumberToObject(mk, "shards", p->shards);
+    }
+    int rc = p->b->write_marker(p->conn, p->o->design, mk, err);
+    cJSON_Delete(mk);
+    if (rc && err->code == KP_OK) err->code = KP_ERR_TARGET;
+    return rc;
+}
+
+/* The run's checkpoint: the seed marker, or the shard's own when sharded. */
 static int write_marker(pipeline *p, const char *status, kp_error *err)
 {
+    if (p->shards > 1) {
+        int rc = put_marker(p, p->shard, p->watermark, status, err);
+        p->last_marker = now_seconds();
+        p->is_moved = 0;
+        return rc;
+    }
     cJSON *mk = build_marker(p->o, p->r, p->watermark, p->totals, status);
     if (!mk) return nomem(err);
     int rc = p->b->write_marker(p->conn, p->o->design, mk, err);
@@ -607,8 +638,9 @@ static int run_pipeline(pipeline *p, kp_error *err)
         size_t n = 0;
         kp_record *const *records = kp_dataset_records(o->data, m->entities[e], &n);
         long skip = p->watermark[e] < (long)n ? p->watermark[e] : (long)n;
-        p->r->records_skipped += skip;
         for (long i = 0; i < skip && rc == 0; i++) {
+            if (!is_mine(p, i)) continue;
+            p->r->records_skipped++;
             rc = transform_record(o, p->b, records[i], &items, NULL, err);
             for (size_t k = 0; rc == 0 && k < items.count; k++) {
                 kp_seed_container *c = container_of(p->r, items.items[k].container);
@@ -624,6 +656,7 @@ static int run_pipeline(pipeline *p, kp_error *err)
                 break;
             }
             if (p->has_failed) break;
+            if (!is_mine(p, (long)i)) continue;
             if ((rc = transform_record(o, p->b, records[i], &items, NULL, err))) break;
             uint64_t seq;
             if (queue_push(p, e, (long)i, (long)items.count, &seq)) { rc = nomem(err); break; }
@@ -731,6 +764,7 @@ static int recheck_checkpoint(pipeline *p, int *is_replayed, kp_error *err)
         size_t n = 0;
         kp_record *const *records = kp_dataset_records(o->data, m->entities[e], &n);
         for (long i = 0; i < p->watermark[e] && (size_t)i < n; i++) {
+            if (!is_mine(p, i)) continue;
             if (transform_record(o, p->b, records[i], &items, NULL, err)) { kp_item_list_free(&items); return -1; }
             for (size_t k = 0; k < items.count; k++) {
                 kp_seed_container *c = container_of(r, items.items[k].container);
@@ -790,7 +824,13 @@ static void print_summary(const kp_seed_options *o, const kp_seed_report *r, int
         return;
     }
     double rate = r->seconds > 0 ? (double)r->items_acknowledged / r->seconds : 0;
-    if (ok)
+    if (ok && r->shard_count > 1 && !r->is_complete)
+        fprintf(o->progress, "seeded shard %d/%d of %s on %s (%s): %ld of the %ld records -> sent %ld items, acknowledged "
+                "%ld, resumed %ld (%.1f s, %.0f items/s); %d of %d shards complete: the last one to finish reads the target "
+                "back\n", r->shard_index, r->shard_count, r->design, r->backend, kp_seed_action_name(r->action),
+                r->records_read + r->records_skipped, r->records, r->items_sent, r->items_acknowledged, r->items_resumed,
+                r->seconds, rate, r->shards_complete, r->shard_count);
+    else if (ok)
         fprintf(o->progress, "seeded %s on %s (%s): %ld records -> %ld items in %zu container%s; sent %ld, "
                 "acknowledged %ld, resumed %ld, read back %ld (%.1f s, %.0f items/s)\n", r->design, r->backend,
                 kp_seed_action_name(r->action), r->records, r->items, r->container_count,
@@ -818,6 +858,96 @@ static int load_watermark(const cJSON *marker, const kp_model *m, long *watermar
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(ack, m->entities[e]->name);
         watermark[e] = cJSON_IsNumber(v) && v->valuedouble > 0 ? (long)v->valuedouble : 0;
     }
+    return 0;
+}
+
+/* ---- shards (seed.h, "Shards") ------------------------------------------------------------- */
+
+static int marker_shards(const cJSON *marker)
+{
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(marker, "shards");
+    return cJSON_IsNumber(n) ? (int)n->valuedouble : 0;
+}
+
+/* Is the seed marker one this shard works under: this model, data and design, "complete",
+ * or "seeding" in as many shards? */
+static int is_shard_setup(const pipeline *p, const cJSON *marker, char *why, size_t why_size)
+{
+    const kp_seed_options *o = p->o;
+    if (!marker || !kp_seed_marker_matches(marker, o->model, p->r->data_hash, o->design, why, why_size)) return 0;
+    const char *status = marker_string(marker, "status");
+    if (status && strcmp(status, "complete") == 0) return 1;
+    if (!status || strcmp(status, "seeding") != 0) {
+        snprintf(why, why_size, "its marker says '%s'", status ? status : "(no status)");
+        return 0;
+    }
+    if (marker_shards(marker) != p->shards) {
+        if (marker_shards(marker) > 1) snprintf(why, why_size, "it is being seeded in %d shards, not %d", marker_shards(marker), p->shards);
+        else snprintf(why, why_size, "a seed without --shard is in progress on it");
+        return 0;
+    }
+    return 1;
+}
+
+/* Shards 2..N: inspect until shard 1 has set the target up (or the wait ends). */
+static int await_setup(pipeline *p, kp_target_state *state, kp_error *err)
+{
+    const kp_seed_options *o = p->o;
+    double limit = o->shard_wait_seconds > 0 ? o->shard_wait_seconds : 600, start = now_seconds();
+    int told = 0;
+    char why[400];
+    while (!is_shard_setup(p, state->marker, why, sizeof why) && now_seconds() - start < limit) {
+        if (o->interrupted && *o->interrupted)
+            return kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "interrupted while waiting for shard 1/%d; nothing was "
+                                "written", p->shards);
+        if (!told && o->progress) {
+            fprintf(o->progress, "keyplan seed: shard %d/%d: waiting up to %.0f s for shard 1/%d to set the target up\n",
+                    p->shard, p->shards, limit, p->shards);
+            told = 1;
+        }
+        struct timespec pause = {0, 500 * 1000000L};
+        nanosleep(&pause, NULL);
+        cJSON_Delete(state->marker);
+        memset(state, 0, sizeof *state);
+        if (p->b->inspect(p->conn, o->design, state, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; return -1; }
+    }
+    return 0;
+}
+
+/* How many of the N shard markers say complete for this model, data and design. */
+static int count_complete_shards(pipeline *p, int *complete, kp_error *err)
+{
+    *complete = 0;
+    for (int i = 1; i <= p->shards; i++) {
+        char name[64], why[400];
+        snprintf(name, sizeof name, "%d/%d", i, p->shards);
+        cJSON *mk = NULL;
+        if (p->b->read_marker(p->conn, p->o->design, name, &mk, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; return -1; }
+        const char *status = mk ? marker_string(mk, "status") : NULL;
+        if (status && strcmp(status, "complete") == 0 &&
+            kp_seed_marker_matches(mk, p->o->model, p->r->data_hash, p->o->design, why, sizeof why))
+            (*complete)++;
+        cJSON_Delete(mk);
+    }
+    return 0;
+}
+
+/* The shard's own checkpoint: its marker's watermark when it belongs to this seed; sets
+ * *is_done when it says complete. */
+static int load_shard_checkpoint(pipeline *p, int *is_resumed, int *is_done, kp_error *err)
+{
+    char name[64], why[400];
+    snprintf(name, sizeof name, "%d/%d", p->shard, p->shards);
+    cJSON *mk = NULL;
+    *is_resumed = *is_done = 0;
+    if (p->b->read_marker(p->conn, p->o->design, name, &mk, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; return -1; }
+    const char *status = mk ? marker_string(mk, "status") : NULL;
+    if (status && kp_seed_marker_matches(mk, p->o->model, p->r->data_hash, p->o->design, why, sizeof why)) {
+        load_watermark(mk, p->o->model, p->watermark);
+        *is_resumed = 1;
+        *is_done = strcmp(status, "complete") == 0;
+    }
+    cJSON_Delete(mk);
     return 0;
 }
 
@@ -887,8 +1017,21 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
     if (!p.watermark || !p.totals) { free(p.watermark); free(p.totals); return nomem(err); }
     for (size_t e = 0; e < entities; e++) p.totals[e] = (long)kp_dataset_count(o->data, o->model->entities[e]);
     p.is_tty = o->progress && isatty(fileno(o->progress));
+    if (o->shard_count > 1) {
+        p.shard = r->shard_index = o->shard_index;
+        p.shards = r->shard_count = o->shard_count;
+    }
 
     int rc = 0, is_own_conn = 0;
+    if (p.shards > 1 && (p.shard < 1 || p.shard > p.shards))
+        rc = kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "--shard %d/%d: the shard is a number from 1 to %d", p.shard,
+                          p.shards, p.shards);
+    else if (p.shards > 1 && !b->read_marker)
+        rc = kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "%s cannot seed in shards (no read_marker)", b->name);
+    else if (p.shards > 1 && p.shard > 1 && o->force)
+        rc = kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "--force belongs to shard 1/%d, which sets the target up; "
+                          "shard %d/%d never drops anything", p.shards, p.shard, p.shards);
+    if (rc) { free(p.watermark); free(p.totals); return -1; }
     kp_target_state state = {0};
     p.conn = o->conn;
     if (!p.conn) {
@@ -898,6 +1041,7 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
         else is_own_conn = 1;
     }
     if (rc == 0 && b->inspect(p.conn, o->design, &state, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; rc = -1; }
+    if (rc == 0 && p.shard > 1) rc = await_setup(&p, &state, err);
     /* a limit only the server knows (Cassandra's mutation size), before anything is
      * dropped, created or written */
     if (rc == 0 && b->server_item_limit) {
@@ -926,9 +1070,22 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
             } else if (is_ours && (!status || (strcmp(status, "seeding") != 0 && strcmp(status, "complete") != 0))) {
                 is_ours = 0;
                 snprintf(why, sizeof why, "its marker has an unknown status '%s'", status ? status : "(none)");
+            } else if (is_ours && p.shards > 1) {
+                is_ours = is_shard_setup(&p, state.marker, why, sizeof why);
             }
         }
-        if (!state.exists && !state.marker) {
+        if (p.shard > 1 && !is_ours) {
+            /* only shard 1 creates, replaces or refuses with --force */
+            if (state.marker)
+                rc = kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "shard %d/%d: refusing to seed design '%s' on %s: %s; "
+                                  "shard 1/%d sets the target up (with --force it starts over)", p.shard, p.shards,
+                                  o->design->candidate, r->backend, why, p.shards);
+            else
+                rc = kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "shard %d/%d: shard 1/%d did not set the target up "
+                                  "within %.0f s (it creates the containers and the seed marker): start it, then rerun "
+                                  "this shard", p.shard, p.shards, p.shards,
+                                  o->shard_wait_seconds > 0 ? o->shard_wait_seconds : 600);
+        } else if (!state.exists && !state.marker) {
             r->action = KP_SEED_FRESH;
             is_fresh = 1;
         } else if (is_ours) {
@@ -961,10 +1118,19 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
     }
     cJSON_Delete(state.marker);
     state.marker = NULL;
+    int is_shard_done = 0;
+    if (rc == 0 && p.shards > 1 && r->action != KP_SEED_ALREADY_DONE) {
+        /* the shard's own checkpoint, not the seed marker's (shard 1 keeps that one at 0) */
+        for (size_t e = 0; e < entities; e++) p.watermark[e] = 0;
+        int is_resumed = 0;
+        if (!is_fresh && load_shard_checkpoint(&p, &is_resumed, &is_shard_done, err)) rc = -1;
+        r->action = is_resumed ? KP_SEED_RESUMED : is_fresh ? r->action : KP_SEED_FRESH;
+    }
 
     /* step 3: schema and marker */
     if (rc == 0 && is_fresh && b->apply_schema(p.conn, o->design, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; rc = -1; }
-    if (rc == 0 && r->action != KP_SEED_ALREADY_DONE && write_marker(&p, "seeding", err)) rc = -1;
+    if (rc == 0 && is_fresh && p.shards > 1 && put_marker(&p, 0, p.watermark, "seeding", err)) rc = -1;
+    if (rc == 0 && r->action != KP_SEED_ALREADY_DONE && !is_shard_done && write_marker(&p, "seeding", err)) rc = -1;
     if (rc != 0 && err->code == KP_ERR_TARGET && !strstr(err->message, "rerun")) {
         /* server trouble while setting the target up: this run wrote no record yet, and a
          * rerun takes over what was created (an empty target without a marker is fresh) */
@@ -978,6 +1144,11 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
     if (rc == 0 && r->action == KP_SEED_RESUMED) {
         long done = 0;
         for (size_t e = 0; e < entities; e++) done += p.watermark[e];
+        if (p.shards > 1) { /* the shard's own records below its watermark */
+            done = 0;
+            for (size_t e = 0; e < entities; e++)
+                if (p.watermark[e] >= p.shard) done += (p.watermark[e] - p.shard) / p.shards + 1;
+        }
         int is_replayed = 0;
         if (done > 0 && recheck_checkpoint(&p, &is_replayed, err)) rc = -1;
         else if (!is_replayed)
@@ -989,8 +1160,8 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
     if (rc == 0 && r->action != KP_SEED_ALREADY_DONE) {
         rc = run_pipeline(&p, err);
         kp_error marker_err;
-        if (rc == 0) rc = write_marker(&p, "complete", err);
-        else if (p.conn && p.b->write_marker && write_marker(&p, "seeding", &marker_err) == 0) {
+        if (rc == 0 && !is_shard_done) rc = write_marker(&p, "complete", err);
+        else if (rc != 0 && p.conn && p.b->write_marker && write_marker(&p, "seeding", &marker_err) == 0) {
             /* the checkpoint is saved; the original error stands */
         }
     } else if (rc == 0) {
@@ -1002,9 +1173,19 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
     double written = now_seconds();
     r->write_seconds = written - p.started;
 
+    /* a shard's part is done: the last shard to finish reads the whole target back */
+    int is_final = 1;
+    if (rc == 0 && p.shards > 1 && r->action != KP_SEED_ALREADY_DONE) {
+        rc = count_complete_shards(&p, &r->shards_complete, err);
+        is_final = r->shards_complete == p.shards;
+        if (rc == 0 && !is_final)
+            snprintf(r->note, sizeof r->note, "shard %d/%d is complete; %d of %d shards are: the last one to finish reads "
+                     "the target back and marks it complete", p.shard, p.shards, r->shards_complete, p.shards);
+    }
+
     /* step 5 */
-    if (rc == 0) rc = read_back(&p, err);
-    if (rc && err->code == KP_ERR_CHECK && r->action != KP_SEED_FRESH && r->action != KP_SEED_REPLACED &&
+    if (rc == 0 && is_final) rc = read_back(&p, err);
+    if (rc && err->code == KP_ERR_CHECK && (p.shards > 1 || (r->action != KP_SEED_FRESH && r->action != KP_SEED_REPLACED)) &&
         has_missing_items(r)) {
         /* an earlier run's checkpoint counted items the target no longer holds (lost by the
          * server after it acknowledged them): replay every record once — puts by key never
@@ -1020,11 +1201,14 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
         p.q_seq0 += p.q_end;   /* fresh sequence numbers: nothing of the first pass is in flight */
         p.q_start = p.q_end = 0;
         kp_error_clear(err);
+        p.all_records = 1;   /* a shard replays the others' records too */
         rc = run_pipeline(&p, err);
         if (rc == 0) rc = write_marker(&p, "complete", err);
         if (rc == 0) rc = read_back(&p, err);
     }
-    r->is_complete = rc == 0;
+    /* the seed marker says complete once the whole target is read back equal */
+    if (rc == 0 && is_final && p.shards > 1 && r->action != KP_SEED_ALREADY_DONE) rc = put_marker(&p, 0, p.totals, "complete", err);
+    r->is_complete = rc == 0 && is_final;
     r->seconds = now_seconds() - started;
     r->read_back_seconds = r->seconds - (written - started);
     print_summary(o, r, rc == 0);
@@ -1039,7 +1223,10 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
 
 void kp_seed_report_print(FILE *out, const kp_seed_report *r)
 {
-    fprintf(out, "%s on %s — %s\n", r->design, r->backend, kp_seed_action_name(r->action));
+    fprintf(out, "%s on %s — %s", r->design, r->backend, kp_seed_action_name(r->action));
+    if (r->shard_count > 1) fprintf(out, " (shard %d/%d; %d of %d shards complete)", r->shard_index, r->shard_count,
+                                    r->is_complete ? r->shard_count : r->shards_complete, r->shard_count);
+    fprintf(out, "\n");
     if (r->note[0]) fprintf(out, "  %s\n", r->note);
     size_t w = 9;
     for (size_t i = 0; i < r->container_count; i++)
@@ -1086,6 +1273,12 @@ cJSON *kp_seed_report_to_json(const kp_seed_report *r)
     cJSON_AddStringToObject(o, "model_hash", r->model_hash);
     cJSON_AddStringToObject(o, "data_hash", r->data_hash);
     cJSON_AddBoolToObject(o, "complete", r->is_complete);
+    if (r->shard_count > 1) {
+        cJSON *shard = cJSON_AddObjectToObject(o, "shard");
+        cJSON_AddNumberToObject(shard, "index", r->shard_index);
+        cJSON_AddNumberToObject(shard, "of", r->shard_count);
+        cJSON_AddNumberToObject(shard, "complete", r->is_complete ? r->shard_count : r->shards_complete);
+    }
     cJSON_AddNumberToObject(o, "records", (double)r->records);
     cJSON_AddNumberToObject(o, "records_skipped", (double)r->records_skipped);
     cJSON_AddNumberToObject(o, "records_sent", (double)r->records_read);

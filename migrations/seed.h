@@ -68,6 +68,29 @@
  * it needs of the batch (the pipeline clears the list after it returns) and acks
  * each item exactly once (ok or given up), with its tag; poll returns how many items
  * are still in flight; inspect/read_back leave the marker out.
+ *
+ * Shards (`seed --shard I/N`): N processes, on one machine or many, each given the same
+ * model and data, split one seed deterministically — shard I writes the records k (file
+ * order, per entity) with k mod N = I-1, and every shard pre-scans the whole data set, so
+ * each knows the totals. One marker protocol:
+ *   - shard 1 sets the target up: it decides on the seed marker as above (a seed marker
+ *     "seeding" with another shard count is refused without --force, which only shard 1
+ *     takes), applies the schema and writes the seed marker (status "seeding", "shards": N);
+ *   - shards 2..N wait (shard_wait_seconds) until the seed marker is theirs and names N
+ *     shards; they never create, drop or force anything;
+ *   - each shard keeps its checkpoint in a marker of its own beside the seed marker
+ *     ("shard": "I/N", backend read_marker/write_marker): acknowledged[E] = W means every
+ *     record of E before W (file order) that is the shard's own had its items
+ *     acknowledged; a rerun of the same shard resumes from it (and re-checks it against
+ *     the server as above), and the marker says "complete" when the shard's part is;
+ *   - a shard that completes reads every shard marker: when all N say complete, it reads
+ *     the whole target back against the whole data set (replaying every record once if the
+ *     target holds fewer items) and writes the seed marker "complete"; otherwise it stops
+ *     with its part done (exit 0, shards_complete says how many are), and the last shard to
+ *     finish does it. Two shards finishing together may both read back: each writes its
+ *     marker before reading the others', so at least one sees all complete.
+ *   A seed marker "complete" means the same whoever wrote it; verify and teardown know
+ *   nothing of shards.
  */
 #ifndef KP_SEED_H
 #define KP_SEED_H
@@ -113,6 +136,10 @@ typedef struct kp_seed_options {
     const char *export_dir;         /* dry run only: write the database's bulk-load files (backend
                                        export_format) into this folder, marker included; NULL: none */
     volatile sig_atomic_t *interrupted; /* set (e.g. by SIGINT) to stop cleanly; may be NULL */
+    int shard_index, shard_count;   /* seed --shard I/N: this process writes records k with k mod N = I-1
+                                       (see "Shards"); 0: not sharded */
+    double shard_wait_seconds;      /* shards 2..N: how long to wait for shard 1 to set the target up;
+                                       0: 600 s */
 } kp_seed_options;
 
 typedef enum kp_seed_action {
@@ -160,6 +187,8 @@ typedef struct kp_seed_report {
      * the read-back */
     double prepare_seconds, setup_seconds, write_seconds, read_back_seconds;
     int is_complete;                /* every record acknowledged and read back equal */
+    int shard_index, shard_count;   /* as in the options (0: not sharded) */
+    int shards_complete;            /* shards whose marker said complete when this one finished (0: not known) */
     char note[512];                 /* "dropped ... (--force)", "resumed after N records", ... */
     kp_seed_container *containers;  /* the design's containers first, in design order */
     size_t container_count;

@@ -53,6 +53,7 @@ const kp_backend kp_cassandra_backend = {
     .apply_schema = kp_cq_apply_schema,
     .drop = kp_cq_drop,
     .write_marker = kp_cq_write_marker,
+    .read_marker = kp_cq_read_marker,
     .submit = kp_cq_submit,
     .poll = kp_cq_poll,
     .execute = kp_cq_execute,

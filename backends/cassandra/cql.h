@@ -173,6 +173,7 @@ int kp_cq_inspect(kp_conn *conn, const kp_design *d, kp_target_state *out, kp_er
 int kp_cq_apply_schema(kp_conn *conn, const kp_design *d, kp_error *err);
 int kp_cq_drop(kp_conn *conn, const kp_design *d, kp_error *err);
 int kp_cq_write_marker(kp_conn *conn, const kp_design *d, const cJSON *marker, kp_error *err);
+int kp_cq_read_marker(kp_conn *conn, const kp_design *d, const char *shard, cJSON **out, kp_error *err);
 /* export.c: seed --export dsbulk (backend.h) */
 int kp_cq_export_open(const kp_design *d, const char *dir, const char *prefix, kp_exporter **out, kp_error *err);
 int kp_cq_export_item(kp_exporter *x, const kp_item *item, kp_error *err);

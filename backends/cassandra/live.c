@@ -189,10 +189,11 @@ static int row_has(const cJSON *rows, const char *column, const char *value)
 
 static int has_name(const cJSON *rows, const char *name) { return row_has(rows, "table_name", name); }
 
-static int read_marker(kp_cq_conn *c, const kp_design *d, cJSON **marker, kp_error *err)
+static int read_marker(kp_cq_conn *c, const kp_design *d, const char *shard, cJSON **marker, kp_error *err)
 {
     *marker = NULL;
-    const char *const args[] = {d->model->name, NULL};
+    char key[600];
+    const char *const args[] = {kp_marker_key(d->model->name, NULL, shard, key, sizeof key), NULL};
     cJSON *rows = NULL;
     const char *cql = kp_arena_printf(&c->arena, "SELECT marker FROM %s WHERE model = ?", qname(c, KP_CQ_MARKER_TABLE));
     int rc = select_texts(c, cql, args, 10, &rows, err);
@@ -212,7 +213,8 @@ int kp_cq_write_marker(kp_conn *conn, const kp_design *d, const cJSON *marker, k
     const kp_cql_type *type = NULL;
     kp_cql_type_parse("text", &c->arena, &type, err);
     kp_cql_values v = {0};
-    cJSON *name = cJSON_CreateString(d->model->name), *m = cJSON_CreateString(text);
+    char key[600];
+    cJSON *name = cJSON_CreateString(kp_marker_key(d->model->name, marker, NULL, key, sizeof key)), *m = cJSON_CreateString(text);
     cJSON_free(text);
     int rc = kp_cql_values_add_json(&v, NULL, type, name, err);
     if (rc == 0) rc = kp_cql_values_add_json(&v, NULL, type, m, err);
@@ -222,6 +224,18 @@ int kp_cq_write_marker(kp_conn *conn, const kp_design *d, const cJSON *marker, k
     if (rc == 0) rc = kp_cql_query(c->client, cql, &v, NULL, NULL, err);
     kp_cql_values_free(&v);
     return rc;
+}
+
+int kp_cq_read_marker(kp_conn *conn, const kp_design *d, const char *shard, cJSON **out, kp_error *err)
+{
+    kp_cq_conn *c = (kp_cq_conn *)conn;
+    kp_cq_conn_keyspace(conn, d);
+    *out = NULL;
+    cJSON *names = NULL;
+    if (table_names(c, &names, err)) return -1;
+    int has_marker = has_name(names, KP_CQ_MARKER_TABLE);
+    cJSON_Delete(names);
+    return has_marker ? read_marker(c, d, shard, out, err) : 0;
 }
 
 /* ---- inspect, schema, drop -------------------------------------------------------------------------- */
@@ -250,7 +264,7 @@ int kp_cq_inspect(kp_conn *conn, const kp_design *d, kp_target_state *out, kp_er
     }
     int has_marker = has_name(names, KP_CQ_MARKER_TABLE);
     cJSON_Delete(names);
-    if (has_marker && read_marker(c, d, &out->marker, err)) return -1;
+    if (has_marker && read_marker(c, d, NULL, &out->marker, err)) return -1;
     out->exists = any;
     out->is_empty = !rows;
     out->is_foreign = any && !out->marker;
@@ -285,15 +299,25 @@ int kp_cq_drop(kp_conn *conn, const kp_design *d, kp_error *err)
     int has_marker = has_name(names, KP_CQ_MARKER_TABLE);
     cJSON_Delete(names);
     if (has_marker) {
+        /* the seed marker and the shards' own (seed --shard) */
+        cJSON *keys = NULL;
+        const char *all = kp_arena_printf(&c->arena, "SELECT model FROM %s", qname(c, KP_CQ_MARKER_TABLE));
+        if (kp_cql_fetch_all(c->client, NULL, all, NULL, 100, &keys, NULL, err)) return -1;
         const kp_cql_type *type = NULL;
         kp_cql_type_parse("text", &c->arena, &type, err);
-        kp_cql_values v = {0};
-        cJSON *name = cJSON_CreateString(d->model->name);
-        int rc = kp_cql_values_add_json(&v, NULL, type, name, err);
-        cJSON_Delete(name);
         const char *cql = kp_arena_printf(&c->arena, "DELETE FROM %s WHERE model = ?", qname(c, KP_CQ_MARKER_TABLE));
-        if (rc == 0) rc = kp_cql_query(c->client, cql, &v, NULL, NULL, err);
-        kp_cql_values_free(&v);
+        int rc = 0;
+        for (const cJSON *row = keys ? keys->child : NULL; row && rc == 0; row = row->next) {
+            const cJSON *key = cJSON_GetObjectItemCaseSensitive(row, "model");
+            if (!cJSON_IsString(key) || (strcmp(key->valuestring, d->model->name) != 0 &&
+                                         !kp_marker_key_is_shard(d->model->name, key->valuestring)))
+                continue;
+            kp_cql_values v = {0};
+            rc = kp_cql_values_add_json(&v, NULL, type, key, err);
+            if (rc == 0) rc = kp_cql_query(c->client, cql, &v, NULL, NULL, err);
+            kp_cql_values_free(&v);
+        }
+        cJSON_Delete(keys);
         if (rc) return -1;
     }
     /* the keyspace goes when nothing but an empty marker table is left in it */

@@ -241,6 +241,7 @@ const kp_backend kp_dynamodb_backend = {
     .apply_schema = kp_ddb_apply_schema,
     .drop = kp_ddb_drop,
     .write_marker = kp_ddb_write_marker,
+    .read_marker = kp_ddb_read_marker,
     .submit = kp_ddb_submit_items,
     .poll = kp_ddb_poll_conn,
     .execute = kp_ddb_execute,

@@ -36,6 +36,7 @@ int kp_ddb_inspect(kp_conn *conn, const kp_design *d, kp_target_state *out, kp_e
 int kp_ddb_apply_schema(kp_conn *conn, const kp_design *d, kp_error *err);
 int kp_ddb_drop(kp_conn *conn, const kp_design *d, kp_error *err);
 int kp_ddb_write_marker(kp_conn *conn, const kp_design *d, const cJSON *marker, kp_error *err);
+int kp_ddb_read_marker(kp_conn *conn, const kp_design *d, const char *shard, cJSON **out, kp_error *err);
 int kp_ddb_submit_items(kp_conn *conn, kp_item_list *batch, kp_ack_fn on_ack, void *ctx, kp_error *err);
 int kp_ddb_poll_conn(kp_conn *conn, int timeout_ms, kp_error *err);
 int kp_ddb_read_back(kp_conn *conn, const kp_design *d, kp_readback *out, kp_error *err);

@@ -140,18 +140,20 @@ static int describe(kp_ddb_conn *c, const char *table, cJSON **out, int *missing
     return *missing ? 0 : rc;
 }
 
-static int read_marker(kp_ddb_conn *c, const char *table, cJSON **marker, kp_error *err)
+static int read_marker(kp_ddb_conn *c, const char *table, const char *shard, cJSON **marker, kp_error *err)
 {
     *marker = NULL;
+    char sk[256];
     cJSON *req = cJSON_CreateObject();
     cJSON_AddStringToObject(req, "TableName", table);
     cJSON_AddBoolToObject(req, "ConsistentRead", 1);
     cJSON *key = cJSON_AddObjectToObject(req, "Key");
     cJSON_AddItemToObject(key, "PK", av_string(MARKER_PK));
-    cJSON_AddItemToObject(key, "SK", av_string(MARKER_SK));
+    cJSON_AddItemToObject(key, "SK", av_string(shard ? kp_marker_key(MARKER_SK, NULL, shard, sk, sizeof sk) : MARKER_SK));
     cJSON *resp = NULL;
     int rc = kp_ddb_call(c->client, "GetItem", req, &resp, err);
     cJSON_Delete(req);
+    if (rc && kp_ddb_error_is(c->client, "ResourceNotFoundException")) { kp_error_clear(err); return 0; } /* no table yet */
     if (rc) return -1;
     const cJSON *text = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(resp, "Item"), "marker"), "S");
@@ -175,7 +177,7 @@ int kp_ddb_inspect(kp_conn *conn, const kp_design *d, kp_target_state *out, kp_e
     out->exists = 1;
     const cJSON *count = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(desc, "Table"), "ItemCount");
     cJSON_Delete(desc);
-    if (read_marker(c, name, &out->marker, err)) return -1;
+    if (read_marker(c, name, NULL, &out->marker, err)) return -1;
     (void)count;
     /* empty: a Scan of at most two items finds nothing but the marker */
     cJSON *req = cJSON_CreateObject();
@@ -273,8 +275,9 @@ int kp_ddb_write_marker(kp_conn *conn, const kp_design *d, const cJSON *marker, 
     cJSON *req = cJSON_CreateObject();
     cJSON_AddStringToObject(req, "TableName", kp_ddb_conn_table(c, L->table));
     cJSON *item = cJSON_AddObjectToObject(req, "Item");
+    char sk[256];
     cJSON_AddItemToObject(item, "PK", av_string(MARKER_PK));
-    cJSON_AddItemToObject(item, "SK", av_string(MARKER_SK));
+    cJSON_AddItemToObject(item, "SK", av_string(kp_marker_key(MARKER_SK, marker, NULL, sk, sizeof sk)));
     cJSON_AddItemToObject(item, "marker", av_string(text));
     cJSON_free(text);
     cJSON *resp = NULL;
@@ -282,6 +285,15 @@ int kp_ddb_write_marker(kp_conn *conn, const kp_design *d, const cJSON *marker, 
     cJSON_Delete(req);
     cJSON_Delete(resp);
     return rc;
+}
+
+int kp_ddb_read_marker(kp_conn *conn, const kp_design *d, const char *shard, cJSON **out, kp_error *err)
+{
+    kp_ddb_conn *c = (kp_ddb_conn *)conn;
+    const ddb_layout *L = d->layout;
+    char name[512];
+    snprintf(name, sizeof name, "%s", kp_ddb_conn_table(c, L->table));
+    return read_marker(c, name, shard, out, err);
 }
 
 /* ---- seeding writes -------------------------------------------------------------------------- */

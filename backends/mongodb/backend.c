@@ -88,6 +88,7 @@ const kp_backend kp_mongodb_backend = {
     .apply_schema = kp_mg_apply_schema,
     .drop = kp_mg_drop,
     .write_marker = kp_mg_write_marker,
+    .read_marker = kp_mg_read_marker,
     .submit = kp_mg_submit,
     .poll = kp_mg_poll,
     .execute = kp_mg_execute,

@@ -67,11 +67,12 @@ static const char *marker_collection(kp_mg_conn *c)
     return name;
 }
 
-static int read_marker(kp_mg_conn *c, const kp_design *d, cJSON **marker, kp_error *err)
+static int read_marker(kp_mg_conn *c, const kp_design *d, const char *shard, cJSON **marker, kp_error *err)
 {
     *marker = NULL;
+    char key[600];
     cJSON *filter = cJSON_CreateObject();
-    cJSON_AddStringToObject(filter, "_id", d->model->name);
+    cJSON_AddStringToObject(filter, "_id", kp_marker_key(d->model->name, NULL, shard, key, sizeof key));
     cJSON *docs = NULL;
     int rc = kp_mg_find(c->client, marker_collection(c), filter, NULL, &docs, err);
     cJSON_Delete(filter);
@@ -82,14 +83,22 @@ static int read_marker(kp_mg_conn *c, const kp_design *d, cJSON **marker, kp_err
     return 0;
 }
 
+int kp_mg_read_marker(kp_conn *conn, const kp_design *d, const char *shard, cJSON **out, kp_error *err)
+{
+    kp_mg_conn *c = (kp_mg_conn *)conn;
+    kp_mg_conn_use(c, d);
+    return read_marker(c, d, shard, out, err);
+}
+
 int kp_mg_write_marker(kp_conn *conn, const kp_design *d, const cJSON *marker, kp_error *err)
 {
     kp_mg_conn *c = (kp_mg_conn *)conn;
     kp_mg_conn_use(c, d);
     char *text = cJSON_PrintUnformatted(marker);
     if (!text) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    char key[600];
     cJSON *doc = cJSON_CreateObject();
-    cJSON_AddStringToObject(doc, "_id", d->model->name);
+    cJSON_AddStringToObject(doc, "_id", kp_marker_key(d->model->name, marker, NULL, key, sizeof key));
     cJSON_AddStringToObject(doc, "marker", text);
     cJSON_free(text);
     int ok = 0;
@@ -128,7 +137,7 @@ int kp_mg_inspect(kp_conn *conn, const kp_design *d, kp_target_state *out, kp_er
     }
     int has_marker_collection = has_name(names, marker_collection(c));
     cJSON_Delete(names);
-    if (has_marker_collection && read_marker(c, d, &out->marker, err)) return -1;
+    if (has_marker_collection && read_marker(c, d, NULL, &out->marker, err)) return -1;
     out->exists = any;
     out->is_empty = documents == 0;
     out->is_foreign = any && !out->marker;
@@ -230,8 +239,17 @@ int kp_mg_drop(kp_conn *conn, const kp_design *d, kp_error *err)
     const mg_layout *L = d->layout;
     for (size_t i = 0; i < L->collection_count; i++)
         if (kp_mg_drop_collection(c->client, kp_mg_conn_collection(c, L->collections[i]->name), err)) return -1;
+    /* the seed marker and the shards' own (seed --shard) */
+    cJSON *docs = NULL;
+    if (kp_mg_find(c->client, marker_collection(c), NULL, NULL, &docs, err)) return -1;
     cJSON *ids = cJSON_CreateArray();
     cJSON_AddItemToArray(ids, cJSON_CreateString(d->model->name));
+    for (const cJSON *doc = docs ? docs->child : NULL; doc; doc = doc->next) {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(doc, "_id");
+        if (cJSON_IsString(id) && kp_marker_key_is_shard(d->model->name, id->valuestring))
+            cJSON_AddItemToArray(ids, cJSON_CreateString(id->valuestring));
+    }
+    cJSON_Delete(docs);
     int rc = kp_mg_delete_ids(c->client, marker_collection(c), ids, err);
     cJSON_Delete(ids);
     if (rc) return -1;

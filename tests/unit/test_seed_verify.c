@@ -49,6 +49,7 @@ static struct fake_store {
     const kp_model *model;
     int exists, is_foreign;
     cJSON *marker;
+    cJSON *shard_markers;       /* seed --shard: "I/N" -> that shard's own marker */
     fake_item *items;
     size_t count, cap;
     uint64_t generation;        /* bumps on every change (the execute cache checks it) */
@@ -78,6 +79,7 @@ static void fake_reset(const kp_model *model)
     }
     free(S.items);
     cJSON_Delete(S.marker);
+    cJSON_Delete(S.shard_markers);
     kp_dataset_free(S.cache);
     kp_item_list_free(&S.pending);
     kp_item_list_free(&S.failing);
@@ -181,16 +183,32 @@ static int fake_drop(kp_conn *c, const kp_design *d, kp_error *err)
     S.drops++;
     while (S.count) fake_delete(S.items[0].id);
     cJSON_Delete(S.marker);
-    S.marker = NULL;
+    cJSON_Delete(S.shard_markers);
+    S.marker = S.shard_markers = NULL;
     S.exists = S.is_foreign = 0;
     return 0;
 }
 
 static int fake_write_marker(kp_conn *c, const kp_design *d, const cJSON *marker, kp_error *err)
 {
+    const cJSON *shard = cJSON_GetObjectItemCaseSensitive(marker, "shard");
+    if (cJSON_IsString(shard)) {
+        if (!S.shard_markers) S.shard_markers = cJSON_CreateObject();
+        cJSON_DeleteItemFromObjectCaseSensitive(S.shard_markers, shard->valuestring);
+        cJSON_AddItemToObject(S.shard_markers, shard->valuestring, cJSON_Duplicate(marker, 1));
+        S.marker_writes++;
+        return 0;
+    }
     cJSON_Delete(S.marker);
     S.marker = cJSON_Duplicate(marker, 1);
     S.marker_writes++;
+    return 0;
+}
+
+static int fake_read_marker(kp_conn *c, const kp_design *d, const char *shard, cJSON **out, kp_error *err)
+{
+    const cJSON *m = shard ? cJSON_GetObjectItemCaseSensitive(S.shard_markers, shard) : S.marker;
+    *out = m ? cJSON_Duplicate(m, 1) : NULL;
     return 0;
 }
 
@@ -401,6 +419,7 @@ static const kp_backend fake_backend = {
     .apply_schema = fake_apply_schema,
     .drop = fake_drop,
     .write_marker = fake_write_marker,
+    .read_marker = fake_read_marker,
     .submit = fake_submit,
     .poll = fake_poll,
     .execute = fake_execute,
@@ -581,6 +600,101 @@ static void test_seed_resumes_after_interruption_without_duplicates(void **state
     }
     assert_string_equal(marker_status(), "complete");
     kp_seed_report_free(&r);
+}
+
+/* seed --shard I/N (seed.h, "Shards"): three shards one after the other write every item
+ * once between them; the seed marker says complete only after the last, which reads the
+ * whole target back; the others leave their part complete in their own marker. */
+static void test_shards_split_one_seed_and_the_last_completes_it(void **state)
+{
+    fixture *f = *state;
+    long n = total_records(f), sent = 0;
+    for (int i = 1; i <= 3; i++) {
+        kp_seed_options o = seed_options(f);
+        o.shard_index = i;
+        o.shard_count = 3;
+        kp_seed_report r;
+        kp_error err;
+        if (kp_seed_run(&o, &r, &err)) fail_msg("shard %d/3: %s", i, err.message);
+        sent += r.items_sent;
+        long mine = 0; /* records k with k mod 3 = i-1, per entity (one item each here) */
+        for (size_t e = 0; e < f->model->entity_count; e++) {
+            long count = (long)kp_dataset_count(f->data, f->model->entities[e]);
+            if (count >= i) mine += (count - i) / 3 + 1;
+        }
+        assert_int_equal(r.items_sent, mine);
+        assert_int_equal(r.shards_complete, i);
+        assert_int_equal(r.is_complete, i == 3);
+        assert_int_equal(r.items_read_back, i == 3 ? n : -1);
+        assert_string_equal(marker_status(), i == 3 ? "complete" : "seeding");
+        assert_int_equal(cJSON_GetObjectItemCaseSensitive(S.marker, "shards")->valueint, 3);
+        char name[8];
+        snprintf(name, sizeof name, "%d/3", i);
+        const cJSON *own = cJSON_GetObjectItemCaseSensitive(S.shard_markers, name);
+        assert_non_null(own);
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(own, "status")->valuestring, "complete");
+        kp_seed_report_free(&r);
+    }
+    assert_int_equal(sent, n);
+    assert_int_equal(S.count, (size_t)n);
+    for (size_t i = 0; i < S.count; i++) assert_int_equal(S.items[i].puts, 1);
+    assert_int_equal(S.schemas, 1); /* only shard 1 sets the target up */
+}
+
+/* A shard given up on mid-way keeps its checkpoint in its own marker; its rerun sends only
+ * the rest of its part. A shard of another count, --force on shard 2, and shard 2 without
+ * shard 1 are refused before anything is written. */
+static void test_a_shard_resumes_from_its_own_checkpoint_and_others_wait_for_shard_1(void **state)
+{
+    fixture *f = *state;
+    kp_seed_options o = seed_options(f);
+    kp_seed_report r;
+    kp_error err;
+    o.shard_index = 2;
+    o.shard_count = 2;
+    o.shard_wait_seconds = 0.2;
+    assert_int_equal(kp_seed_run(&o, &r, &err), -1);          /* no shard 1 yet */
+    assert_int_equal(err.code, KP_ERR_TARGET);
+    assert_non_null(strstr(err.message, "did not set the target up"));
+    assert_int_equal(S.count, 0);
+    assert_int_equal(S.schemas, 0);
+    kp_seed_report_free(&r);
+    o.force = 1;
+    assert_int_equal(kp_seed_run(&o, &r, &err), -1);
+    assert_int_equal(err.code, KP_ERR_USAGE);
+    kp_seed_report_free(&r);
+    o.force = 0;
+
+    o.shard_index = 1;
+    assert_int_equal(kp_seed_run(&o, &r, &err), 0);
+    kp_seed_report_free(&r);
+    long n = total_records(f), first = (long)S.count;
+    o.shard_count = 3;
+    o.shard_index = 2;
+    assert_int_equal(kp_seed_run(&o, &r, &err), -1);          /* the seed runs in 2 shards */
+    assert_int_equal(err.code, KP_ERR_USAGE);
+    assert_non_null(strstr(err.message, "seeded in 2 shards"));
+    assert_int_equal(S.count, (size_t)first);
+    kp_seed_report_free(&r);
+
+    o.shard_count = 2;
+    S.fail_after_batches = S.batches + 1;                       /* one batch of 5 acknowledged, then given up */
+    assert_int_equal(kp_seed_run(&o, &r, &err), -1);
+    assert_int_equal(r.items_acknowledged, 5);
+    kp_seed_report_free(&r);
+    const cJSON *own = cJSON_GetObjectItemCaseSensitive(S.shard_markers, "2/2");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(own, "status")->valuestring, "seeding");
+    S.fail_after_batches = -1;
+    assert_int_equal(kp_seed_run(&o, &r, &err), 0);
+    assert_int_equal(r.action, KP_SEED_RESUMED);
+    assert_int_equal(r.items_resumed, 5);
+    assert_int_equal(r.items_sent, n - first - 5);
+    assert_true(r.is_complete);
+    assert_int_equal(r.items_read_back, n);
+    kp_seed_report_free(&r);
+    assert_string_equal(marker_status(), "complete");
+    for (size_t i = 0; i < S.count; i++)
+        if (S.items[i].puts != 1) fail_msg("item %s was written %d times", S.items[i].id, S.items[i].puts);
 }
 
 static void test_seed_refuses_a_target_seeded_from_another_model_without_force(void **state)
@@ -1371,6 +1485,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_seed_writes_every_item_once_and_reads_back_equal),
         T(test_seed_resumes_after_interruption_without_duplicates),
+        T(test_shards_split_one_seed_and_the_last_completes_it),
+        T(test_a_shard_resumes_from_its_own_checkpoint_and_others_wait_for_shard_1),
         T(test_seed_refuses_a_target_seeded_from_another_model_without_force),
         T(test_seed_refuses_a_foreign_target_without_force),
         T(test_seed_completes_the_schema_of_an_empty_target_without_a_marker),
