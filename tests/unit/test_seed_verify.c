@@ -1383,6 +1383,12 @@ static void test_commands_check_their_arguments_and_dry_run_without_a_server(voi
     expect_run(args, 0, "32 records -> 35 items");
     snprintf(args, sizeof args, "seed %s --db dynamodb --data %s --export-items /dev/null", model, data);
     expect_run(args, 2, "add --dry-run");
+    snprintf(args, sizeof args, "seed %s --db dynamodb --data %s --shard 4/3", model, data);
+    expect_run(args, 2, "--shard takes I/N");
+    snprintf(args, sizeof args, "seed %s --db dynamodb --data %s --shard 2/3 --dry-run", model, data);
+    expect_run(args, 2, "leave --shard out");
+    snprintf(args, sizeof args, "seed %s --db dynamodb --data %s --shard-wait 5", model, data);
+    expect_run(args, 2, "give --shard I/N too");
     char export_path[] = "/tmp/kp-export-XXXXXX";
     int fd = mkstemp(export_path);
     assert_true(fd >= 0);
