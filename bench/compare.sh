@@ -5,13 +5,15 @@
 # of the hot-partition simulation over generated data, timed separately.
 #
 #   bench/compare.sh [--keyplan PATH] [--sizes "100 1000"] [--db LIST] [--mem-limit-mb N]
-#                    [--repeat N] [--instructions]
+#                    [--repeat N] [--instructions] [--rich]
 #
 # Prints one line per measurement: "command entities db cpu_seconds peak_kb status", the
 # CPU time (user + system) being the minimum over --repeat runs (default 3: the machine
 # is shared, the minimum is the least disturbed run) and the peak resident memory the
 # largest. --instructions adds the instruction count of one run under callgrind (exact,
-# independent of load; slow: about a minute per 10,000-entity command).
+# independent of load; slow: about a minute per 10,000-entity command). --rich generates the
+# realistic shape (gen_compare_model.py --rich: N:M and 1:1 relations, multi-hop responses,
+# updates, deletes and multi-step writes, copies, derived attributes, two mixes).
 # Each run is capped (ulimit -v, default 4096 MB; timeout 300 s) so a runaway model
 # cannot take the machine down; a capped run is reported, not hidden.
 set -uo pipefail
@@ -23,6 +25,7 @@ dbs="all"
 mem_mb=4096
 repeat=3
 instructions=0
+rich=
 while [[ $# -gt 0 ]]; do
     case $1 in
     --keyplan) keyplan=$2; shift 2 ;;
@@ -31,6 +34,7 @@ while [[ $# -gt 0 ]]; do
     --mem-limit-mb) mem_mb=$2; shift 2 ;;
     --repeat) repeat=$2; shift 2 ;;
     --instructions) instructions=1; shift ;;
+    --rich) rich=--rich; shift ;;
     *) echo "compare.sh: unknown option $1 (see the header of $0)" >&2; exit 2 ;;
     esac
 done
@@ -65,7 +69,7 @@ measure() { # label entities db -- command...
 echo "keyplan: $keyplan ($("$keyplan" --version 2>/dev/null))"
 for n in $sizes; do
     model=$work/model-$n.json
-    python3 "$here/gen_compare_model.py" "$n" >"$model"
+    python3 "$here/gen_compare_model.py" "$n" $rich >"$model"
     for db in ${dbs//,/ }; do
         measure "advise" "$n" "$db" -- "$keyplan" advise "$model" --db "$db" --format json
         measure "compare" "$n" "$db" -- "$keyplan" compare "$model" --db "$db" --format json

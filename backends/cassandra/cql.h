@@ -100,6 +100,7 @@ struct cq_fetch {
     const kp_rel *edge_rel;     /* a to-one leaf hop: linked under this rel */
     int is_root;
     int is_join;                /* rows of a join entity; the targets are the next hop */
+    int is_by_key;              /* one row per input, by the target's whole key (by_key) */
     cq_bind *binds;             /* equality on every partition column (and leading clustering) */
     size_t bind_count;
     const kp_cond *range;       /* on the first free clustering column, or NULL */

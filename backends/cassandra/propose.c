@@ -471,6 +471,7 @@ static cq_fetch *by_key(walk *W, const kp_rel *r, const kp_attr *const *from, co
     f->table = B->L->base[target->index];
     cause(B, (cq_table *)f->table, W->p);
     f->rel = r;
+    f->is_by_key = 1;
     for (size_t k = 0; k < target->key_count; k++) {
         const kp_attr *src = NULL;
         for (size_t i = 0; i < n; i++)
@@ -1279,6 +1280,7 @@ static void add_ops(opctx *O, cq_fetch *f, double parents, double parents_max, i
     if (lim > 0 && per > (double)lim) per = (double)lim;
     if (lim_max > 0 && per_max > lim_max) per_max = lim_max;
     if (f->binds && f->bind_count && f->binds[0].is_element && f->rel && f->rel->fanout) per = per_max = 1;
+    if (f->is_by_key) per = per_max = 1; /* a record by its whole key: one row per input, whatever the relation's fan-out */
     if (per_max < per) per_max = per;
     if (parents_max < parents) parents_max = parents;
     /* rows the client sorts or filters come whole from their partitions (no LIMIT: a cut
@@ -1286,7 +1288,7 @@ static void add_ops(opctx *O, cq_fetch *f, double parents, double parents_max, i
     int reads_whole = f->kind == CQ_SELECT && (f->is_client_ordered || f->client_cond_count) && !f->limit && !f->limit_param &&
                       !f->is_paged && !(f->bind_count && f->binds[0].is_element);
     double whole = per, whole_max = per_max;
-    if (reads_whole) {
+    if (reads_whole && !f->is_by_key) {
         whole = f->rel && f->rel->is_many && f->rel->fanout ? f->rel->fanout->avg
               : is_root_set && f->table ? f->table->max_partition_rows : per;
         whole_max = f->rel && f->rel->is_many && f->rel->fanout ? f->rel->fanout->max
@@ -1398,7 +1400,10 @@ static void add_ops(opctx *O, cq_fetch *f, double parents, double parents_max, i
         if (f->kind == CQ_SELECT && f->has_statics && f->range && !per_element)
             why = kp_arena_printf(&B->d->arena, "%s; the parent's static columns read alone beside it (LIMIT 1), so a range "
                                   "that holds no row still finds the parent", why);
-        if (reads_whole)
+        if (reads_whole && f->is_by_key)
+            why = kp_arena_printf(&B->d->arena, "%s; reads every one of them (about %.0f rows, up to %.0f) to do so", why,
+                                  o->items, o->items_max);
+        else if (reads_whole)
             why = kp_arena_printf(&B->d->arena, "%s; reads the whole partition (about %.0f rows, up to %.0f) to do so", why,
                                   o->items, o->items_max);
         o->why = why[0] == ';' ? why + 2 : why;
