@@ -399,19 +399,27 @@ static void check_hot_writes(const kp_design *d, const kp_mix *mix, const kp_ris
 
 /* ---- sizes, scans, indexes, amplification ------------------------------------------------------ */
 
+/* An unbounded relation both of whose ends the container holds, or NULL (asked only for an
+ * item over the limit: every container times every relation would grow with the model's
+ * square). */
+static const char *unbounded_in(const kp_design *d, const kp_container *c)
+{
+    for (size_t r = 0; r < d->model->relation_count; r++) {
+        const kp_relation *rel = d->model->relations[r];
+        if (!rel->fanout.is_unbounded) continue;
+        int from = 0, to = 0;
+        for (size_t e = 0; e < c->entity_count; e++) { from |= c->entities[e] == rel->from; to |= c->entities[e] == rel->to; }
+        if (from && to) return rel->name;
+    }
+    return NULL;
+}
+
 static void check_sizes(const kp_design *d, kp_risks *out)
 {
     const kp_limits *L = d->backend->limits;
     for (size_t i = 0; i < d->container_count; i++) {
         const kp_container *c = &d->containers[i];
-        const char *unbounded = NULL;
-        for (size_t r = 0; r < d->model->relation_count && !unbounded; r++) {
-            const kp_relation *rel = d->model->relations[r];
-            if (!rel->fanout.is_unbounded) continue;
-            int from = 0, to = 0;
-            for (size_t e = 0; e < c->entity_count; e++) { from |= c->entities[e] == rel->from; to |= c->entities[e] == rel->to; }
-            if (from && to) unbounded = rel->name;
-        }
+        const char *unbounded = L->max_item_bytes > 0 && c->max_item_bytes > L->max_item_bytes ? unbounded_in(d, c) : NULL;
         if (L->max_item_bytes > 0 && c->max_item_bytes > L->max_item_bytes)
             add(out, "item-size", KP_RISK_DEFECT, c->name,
                 "the largest %s item reaches %.1f MB at the maximum fan-out%s%s%s, above the %.1f MB limit; reference the "
