@@ -44,7 +44,9 @@
  * existing records, fresh values for `set`, 1 for increments), applied to the oracle's
  * data with kp_write_apply and to the target with backend->apply_write, and after each
  * operation every pattern rooted at a changed record (or at the parent it points to)
- * is checked for that record, then every pattern for a few fresh samples. Before the
+ * is checked for that record (every page), then every pattern for a few fresh samples
+ * (their first KP_VERIFY_WRITES_PAGES pages: a listing without parameters walked to its
+ * last page after every write made --writes take minutes per write). Before the
  * first write the marker's status becomes "writes-in-progress"; a verify that finds
  * that status refuses and asks for a re-seed.
  *

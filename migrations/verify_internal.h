@@ -27,6 +27,9 @@ typedef struct kp_vctx {
     size_t latency_count, latency_cap;
 } kp_vctx;
 
+/* The pages of each fresh sample `verify --writes` checks after a write's operations. */
+#define KP_VERIFY_WRITES_PAGES 3
+
 /* Checks one parameter set of a pattern, page by page. `measure` (may be NULL)
  * accumulates requests, pages, latencies and first-page claims. Returns 0 when the
  * target agreed, 1 with *diff filled (the caller owns its strings) when it did not,

@@ -425,34 +425,37 @@ static int check_anchors(kp_vctx *v, wgen *g, kp_verify_write *vw, const anchors
     return 0;
 }
 
-/* A few fresh samples of every pattern on the changed data. */
+/* A few fresh samples of every pattern on the changed data, their first pages (verify.h). */
 static int check_all(kp_vctx *v, wgen *g, kp_verify_write *vw, kp_error *err)
 {
     const kp_model *m = v->o->model;
+    int max_pages = v->max_pages;
+    if (v->max_pages > KP_VERIFY_WRITES_PAGES) v->max_pages = KP_VERIFY_WRITES_PAGES;
+    int rc = 0;
     /* a fifth of the anchors a pattern is checked from, between 2 and 4 */
     int samples = v->samples / 5 > 4 ? 4 : v->samples / 5 > 2 ? v->samples / 5 : 2;
-    for (size_t pi = 0; pi < m->pattern_count; pi++) {
+    for (size_t pi = 0; pi < m->pattern_count && rc == 0; pi++) {
         const kp_pattern *p = m->patterns[pi];
         char name[300];
         snprintf(name, sizeof name, "after %s: %s", vw->write->name, p->name);
         kp_sampler *sampler = NULL;
-        if (kp_verify_sampler(v, name, &sampler, err)) return -1;
-        for (int s = 1; s <= samples; s++) {
+        if (kp_verify_sampler(v, name, &sampler, err)) { rc = -1; break; }
+        for (int s = 1; s <= samples && rc == 0; s++) {
             kp_params *params = NULL;
             kp_error ignored;
             if (kp_sample_params(sampler, p, &params, &ignored)) break;
             int seen = was_checked(&g->checked, p, params);
             if (seen) {
                 kp_params_free(params);
-                if (seen < 0) { kp_sampler_free(sampler); return nomem(err); }
+                if (seen < 0) rc = nomem(err);
                 continue;
             }
             kp_verify_difference diff;
-            int rc = kp_verify_sample(v, p, params, NULL, s, &diff, err);
+            int one = kp_verify_sample(v, p, params, NULL, s, &diff, err);
             kp_params_free(params);
-            if (rc < 0) { kp_sampler_free(sampler); return -1; }
+            if (one < 0) { rc = -1; break; }
             vw->reads_checked++;
-            if (rc == 1) {
+            if (one == 1) {
                 char context[300];
                 snprintf(context, sizeof context, "after the operations, pattern '%s'", p->name);
                 record_failure(vw, &diff, context);
@@ -460,7 +463,8 @@ static int check_all(kp_vctx *v, wgen *g, kp_verify_write *vw, kp_error *err)
         }
         kp_sampler_free(sampler);
     }
-    return 0;
+    v->max_pages = max_pages;
+    return rc;
 }
 
 /* ---- one write pattern -------------------------------------------------------------------------- */
