@@ -21,6 +21,7 @@
 
 #include "backends/mongodb/conn.h"
 #include "backends/mongodb/mongo.h"
+#include "core/arena.h"
 #include "core/data.h"
 
 #define DELETES_PER_COMMAND 500
@@ -33,33 +34,32 @@ typedef struct owner_ref {
 typedef struct owners {
     owner_ref *items;
     size_t count, cap;
+    kp_arena arena;
+    kp_strmap seen;                 /* "<entity index>:<key JSON>": each document once, in constant time (a
+                                       write that deletes a category and its 65,000 items and bids compared
+                                       every owner with every other) */
 } owners;
-
-static int same_key(const kp_entity *e, const cJSON *a, const cJSON *b)
-{
-    for (size_t k = 0; k < e->key_count; k++)
-        if (!kp_data_equal(cJSON_GetObjectItemCaseSensitive(a, e->key[k]->name), cJSON_GetObjectItemCaseSensitive(b, e->key[k]->name), NULL))
-            return 0;
-    return 1;
-}
 
 static int add_owner(owners *o, const kp_entity *e, const cJSON *record)
 {
-    for (size_t i = 0; i < o->count; i++)
-        if (o->items[i].entity == e && same_key(e, o->items[i].key, record)) return 0;
-    if (o->count == o->cap) {
-        size_t cap = o->cap ? o->cap * 2 : 16;
-        owner_ref *bigger = realloc(o->items, cap * sizeof *bigger);
-        if (!bigger) return -1;
-        o->items = bigger;
-        o->cap = cap;
-    }
     cJSON *key = cJSON_CreateObject();
     for (size_t k = 0; key && k < e->key_count; k++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(record, e->key[k]->name);
         if (v) cJSON_AddItemToObject(key, e->key[k]->name, kp_data_copy(v, NULL));
     }
-    if (!key) return -1;
+    char *text = key ? cJSON_PrintUnformatted(key) : NULL;
+    const char *name = text ? kp_arena_printf(&o->arena, "%zu:%s", e->index, text) : NULL;
+    cJSON_free(text);
+    if (!name) { cJSON_Delete(key); return -1; }
+    if (kp_strmap_get(&o->seen, name)) { cJSON_Delete(key); return 0; }
+    if (kp_strmap_put(&o->arena, &o->seen, name, (void *)e)) { cJSON_Delete(key); return -1; }
+    if (o->count == o->cap) {
+        size_t cap = o->cap ? o->cap * 2 : 16;
+        owner_ref *bigger = realloc(o->items, cap * sizeof *bigger);
+        if (!bigger) { cJSON_Delete(key); return -1; }
+        o->items = bigger;
+        o->cap = cap;
+    }
     o->items[o->count++] = (owner_ref){e, key};
     return 0;
 }
@@ -68,6 +68,7 @@ static void owners_free(owners *o)
 {
     for (size_t i = 0; i < o->count; i++) cJSON_Delete(o->items[i].key);
     free(o->items);
+    kp_arena_free(&o->arena);
 }
 
 static const kp_rel *reverse(const kp_rel *r) { return r->is_inverse ? &r->relation->forward : &r->relation->inverse; }
