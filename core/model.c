@@ -1046,14 +1046,22 @@ int kp_resolve_attribute_links(kp_parser *P, const cJSON *entities)
 
 /* The relation that makes `e` a child (1:N holder, or N:M join entity) whose parent has
  * a known count, with the multiplier; NULL when none. */
-static const kp_relation *deriving_relation(const kp_model *m, const kp_entity *e, const int *known)
+/* Can r give e's count (e the many side of a 1:N, or the join entity of an N:M)? */
+static int derives(const kp_relation *r, const kp_entity *e)
 {
-    for (size_t i = 0; i < m->relation_count; i++) {
-        const kp_relation *r = m->relations[i];
-        if (r->cardinality == KP_CARD_ONE_MANY && r->to == e && r->from != e && known[r->from->index] &&
-            r->fanout.avg >= 0)
-            return r;
-        if (r->link == KP_LINK_THROUGH && r->through == e && known[r->from->index] && r->fanout.avg >= 0) return r;
+    return (r->cardinality == KP_CARD_ONE_MANY && r->to == e && r->from != e) || (r->link == KP_LINK_THROUGH && r->through == e);
+}
+
+/* The first relation (model order) among e's candidates that gives its count from a known
+ * parent count; `by[first[i]..first[i+1]]` lists the relations that can derive entity i's
+ * (so the passes stay linear in the model, not entities times relations). */
+static const kp_relation *deriving_relation(const kp_model *m, const kp_entity *e, const int *known, const size_t *first,
+                                            const kp_relation *const *by)
+{
+    (void)m;
+    for (size_t k = first[e->index]; k < first[e->index + 1]; k++) {
+        const kp_relation *r = by[k];
+        if (known[r->from->index] && r->fanout.avg >= 0) return r;
     }
     return NULL;
 }
@@ -1119,12 +1127,30 @@ int kp_derive_counts(kp_parser *P, double scale)
             }
         }
     }
+    /* each relation listed under the entities whose count it can give (its "to", its join
+     * entity; once when they are the same), in model order */
+    size_t *first = ALLOC_N(P, size_t, m->entity_count + 1);
+    const kp_relation **by = ALLOC_N(P, const kp_relation *, 2 * m->relation_count + 1);
+    size_t *fill = ALLOC_N(P, size_t, m->entity_count + 1);
+    if (!known || !first || !by || !fill) return kp_perr(P, NULL, 0, "out of memory");
+    for (size_t i = 0; i < m->relation_count; i++)
+        for (size_t e = 0; e < 2; e++) {
+            const kp_entity *x = e ? m->relations[i]->through : m->relations[i]->to;
+            if (x && derives(m->relations[i], x) && (e == 1 || x != m->relations[i]->through)) first[x->index + 1]++;
+        }
+    for (size_t i = 0; i < m->entity_count; i++) first[i + 1] += first[i];
+    for (size_t i = 0; i <= m->entity_count; i++) fill[i] = first[i];
+    for (size_t i = 0; i < m->relation_count; i++)
+        for (size_t e = 0; e < 2; e++) {
+            const kp_entity *x = e ? m->relations[i]->through : m->relations[i]->to;
+            if (x && derives(m->relations[i], x) && (e == 1 || x != m->relations[i]->through)) by[fill[x->index]++] = m->relations[i];
+        }
     for (size_t pass = 0; pass < m->entity_count; pass++) {
         int progress = 0;
         for (size_t i = 0; i < m->entity_count; i++) {
             kp_entity *e = m->entities[i];
             if (known[i]) continue;
-            const kp_relation *r = deriving_relation(m, e, known);
+            const kp_relation *r = deriving_relation(m, e, known, first, by);
             if (!r) continue;
             e->count = floor(r->from->count * r->fanout.avg + 0.5);
             known[i] = 1;
