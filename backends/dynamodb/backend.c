@@ -149,14 +149,39 @@ int kp_ddb_item_for(const kp_design *d, const kp_dataset *data, const kp_record 
     return 0;
 }
 
+/* The elements of record r for an adjacency list over an N:M through a join entity: the
+ * keys of the records its join records pair it with (an array, the caller frees it). */
+static cJSON *paired_keys(const kp_dataset *data, const ddb_placement *pl, const kp_record *r, kp_error *err)
+{
+    cJSON *keys = cJSON_CreateArray();
+    kp_record_list paired = {0};
+    /* from the record back to what it is paired with: the listing's relation reversed */
+    const kp_rel *back = pl->elements->is_inverse ? &pl->elements->relation->forward : &pl->elements->relation->inverse;
+    if (!keys) { kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); return NULL; }
+    if (data && kp_dataset_follow(data, r, back, &paired, err)) {
+        cJSON_Delete(keys);
+        kp_record_list_free(&paired);
+        return NULL;
+    }
+    const kp_attr *ref = pl->elements->source->key[0];
+    for (size_t i = 0; i < paired.count; i++) {
+        const cJSON *v = kp_record_get(paired.items[i], ref);
+        if (v) cJSON_AddItemToArray(keys, kp_data_copy(v, NULL));
+    }
+    kp_record_list_free(&paired);
+    return keys;
+}
+
 /* The element items of record r for one adjacency list (ddb_placement.elements). */
-static int element_items(const ddb_placement *pl, const kp_record *r, cJSON *out, kp_error *err)
+static int element_items(const kp_dataset *data, const ddb_placement *pl, const kp_record *r, cJSON *out, kp_error *err)
 {
     const kp_relation *rel = pl->elements->relation;
     const kp_attr *ref = pl->elements->source->key[0]; /* the element is the referenced record's key */
-    const cJSON *arr = kp_record_get(r, rel->array_attr);
+    cJSON *paired = NULL;
+    if (!rel->array_attr && !(paired = paired_keys(data, pl, r, err))) return -1;
+    const cJSON *arr = rel->array_attr ? kp_record_get(r, rel->array_attr) : paired;
     char sk[2048];
-    if (!cJSON_IsArray(arr) || kp_ddb_format_value(&pl->sk, r->object, sk, sizeof sk)) return 0; /* none, or sparse */
+    if (!cJSON_IsArray(arr) || kp_ddb_format_value(&pl->sk, r->object, sk, sizeof sk)) { cJSON_Delete(paired); return 0; } /* none, or sparse */
     for (const cJSON *v = arr->child; v; v = v->next) {
         int dup = 0;
         for (const cJSON *w = arr->child; w != v && !dup; w = w->next) dup = kp_data_equal(v, w, NULL);
@@ -168,17 +193,18 @@ static int element_items(const ddb_placement *pl, const kp_record *r, cJSON *out
         cJSON_Delete(at);
         if (!ok) continue;
         cJSON *item = cJSON_CreateObject();
-        if (!item) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+        if (!item) { cJSON_Delete(paired); return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
         cJSON_AddItemToObject(cJSON_AddObjectToObject(item, "PK"), "S", cJSON_CreateString(pk));
         cJSON_AddItemToObject(cJSON_AddObjectToObject(item, "SK"), "S", cJSON_CreateString(sk));
         cJSON_AddItemToObject(cJSON_AddObjectToObject(item, KP_DDB_TYPE_ATTR), "S", cJSON_CreateString(r->entity->name));
-        cJSON_AddItemToObject(cJSON_AddObjectToObject(item, KP_DDB_ELEMENT_ATTR), "S", cJSON_CreateString(rel->array_attr->name));
+        cJSON_AddItemToObject(cJSON_AddObjectToObject(item, KP_DDB_ELEMENT_ATTR), "S", cJSON_CreateString(kp_ddb_elements_name(rel)));
         for (size_t i = 0; i < pl->hold_count; i++) {
             cJSON *av = kp_ddb_to_attribute_value(&pl->holds[i]->type, kp_record_get(r, pl->holds[i]));
             if (av) cJSON_AddItemToObject(item, pl->holds[i]->name, av);
         }
         cJSON_AddItemToArray(out, item);
     }
+    cJSON_Delete(paired);
     return 0;
 }
 
@@ -190,7 +216,7 @@ int kp_ddb_items_for(const kp_design *d, const kp_dataset *data, const kp_record
     if (kp_ddb_item_for(d, data, r, &item, err)) return -1;
     cJSON_AddItemToArray(out, item);
     for (size_t i = 0; i < e->element_count; i++)
-        if (element_items(&e->element_items[i], r, out, err)) return -1;
+        if (element_items(data, &e->element_items[i], r, out, err)) return -1;
     return 0;
 }
 

@@ -23,7 +23,13 @@
 #define KP_DDB_MAX_GSI 20
 #define KP_DDB_MAX_LSI 5
 #define KP_DDB_TYPE_ATTR "_et"   /* every item names its entity: how execute tells items apart */
-#define KP_DDB_ELEMENT_ATTR "_el" /* an element item (an adjacency list) names the array it indexes */
+#define KP_DDB_ELEMENT_ATTR "_el" /* an element item (an adjacency list) names the array (or N:M relation) it indexes */
+
+/* What an adjacency list indexes: the array attribute's name, or the N:M relation's. */
+static inline const char *kp_ddb_elements_name(const kp_relation *rel)
+{
+    return rel->array_attr ? rel->array_attr->name : rel->name;
+}
 
 /* ---- key formats ---------------------------------------------------------------- */
 
@@ -67,9 +73,11 @@ typedef struct ddb_placement {
     const kp_pattern *cause;
     int is_read;                /* propose: a fetch reads it (prune_placements) */
     /* an adjacency list (ddb_entity.element_items): not keys on the record's item but items
-     * of their own on the base table, one per distinct element of this array relation's
-     * array: pk keyed by the element (the referenced record's key), sk over the record,
-     * holding the record's attributes `holds` (what the listings read) */
+     * of their own on the base table, one per distinct element of this relation — the
+     * inverse of an array relation (the array's elements), or of an N:M through a join
+     * entity (the records the join records pair it with): pk keyed by the element (the
+     * referenced record's key), sk over the record, holding the record's attributes
+     * `holds` (what the listings read) */
     const kp_rel *elements;
     const kp_attr **holds;
     size_t hold_count;

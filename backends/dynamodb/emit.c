@@ -421,7 +421,10 @@ static binding bind_child(const ddb_fetch *f)
     binding b = {cJSON_CreateObject(), cJSON_CreateObject()};
     const kp_rel *r = f->rel;
     const kp_relation *rel = r->relation;
-    if (rel->link == KP_LINK_FOREIGN_KEY) {
+    if (f->placement && f->placement->elements) {
+        /* the element items in the referenced record's partition (an adjacency list) */
+        hold(&b, r->source->key[0], "<%s.%s>", r->source->name, r->source->key[0]->name);
+    } else if (rel->link == KP_LINK_FOREIGN_KEY) {
         int holder_is_source = rel->holder == r->source;
         for (size_t i = 0; i < rel->fk_count; i++) {
             const kp_attr *from = holder_is_source ? rel->fk_attrs[i] : rel->ref_attrs[i];

@@ -198,7 +198,11 @@ static void virtual_targets(run *R, const ddb_fetch *f, const kp_frec *from, cJS
     const kp_rel *r = f->rel;
     const kp_relation *rel = r->relation;
     const cJSON *src = from->object;
-    if (rel->link == KP_LINK_FOREIGN_KEY) {
+    if (f->placement && f->placement->elements) {
+        /* the element items in the referenced record's partition (an adjacency list) */
+        cJSON_AddItemToArray(out, copy_into(cJSON_CreateObject(), r->source->key[0]->name,
+                                            cJSON_GetObjectItemCaseSensitive(src, r->source->key[0]->name)));
+    } else if (rel->link == KP_LINK_FOREIGN_KEY) {
         int holder_is_source = rel->holder == r->source;
         cJSON *o = cJSON_CreateObject();
         for (size_t i = 0; i < rel->fk_count; i++) {

@@ -788,9 +788,11 @@ static const kp_attr **listing_holds(builder *B, const kp_shape *s, const kp_ent
 }
 
 /* A listing of the records whose array of references holds the parent's key (r: the
- * inverse of an array relation): an adjacency list — an item per (element, record) pair in
+ * inverse of an array relation), or that join records pair with it (r: the inverse of an
+ * N:M through a join entity): an adjacency list — an item per (element, record) pair in
  * the referenced record's partition, sorted as the listing declares and holding what it
- * reads, written and kept in step by every write of the record. One Query per page. */
+ * reads, written and kept in step by every write of the record (and of its join records).
+ * One Query per page. */
 static ddb_fetch *element_listing(builder *B, const kp_pattern *p, const kp_rel *r, const kp_shape *s, ddb_entity *holder)
 {
     const kp_relation *rel = r->relation;
@@ -829,15 +831,27 @@ static ddb_fetch *element_listing(builder *B, const kp_pattern *p, const kp_rel 
     if (is_new) {
         const char *held = "";
         for (size_t i = 0; i < hold_count; i++) held = bprintf(B, "%s%s%s", held, i ? ", " : "", holds[i]->name);
+        const char *why =
+            rel->array_attr
+                ? bprintf(B, "'%s' lists the %s whose %s holds a %s; DynamoDB cannot index the elements of an array, so each %s "
+                             "also writes one item per element into that %s's partition, in the listing's order: one Query per "
+                             "page, not a Scan. Every write of a %s writes its element items too (they hold only what the "
+                             "listings read)",
+                          p->name, r->target->name, rel->array_attr->name, r->source->name, r->target->name, r->source->name,
+                          r->target->name)
+                : bprintf(B, "'%s' lists the %s paired with a %s by %s join items, which hold only the two keys and cannot give "
+                             "a %s item's key (%s) nor the listing's order; so each %s also writes one item per %s it is paired "
+                             "with into that %s's partition, in the listing's order: one Query per page, not a Query of every "
+                             "join item and a read of each %s. Every write of a %s or of a %s writes these items too (they hold "
+                             "only what the listings read)",
+                          p->name, r->target->name, r->source->name, rel->through->name, r->target->name,
+                          kp_ddb_format_describe(B->arena, &holder->placements[0].pk), r->target->name, r->source->name,
+                          r->source->name, r->target->name, r->target->name, rel->through->name);
         kp_decision *x = kp_design_decide(
-            B->d, bprintf(B, "%s.%s elements", r->target->name, rel->array_attr->name),
+            B->d, bprintf(B, "%s.%s elements", r->target->name, kp_ddb_elements_name(rel)),
             bprintf(B, "an item per element (adjacency list): PK=%s, SK=%s, holding {%s}", kp_ddb_format_describe(B->arena, &pk),
                     kp_ddb_format_describe(B->arena, &sk), held),
-            bprintf(B, "'%s' lists the %s whose %s holds a %s; DynamoDB cannot index the elements of an array, so each %s also "
-                       "writes one item per element into that %s's partition, in the listing's order: one Query per page, not "
-                       "a Scan. Every write of a %s writes its element items too (they hold only what the listings read)",
-                    p->name, r->target->name, rel->array_attr->name, r->source->name, r->target->name, r->source->name,
-                    r->target->name));
+            why);
         kp_decision_add_pattern(B->d, x, p);
     }
     ddb_fetch *f = new_fetch(B, s && s->kind == KP_SHAPE_COUNT ? DDB_COUNT : DDB_QUERY, pl, holder);
@@ -873,6 +887,24 @@ static double element_item_bytes(const ddb_placement *pl, int at_max)
 }
 
 /* A listing of `child` items by relation hop r from a parent record: rules 1, 3, 4. */
+/* The attribute a target item's base key needs beyond the target's own key (a parent's id,
+ * an item collection's partition), which join items holding only that key cannot give; NULL
+ * when the key is the target's own. */
+static const kp_attr *target_key_gap(const ddb_entity *target, const kp_entity *e)
+{
+    const ddb_placement *tp = &target->placements[0];
+    for (int part = 0; part < 2; part++) {
+        const ddb_format *fm = part ? &tp->sk : &tp->pk;
+        for (size_t i = 0; i < fm->count; i++) {
+            const kp_attr *a = fm->segs[i].attr;
+            int is_key = !a;
+            for (size_t k = 0; a && k < e->key_count; k++) is_key |= e->key[k] == a;
+            if (!is_key) return a;
+        }
+    }
+    return NULL;
+}
+
 static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r, const kp_shape *s, int allow_header_on)
 {
     const kp_relation *rel = r->relation;
@@ -1034,6 +1066,11 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
         /* join items, then the targets by key (BatchGetItem) */
         ddb_entity *join = entity_of(B, rel->through);
         const ddb_placement *pl = &join->placements[0];
+        const kp_attr *unkeyed = s && s->kind == KP_SHAPE_COUNT ? NULL : target_key_gap(entity_of(B, r->target), r->target);
+        if (unkeyed && s && s->kind == KP_SHAPE_EACH && r->source->key_count == 1)
+            /* the join items cannot name the targets' items: the listing reads an adjacency
+             * list its targets write instead */
+            return element_listing(B, p, r, s, entity_of(B, r->target));
         if (r->is_inverse) {
             ddb_format pk = fmt_keyed(B, kp_ddb_entity_prefix(B->arena, B->m, rel->to), (const kp_attr *const *)rel->through_to,
                                       rel->through_to_count);
@@ -1058,27 +1095,14 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
         f->source = DDB_FROM_PARENT;
         f->sk_prefix = join->prefix;
         ddb_entity *target = entity_of(B, r->target);
-        if (!(s && s->kind == KP_SHAPE_COUNT)) {
-            /* the join item holds the target's key only: a base key built from anything else
-             * (a parent's id, an item collection's partition) cannot be asked for */
+        if (unkeyed) {
             const ddb_placement *tp = &target->placements[0];
-            const kp_attr *missing = NULL;
-            for (int part = 0; part < 2 && !missing; part++) {
-                const ddb_format *fm = part ? &tp->sk : &tp->pk;
-                for (size_t i = 0; i < fm->count && !missing; i++) {
-                    const kp_attr *a = fm->segs[i].attr;
-                    int is_key = !a;
-                    for (size_t k = 0; a && k < r->target->key_count; k++) is_key |= r->target->key[k] == a;
-                    if (!is_key) missing = a;
-                }
-            }
-            if (missing)
-                kp_design_defect(B->d, p, "'%s' reads %s items from %s join items, but a %s item's key (%s = %s) needs %s.%s, "
-                                       "which the join items do not hold: the plan cannot build the keys it reads; hold a "
-                                       "copy of %s.%s in %s, or key %s by its own key",
-                                 p->name, r->target->name, rel->through->name, r->target->name, tp->index->pk_attr,
-                                 kp_ddb_format_describe(B->arena, &tp->pk), r->target->name, missing->name, r->target->name,
-                                 missing->name, rel->through->name, r->target->name);
+            kp_design_defect(B->d, p, "'%s' reads %s items from %s join items, but a %s item's key (%s = %s) needs %s.%s, "
+                                   "which the join items do not hold: the plan cannot build the keys it reads; hold a "
+                                   "copy of %s.%s in %s, or key %s by its own key",
+                             p->name, r->target->name, rel->through->name, r->target->name, tp->index->pk_attr,
+                             kp_ddb_format_describe(B->arena, &tp->pk), r->target->name, unkeyed->name, r->target->name,
+                             unkeyed->name, rel->through->name, r->target->name);
         }
         ddb_fetch *g = new_fetch(B, (s && s->kind == KP_SHAPE_COUNT) ? DDB_COUNT : DDB_BATCH_GET, &target->placements[0], target);
         g->rel = r;
@@ -1855,24 +1879,49 @@ static void plan_writes(builder *B)
              * changes what they hold or the array itself */
             for (size_t k = 0; k < e->element_count; k++) {
                 const ddb_placement *ep = &e->element_items[k];
-                const kp_attr *arr = ep->elements->relation->array_attr;
-                int moved = st->op == KP_WRITE_INSERT || st->op == KP_WRITE_DELETE;
+                const kp_relation *erel = ep->elements->relation;
+                const kp_attr *arr = erel->array_attr; /* NULL: an N:M through a join entity */
+                /* a new record has no join records yet: those come with them (below) */
+                int moved = st->op == KP_WRITE_DELETE || (st->op == KP_WRITE_INSERT && arr);
                 for (size_t x = 0; !moved && x < st->assign_count; x++) {
-                    moved = st->assigns[x].attr == arr;
+                    moved = arr && st->assigns[x].attr == arr;
                     for (size_t h = 0; !moved && h < ep->hold_count; h++) moved = st->assigns[x].attr == ep->holds[h];
                 }
                 if (!moved) continue;
-                double per = arr->type.avg_items > 0 ? arr->type.avg_items : 1, bytes = element_item_bytes(ep, 0);
+                double per = arr ? (arr->type.avg_items > 0 ? arr->type.avg_items : 1) : (erel->fanout.avg > 0 ? erel->fanout.avg : 1);
+                double bytes = element_item_bytes(ep, 0);
                 kp_write_touch *g = kp_write_plan_touch(B->d, wp);
                 g->container = B->L->table;
                 g->what = kp_design_printf(B->d, "%s element items of the %s item (one per element of %s)",
-                                           st->op == KP_WRITE_DELETE ? "deleted" : "put", st->entity->name, arr->name);
+                                           st->op == KP_WRITE_DELETE ? "deleted" : "put", st->entity->name,
+                                           kp_ddb_elements_name(erel));
                 g->count = rows * per;
                 g->bytes = g->count * bytes;
                 g->write_units = g->count * write_units(bytes) * (wr->is_atomic ? 2 : 1);
                 items += g->count;
                 units += g->write_units;
                 requests += wr->is_atomic ? 0 : g->count;
+            }
+            /* a join record added or removed adds or removes one element item of the record it
+             * pairs (an adjacency list over an N:M through this entity) */
+            for (size_t x = 0; (st->op == KP_WRITE_INSERT || st->op == KP_WRITE_DELETE) && x < B->L->entity_count; x++) {
+                const ddb_entity *holder = &B->L->entities[x];
+                for (size_t k = 0; k < holder->element_count; k++) {
+                    const ddb_placement *ep = &holder->element_items[k];
+                    if (ep->elements->relation->through != st->entity) continue;
+                    double bytes = element_item_bytes(ep, 0);
+                    kp_write_touch *g = kp_write_plan_touch(B->d, wp);
+                    g->container = B->L->table;
+                    g->what = kp_design_printf(B->d, "%s element item of the %s it pairs (%s)",
+                                               st->op == KP_WRITE_DELETE ? "deleted" : "put", holder->entity->name,
+                                               ep->elements->relation->name);
+                    g->count = rows;
+                    g->bytes = g->count * bytes;
+                    g->write_units = g->count * write_units(bytes) * (wr->is_atomic ? 2 : 1);
+                    items += g->count;
+                    units += g->write_units;
+                    requests += wr->is_atomic ? 0 : g->count;
+                }
             }
             if (st->op == KP_WRITE_UPDATE || st->op == KP_WRITE_UPSERT || st->op == KP_WRITE_DELETE) {
                 /* denormalised copies of the changed attributes, elsewhere */

@@ -11,7 +11,8 @@
  * requests go one by one, in order, and atomic_exercised stays 0 so the report says
  * atomicity was not exercised.
  * A record's element items (adjacency lists) go with it: put again, or deleted where the
- * record lost the element. The items of records that copy attributes of a changed record
+ * record lost the element; a join record added or removed does the same for the records
+ * it pairs (an adjacency list over an N:M through it). The items of records that copy attributes of a changed record
  * (ddb_copy) are put again with the new copies.
  * Invariant: after apply_write the table holds exactly the items transform makes
  * from the `after` data, for every record the write touched.
@@ -88,11 +89,74 @@ static int put_copying(const kp_design *d, const kp_dataset *before, const kp_da
     return 0;
 }
 
+/* A record's items now (`cur`: the item and its element items; NULL when it is gone) against
+ * those it had (`old`, NULL when new): deletes of the keys it lost, puts of what is new or
+ * changed (an element item that holds none of what changed stays). */
+static int diff_record(const kp_design *d, const kp_dataset *before, const kp_dataset *after, const kp_record *old,
+                       const kp_record *cur, change_set *cs, kp_error *err)
+{
+    cJSON *items = cJSON_CreateArray(), *old_items = cJSON_CreateArray();
+    int rc = items && old_items ? 0 : kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    if (rc == 0 && cur) rc = kp_ddb_items_for(d, after, cur, items, err);
+    if (rc == 0 && old) rc = kp_ddb_items_for(d, before, old, old_items, err);
+    for (const cJSON *o = old_items ? old_items->child : NULL; rc == 0 && o; o = o->next) {
+        int kept = 0;
+        for (const cJSON *x = items->child; x && !kept; x = x->next) kept = same_key(o, x);
+        if (!kept) cJSON_AddItemToArray(cs->deletes, key_of(o));
+    }
+    cJSON *item;
+    while (rc == 0 && (item = items->child) != NULL) {
+        cJSON_DetachItemViaPointer(items, item);
+        int same = 0;
+        for (const cJSON *o = old_items->child; o && !same; o = o->next) same = cJSON_Compare(o, item, 1);
+        if (same) cJSON_Delete(item);
+        else cJSON_AddItemToArray(cs->puts, item);
+    }
+    cJSON_Delete(items);
+    cJSON_Delete(old_items);
+    return rc;
+}
+
+/* A join record added, changed or removed changes the element items of the records it pairs
+ * (an adjacency list over an N:M through its entity): those records, unchanged themselves,
+ * are diffed again (each once, `done`). */
+static int put_paired(const kp_design *d, const kp_dataset *before, const kp_dataset *after, const kp_record *join,
+                      kp_record_list *done, change_set *cs, kp_error *err)
+{
+    const ddb_layout *L = d->layout;
+    for (size_t e = 0; e < L->entity_count; e++) {
+        const ddb_entity *holder = &L->entities[e];
+        for (size_t k = 0; k < holder->element_count; k++) {
+            const kp_rel *r = holder->element_items[k].elements;
+            const kp_relation *rel = r->relation;
+            if (rel->through != join->entity) continue;
+            /* the holder is the listing's target: the N:M's "from" side when it walks the inverse */
+            kp_attr **attrs = r->is_inverse ? rel->through_from : rel->through_to;
+            const kp_entity *he = r->target;
+            cJSON *key = cJSON_CreateObject();
+            for (size_t i = 0; key && i < he->key_count; i++) {
+                const cJSON *v = kp_record_get(join, attrs[i]);
+                if (v) cJSON_AddItemToObject(key, he->key[i]->name, kp_data_copy(v, NULL));
+            }
+            if (!key) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+            kp_record *old = kp_dataset_find_like(before, he, key), *cur = kp_dataset_find_like(after, he, key);
+            cJSON_Delete(key);
+            if (!old || !cur || !kp_data_equal(old->object, cur->object, NULL)) continue; /* a change of its own */
+            int seen = 0;
+            for (size_t x = 0; x < done->count && !seen; x++) seen = done->items[x] == cur;
+            if (seen) continue;
+            if (kp_record_list_push(done, cur)) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+            if (diff_record(d, before, after, old, cur, cs, err)) return -1;
+        }
+    }
+    return 0;
+}
+
 /* Every record whose item differs between the two datasets. */
 static int collect(const kp_design *d, const kp_dataset *before, const kp_dataset *after, change_set *cs, kp_error *err)
 {
     const kp_model *m = d->model;
-    kp_record_list copying = {0};
+    kp_record_list copying = {0}, paired = {0};
     int rc = 0;
     for (size_t e = 0; e < m->entity_count && rc == 0; e++) {
         const kp_entity *entity = m->entities[e];
@@ -101,42 +165,22 @@ static int collect(const kp_design *d, const kp_dataset *before, const kp_datase
         for (size_t i = 0; i < n && rc == 0; i++) {
             kp_record *old = kp_dataset_find_like(before, entity, recs[i]->object);
             if (old && kp_data_equal(old->object, recs[i]->object, NULL)) continue;
-            /* its items now (the item and its element items), and those it had whose keys it lost */
-            cJSON *items = cJSON_CreateArray(), *old_items = cJSON_CreateArray();
-            rc = kp_ddb_items_for(d, after, recs[i], items, err);
-            if (rc == 0 && old) rc = kp_ddb_items_for(d, before, old, old_items, err);
-            for (const cJSON *o = old_items->child; rc == 0 && o; o = o->next) {
-                int kept = 0;
-                for (const cJSON *x = items->child; x && !kept; x = x->next) kept = same_key(o, x);
-                if (!kept) cJSON_AddItemToArray(cs->deletes, key_of(o));
-            }
-            /* what is new or changed (an element item that holds none of what changed stays) */
-            cJSON *item;
-            while (rc == 0 && (item = items->child) != NULL) {
-                cJSON_DetachItemViaPointer(items, item);
-                int same = 0;
-                for (const cJSON *o = old_items->child; o && !same; o = o->next) same = cJSON_Compare(o, item, 1);
-                if (same) cJSON_Delete(item);
-                else cJSON_AddItemToArray(cs->puts, item);
-            }
-            cJSON_Delete(items);
-            cJSON_Delete(old_items);
-            if (rc) break;
-            rc = put_copying(d, before, after, recs[i], after, &copying, cs, err);
+            rc = diff_record(d, before, after, old, recs[i], cs, err);
+            if (rc == 0) rc = put_copying(d, before, after, recs[i], after, &copying, cs, err);
             if (rc == 0 && old) rc = put_copying(d, before, after, old, before, &copying, cs, err);
+            if (rc == 0) rc = put_paired(d, before, after, recs[i], &paired, cs, err);
+            if (rc == 0 && old) rc = put_paired(d, before, after, old, &paired, cs, err);
         }
         recs = kp_dataset_records(before, entity, &n);
         for (size_t i = 0; i < n && rc == 0; i++) {
             if (kp_dataset_find_like(after, entity, recs[i]->object)) continue;
-            cJSON *old_items = cJSON_CreateArray();
-            rc = kp_ddb_items_for(d, before, recs[i], old_items, err);
-            for (const cJSON *o = old_items->child; rc == 0 && o; o = o->next) cJSON_AddItemToArray(cs->deletes, key_of(o));
-            cJSON_Delete(old_items);
-            if (rc) break;
-            rc = put_copying(d, before, after, recs[i], before, &copying, cs, err);
+            rc = diff_record(d, before, after, recs[i], NULL, cs, err);
+            if (rc == 0) rc = put_copying(d, before, after, recs[i], before, &copying, cs, err);
+            if (rc == 0) rc = put_paired(d, before, after, recs[i], &paired, cs, err);
         }
     }
     kp_record_list_free(&copying);
+    kp_record_list_free(&paired);
     return rc;
 }
 

@@ -7,10 +7,10 @@
 #      one test case per pattern and write with no failure, report.md fits a PR comment;
 #      and the gate leaves nothing behind (the writes it replayed are undone: the seeded
 #      counts equal the data's records).
-#   2. tests/fixtures/models/blog-through.json on DynamoDB, whose design has a defect (a
-#      listing through a join entity whose items cannot give the keys it reads): exit 1
-#      although the patterns it verified pass, and the reports
-#      name the defect — the gate fails on a defect, not only on a failed pattern.
+#   2. tests/fixtures/models/blog-join-defect.json on DynamoDB, whose design has a defect (a
+#      listing through a join entity whose items cannot give the keys it reads, with a
+#      two-attribute tag key no adjacency list takes): exit 1, and the reports name the
+#      defect.
 #   3. bad input: a data folder that does not exist → exit 2 and nothing created.
 # Prints one line per check and "N passed, N failed".
 set -uo pipefail
@@ -95,13 +95,13 @@ status=0
     bad "teardown of the gate's targets"
 
 # ---- 2. a defect fails the gate ---------------------------------------------------------
-model=$root/tests/fixtures/models/blog-through.json scale=0.0002
+model=$root/tests/fixtures/models/blog-join-defect.json scale=0.0002
 prefix=gate-bt-$$-
-"$keyplan" generate "$model" --scale "$scale" --seed "$seed" --out "$work/am-data" >/dev/null 2>&1 || bad "generate blog-through"
+"$keyplan" generate "$model" --scale "$scale" --seed "$seed" --out "$work/am-data" >/dev/null 2>&1 || bad "generate blog-join-defect"
 status=0
 "$keyplan" run "$model" --db dynamodb --scale "$scale" --data "$work/am-data" --out "$work/am-out" --prefix "$prefix" \
     --seed "$seed" --samples 2 --pages 5 --quiet --target "dynamodb=$ddb" >"$work/am.stdout" 2>"$work/am.stderr" || status=$?
-[[ $status -eq 1 ]] && ok "run blog-through --db dynamodb exits 1 (a defect)" || bad "run blog-through --db dynamodb exited $status, not 1"
+[[ $status -eq 1 ]] && ok "run blog-join-defect --db dynamodb exits 1 (a defect)" || bad "run blog-join-defect --db dynamodb exited $status, not 1"
 if python3 - "$work/am-out" >"$work/am.check" 2>&1 <<'EOF'; then
 import json, sys, os
 out = sys.argv[1]
@@ -121,7 +121,7 @@ else
     bad "reports of the failing gate: $(tail -3 "$work/am.check")"
 fi
 "$keyplan" teardown "$model" --db dynamodb --scale "$scale" --prefix "$prefix" --target "dynamodb=$ddb" >/dev/null 2>&1 ||
-    bad "teardown of blog-through"
+    bad "teardown of blog-join-defect"
 
 # ---- 3. bad input ----------------------------------------------------------------------
 status=0

@@ -680,6 +680,81 @@ static void test_two_bounds_on_the_sort_key_are_one_between(void **state)
     kp_model_free(m);
 }
 
+/* Issue #13/#14, the blog with tags N:M through a join entity (PostTag) and posts keyed in
+ * their author's collection: the join items cannot give a Post item's key (they hold no
+ * authorId), which was a defect. Each Post now writes an item per tag it is paired with into
+ * the tag's partition, in posts-by-tag's order (publishedAt desc) and holding what it reads:
+ * one Query of 20 per page, no defect; tag-post claims the element item it adds, edit-post
+ * the ones it rewrites, and a Post with two PostTag records makes two element items. */
+static void test_a_listing_through_a_join_entity_reads_an_adjacency_list(void **state)
+{
+    (void)state;
+    kp_model *m = load("tests/fixtures/models/blog-through.json");
+    kp_design *d = propose(m);
+    assert_int_equal(d->defect_count, 0);
+    const ddb_layout *L = d->layout;
+    const kp_pattern *pt = kp_model_pattern(m, "posts-by-tag");
+    const ddb_fetch *root = L->roots[pt->index], *posts = NULL;
+    for (size_t i = 0; i < root->child_count; i++) posts = root->children[i];
+    assert_non_null(posts);
+    assert_int_equal(posts->kind, DDB_QUERY);
+    assert_non_null(posts->placement->elements);
+    assert_null(posts->next_hop);          /* no BatchGetItem of the posts */
+    assert_true(posts->is_server_ordered);
+    assert_false(posts->is_forward);       /* newest first */
+    assert_int_equal(posts->limit, 20);
+    const kp_plan *p = plan_of(d, "posts-by-tag");
+    assert_int_equal(p->sequential_steps, 1);
+    assert_true(p->items <= 21);
+    const ddb_entity *post = &L->entities[kp_model_entity(m, "Post")->index];
+    assert_int_equal(post->element_count, 1);
+    assert_int_equal(post->element_items[0].hold_count, 3); /* id, title, publishedAt: not the 4 KB body */
+    for (size_t w = 0; w < m->write_count; w++) {
+        double elements = 0;
+        for (size_t i = 0; i < d->write_plans[w].touch_count; i++)
+            if (strstr(d->write_plans[w].touches[i].what, "element item")) elements += d->write_plans[w].touches[i].count;
+        if (!strcmp(m->writes[w]->name, "tag-post")) assert_true(elements == 1.0);
+        if (!strcmp(m->writes[w]->name, "edit-post")) assert_true(elements == 3.0); /* the title is held: every tag's item */
+        if (!strcmp(m->writes[w]->name, "add-comment")) assert_true(elements == 0.0);
+    }
+    kp_dataset *data = NULL;
+    kp_error err;
+    assert_int_equal(kp_dataset_new(m, &data, &err), 0);
+#define A1 "00000000-0000-4000-8000-000000000001"
+#define P1 "00000000-0000-4000-8000-000000000002"
+    const char *author = "{\"id\":\"" A1 "\",\"handle\":\"ada\",\"name\":\"Ada\",\"joinedAt\":\"2024-01-01T00:00:00.000Z\"}\n";
+    const char *tags = "{\"name\":\"c\"}\n{\"name\":\"db\"}\n{\"name\":\"go\"}\n";
+    const char *posts_text = "{\"id\":\"" P1 "\",\"authorId\":\"" A1 "\",\"title\":\"On keys\",\"body\":\"b\","
+                             "\"publishedAt\":\"2025-03-01T00:00:00.000Z\",\"commentCount\":0}\n";
+    const char *joins = "{\"tagName\":\"db\",\"postId\":\"" P1 "\"}\n{\"tagName\":\"c\",\"postId\":\"" P1 "\"}\n";
+    if (kp_dataset_add_ndjson(data, kp_model_entity(m, "Author"), "a", author, strlen(author), &err) ||
+        kp_dataset_add_ndjson(data, kp_model_entity(m, "Tag"), "t", tags, strlen(tags), &err) ||
+        kp_dataset_add_ndjson(data, kp_model_entity(m, "Post"), "p", posts_text, strlen(posts_text), &err) ||
+        kp_dataset_add_ndjson(data, kp_model_entity(m, "PostTag"), "j", joins, strlen(joins), &err) ||
+        kp_dataset_finish(data, &err))
+        fail_msg("%s", err.message);
+    size_t n;
+    kp_record *const *recs = kp_dataset_records(data, kp_model_entity(m, "Post"), &n);
+    assert_int_equal(n, 1);
+    cJSON *items = cJSON_CreateArray();
+    assert_int_equal(kp_ddb_items_for(d, data, recs[0], items, &err), 0);
+    assert_int_equal(cJSON_GetArraySize(items), 3); /* the Post and one item per tag */
+    int in_c = 0, in_db = 0;
+    for (const cJSON *it = items->child->next; it; it = it->next) {
+        const char *pk = cJSON_GetObjectItem(cJSON_GetObjectItem(it, "PK"), "S")->valuestring;
+        in_c |= !strcmp(pk, "TAG#c");
+        in_db |= !strcmp(pk, "TAG#db");
+        assert_non_null(strstr(cJSON_GetObjectItem(cJSON_GetObjectItem(it, "SK"), "S")->valuestring, "2025-03-01"));
+        assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(it, "title"), "S")->valuestring, "On keys");
+        assert_null(cJSON_GetObjectItem(it, "body"));
+    }
+    assert_true(in_c && in_db);
+    cJSON_Delete(items);
+    kp_dataset_free(data);
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -701,6 +776,7 @@ int main(void)
         cmocka_unit_test(test_every_example_has_a_design_without_unexpected_defects),
         cmocka_unit_test(test_a_referenced_attribute_is_copied_into_the_referencing_items),
         cmocka_unit_test(test_two_bounds_on_the_sort_key_are_one_between),
+        cmocka_unit_test(test_a_listing_through_a_join_entity_reads_an_adjacency_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
