@@ -33,6 +33,7 @@
 #include "backends/emit.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1832,9 +1833,62 @@ static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fe
 
 /* ---- write plans ---------------------------------------------------------------------------- */
 
+/* For each entity (index), the entities whose items hold copies of its attributes (ddb_copy)
+ * and the adjacency lists over an N:M through it, in entity order: the write plans look
+ * them up instead of scanning every entity per write step (quadratic in the model). */
+typedef struct write_index {
+    size_t *copier_first, *copiers;         /* copiers[copier_first[e] .. copier_first[e + 1]]: entity indexes */
+    size_t *paired_first, *paired_holder, *paired_k; /* element_items[k] of entity paired_holder[i] */
+} write_index;
+
+static int index_writes(builder *B, write_index *X)
+{
+    const ddb_layout *L = B->L;
+    size_t n = L->entity_count, copies = 0, pairs = 0;
+    for (size_t e = 0; e < n; e++) copies += L->entities[e].copy_count, pairs += L->entities[e].element_count;
+    X->copier_first = kp_arena_alloc(B->arena, sizeof(size_t) * (n + 1));
+    X->paired_first = kp_arena_alloc(B->arena, sizeof(size_t) * (n + 1));
+    X->copiers = kp_arena_alloc(B->arena, sizeof(size_t) * (copies + 1));
+    X->paired_holder = kp_arena_alloc(B->arena, sizeof(size_t) * (pairs + 1));
+    X->paired_k = kp_arena_alloc(B->arena, sizeof(size_t) * (pairs + 1));
+    size_t *last = kp_arena_alloc(B->arena, sizeof(size_t) * (n + 1)), *fill = kp_arena_alloc(B->arena, sizeof(size_t) * (n + 1));
+    if (!X->copier_first || !X->paired_first || !X->copiers || !X->paired_holder || !X->paired_k || !last || !fill) return -1;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t t = 0; t < n; t++) last[t] = SIZE_MAX;
+        if (pass == 1) {
+            for (size_t t = 0; t < n; t++) X->copier_first[t + 1] += X->copier_first[t], X->paired_first[t + 1] += X->paired_first[t];
+            for (size_t t = 0; t <= n; t++) fill[t] = X->copier_first[t];
+        }
+        for (size_t e = 0; e < n; e++) {
+            const ddb_entity *de = &L->entities[e];
+            for (size_t k = 0; k < de->copy_count; k++) {
+                size_t t = de->copies[k].rel->target->index;
+                if (last[t] == e) continue; /* each copier once per entity it copies */
+                last[t] = e;
+                if (pass == 0) X->copier_first[t + 1]++;
+                else X->copiers[fill[t]++] = e;
+            }
+        }
+        if (pass == 1)
+            for (size_t t = 0; t <= n; t++) fill[t] = X->paired_first[t];
+        for (size_t e = 0; e < n; e++) {
+            const ddb_entity *de = &L->entities[e];
+            for (size_t k = 0; k < de->element_count; k++) {
+                const kp_entity *through = de->element_items[k].elements->relation->through;
+                if (!through) continue;
+                if (pass == 0) X->paired_first[through->index + 1]++;
+                else X->paired_holder[fill[through->index]] = e, X->paired_k[fill[through->index]++] = k;
+            }
+        }
+    }
+    return 0;
+}
+
 static void plan_writes(builder *B)
 {
     const kp_model *m = B->m;
+    write_index X = {0};
+    if (index_writes(B, &X)) return;
     for (size_t w = 0; w < m->write_count; w++) {
         const kp_write *wr = m->writes[w];
         kp_write_plan *wp = &B->d->write_plans[w];
@@ -1904,11 +1958,11 @@ static void plan_writes(builder *B)
             }
             /* a join record added or removed adds or removes one element item of the record it
              * pairs (an adjacency list over an N:M through this entity) */
-            for (size_t x = 0; (st->op == KP_WRITE_INSERT || st->op == KP_WRITE_DELETE) && x < B->L->entity_count; x++) {
-                const ddb_entity *holder = &B->L->entities[x];
-                for (size_t k = 0; k < holder->element_count; k++) {
-                    const ddb_placement *ep = &holder->element_items[k];
-                    if (ep->elements->relation->through != st->entity) continue;
+            for (size_t i = X.paired_first[st->entity->index];
+                 (st->op == KP_WRITE_INSERT || st->op == KP_WRITE_DELETE) && i < X.paired_first[st->entity->index + 1]; i++) {
+                const ddb_entity *holder = &B->L->entities[X.paired_holder[i]];
+                {
+                    const ddb_placement *ep = &holder->element_items[X.paired_k[i]];
                     double bytes = element_item_bytes(ep, 0);
                     kp_write_touch *g = kp_write_plan_touch(B->d, wp);
                     g->container = B->L->table;
@@ -1949,8 +2003,9 @@ static void plan_writes(builder *B)
                 }
             }
             /* copies of its attributes in the items that reference it (extended references) */
-            for (size_t e2 = 0; (st->op == KP_WRITE_UPDATE || st->op == KP_WRITE_UPSERT) && e2 < B->L->entity_count; e2++) {
-                const ddb_entity *other = &B->L->entities[e2];
+            for (size_t i = X.copier_first[st->entity->index];
+                 (st->op == KP_WRITE_UPDATE || st->op == KP_WRITE_UPSERT) && i < X.copier_first[st->entity->index + 1]; i++) {
+                const ddb_entity *other = &B->L->entities[X.copiers[i]];
                 const ddb_copy *moved = NULL;
                 for (size_t k = 0; k < other->copy_count && !moved; k++)
                     for (size_t x = 0; other->copies[k].rel->target == st->entity && x < st->assign_count; x++)
