@@ -54,16 +54,15 @@ double kp_copy_write_rate(const kp_model *m, const kp_mix *mix, const kp_copy_ne
 {
     const kp_relation *rel = need->rel->relation;
     double copies = rel->fanout.avg > 0 ? rel->fanout.avg : 1, rate = 0;
-    for (size_t w = 0; w < m->write_count; w++) {
-        const kp_write *wr = m->writes[w];
-        for (size_t s = 0; s < wr->step_count; s++) {
-            const kp_write_step *st = &wr->steps[s];
-            if (st->entity != need->rel->target || (st->op != KP_WRITE_UPDATE && st->op != KP_WRITE_UPSERT)) continue;
-            int touches = 0;
-            for (size_t a = 0; a < st->assign_count; a++)
-                for (size_t k = 0; k < need->attr_count; k++) touches |= st->assigns[a].attr == need->attrs[k];
-            if (touches) rate += kp_write_rps(wr, mix) * (st->rows > 0 ? st->rows : 1) * copies;
-        }
+    (void)m;
+    const kp_entity *target = need->rel->target;
+    for (size_t i = 0; i < target->write_step_count; i++) {
+        const kp_write_step *st = target->write_steps[i];
+        if (st->op != KP_WRITE_UPDATE && st->op != KP_WRITE_UPSERT) continue;
+        int touches = 0;
+        for (size_t a = 0; a < st->assign_count; a++)
+            for (size_t k = 0; k < need->attr_count; k++) touches |= st->assigns[a].attr == need->attrs[k];
+        if (touches) rate += kp_write_rps(target->step_writes[i], mix) * (st->rows > 0 ? st->rows : 1) * copies;
     }
     return rate;
 }

@@ -1066,6 +1066,31 @@ static const kp_relation *deriving_relation(const kp_model *m, const kp_entity *
     return NULL;
 }
 
+/* Fills each entity's write_steps (model order), counting first. */
+static int index_write_steps(kp_parser *P)
+{
+    kp_model *m = P->m;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; pass == 1 && i < m->entity_count; i++) {
+            kp_entity *e = m->entities[i];
+            e->write_steps = ALLOC_N(P, const kp_write_step *, e->write_step_count);
+            e->step_writes = ALLOC_N(P, const kp_write *, e->write_step_count);
+            if (!e->write_steps || !e->step_writes) return kp_perr(P, NULL, 0, "out of memory");
+            e->write_step_count = 0;
+        }
+        for (size_t w = 0; w < m->write_count; w++)
+            for (size_t s = 0; s < m->writes[w]->step_count; s++) {
+                kp_entity *e = m->writes[w]->steps[s].entity;
+                if (pass == 1) {
+                    e->write_steps[e->write_step_count] = &m->writes[w]->steps[s];
+                    e->step_writes[e->write_step_count] = m->writes[w];
+                }
+                e->write_step_count++;
+            }
+    }
+    return 0;
+}
+
 /* Fills each entity's copied_by and aggregated_by (model order), counting first. */
 static int link_reverse(kp_parser *P)
 {
@@ -1253,7 +1278,7 @@ static int parse_model(kp_parser *P, const kp_model_options *options)
     if (!patterns) return kp_perr(P, root, 0, "the model needs \"access_patterns\": what each screen or API reads");
     if (kp_parse_patterns(P, patterns) || kp_parse_writes(P, cJSON_GetObjectItemCaseSensitive(root, "writes")) ||
         kp_parse_workload(P, cJSON_GetObjectItemCaseSensitive(root, "workload")) ||
-        kp_parse_hints(P, cJSON_GetObjectItemCaseSensitive(root, "hints")))
+        kp_parse_hints(P, cJSON_GetObjectItemCaseSensitive(root, "hints")) || index_write_steps(P))
         return -1;
     return 0;
 }

@@ -143,6 +143,11 @@ struct kp_entity {
     size_t copied_by_count;
     kp_attr **aggregated_by;    /* derived attributes whose relation path ends at this entity */
     size_t aggregated_by_count;
+    /* the write steps on this entity, in model order (writes, then their steps), each with
+     * its write: write_steps[i] is a step of step_writes[i] */
+    const struct kp_write_step **write_steps;
+    const struct kp_write **step_writes;
+    size_t write_step_count;
 };
 
 /* ---- relations ------------------------------------------------------------------ */

@@ -721,16 +721,13 @@ static void decide_extrefs(builder *B)
             /* the writes that change a copied field, times the copies each rewrites */
             double copies = rel->fanout.avg > 0 ? rel->fanout.avg : 1;
             double cost = 0;
-            for (size_t w = 0; w < m->write_count; w++) {
-                const kp_write *wr = m->writes[w];
-                for (size_t s = 0; s < wr->step_count; s++) {
-                    const kp_write_step *st = &wr->steps[s];
-                    if (st->entity != h->target || (st->op != KP_WRITE_UPDATE && st->op != KP_WRITE_UPSERT)) continue;
-                    int touches = 0;
-                    for (size_t a = 0; a < st->assign_count; a++)
-                        for (size_t k = 0; k < c.attr_count; k++) touches |= st->assigns[a].attr == c.attrs[k];
-                    if (touches) cost += kp_write_rps(wr, B->mix) * st->rows * copies;
-                }
+            for (size_t i = 0; i < h->target->write_step_count; i++) {
+                const kp_write_step *st = h->target->write_steps[i];
+                if (st->op != KP_WRITE_UPDATE && st->op != KP_WRITE_UPSERT) continue;
+                int touches = 0;
+                for (size_t a = 0; a < st->assign_count; a++)
+                    for (size_t k = 0; k < c.attr_count; k++) touches |= st->assigns[a].attr == c.attrs[k];
+                if (touches) cost += kp_write_rps(h->target->step_writes[i], B->mix) * st->rows * copies;
             }
             const char *fields = "";
             for (size_t k = 0; k < c.attr_count; k++) fields = mg_bprintf(B, "%s%s%s", fields, k ? ", " : "", c.attrs[k]->name);
