@@ -889,14 +889,20 @@ static int is_shard_setup(const pipeline *p, const cJSON *marker, char *why, siz
     return 1;
 }
 
-/* Shards 2..N: inspect until shard 1 has set the target up (or the wait ends). */
-static int await_setup(pipeline *p, kp_target_state *state, kp_error *err)
+/* Shards 2..N: inspect until shard 1 has set the target up (or the wait ends). While shard
+ * 1 creates the keyspace and tables, an inspect can meet a schema in the making (Cassandra:
+ * "table keyplan_marker does not exist" for a table listed a moment before, "Unknown CF"):
+ * server trouble is not fatal here, only at the end of the wait. `inspected` is the first
+ * inspect's result (-1: it failed, err says why). */
+static int await_setup(pipeline *p, kp_target_state *state, int inspected, kp_error *err)
 {
     const kp_seed_options *o = p->o;
     double limit = o->shard_wait_seconds > 0 ? o->shard_wait_seconds : 600, start = now_seconds();
-    int told = 0;
+    int told = 0, failing = inspected != 0;
+    kp_error last = *err;
+    if (failing) kp_error_clear(err);
     char why[400];
-    while (!is_shard_setup(p, state->marker, why, sizeof why) && now_seconds() - start < limit) {
+    while ((failing || !is_shard_setup(p, state->marker, why, sizeof why)) && now_seconds() - start < limit) {
         if (o->interrupted && *o->interrupted)
             return kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "interrupted while waiting for shard 1/%d; nothing was "
                                 "written", p->shards);
@@ -909,7 +915,14 @@ static int await_setup(pipeline *p, kp_target_state *state, kp_error *err)
         nanosleep(&pause, NULL);
         cJSON_Delete(state->marker);
         memset(state, 0, sizeof *state);
-        if (p->b->inspect(p->conn, o->design, state, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; return -1; }
+        failing = p->b->inspect(p->conn, o->design, state, err) != 0;
+        if (failing && err->code != KP_ERR_TARGET && err->code != KP_OK) return -1; /* not server trouble: out of memory */
+        if (failing) { last = *err; kp_error_clear(err); cJSON_Delete(state->marker); memset(state, 0, sizeof *state); }
+    }
+    if (failing) {
+        *err = last;
+        if (err->code == KP_OK) err->code = KP_ERR_TARGET;
+        return -1;
     }
     return 0;
 }
@@ -1040,8 +1053,10 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
         if (b->connect(&target, &p.conn, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; rc = -1; }
         else is_own_conn = 1;
     }
-    if (rc == 0 && b->inspect(p.conn, o->design, &state, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; rc = -1; }
-    if (rc == 0 && p.shard > 1) rc = await_setup(&p, &state, err);
+    int inspected = rc == 0 ? b->inspect(p.conn, o->design, &state, err) : 0;
+    if (rc == 0 && p.shard > 1 && (inspected == 0 || err->code == KP_ERR_TARGET || err->code == KP_OK))
+        rc = await_setup(&p, &state, inspected, err);
+    else if (rc == 0 && inspected) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; rc = -1; }
     /* a limit only the server knows (Cassandra's mutation size), before anything is
      * dropped, created or written */
     if (rc == 0 && b->server_item_limit) {
