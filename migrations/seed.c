@@ -557,20 +557,11 @@ static int put_marker(pipeline *p, int shard, const long *acknowledged, const ch
     return rc;
 }
 
-/* The run's checkpoint: the seed marker, or the shard's own when sharded. */
+/* The run's checkpoint: the seed marker, or the shard's own when sharded (p->shard is 0
+ * otherwise). */
 static int write_marker(pipeline *p, const char *status, kp_error *err)
 {
-    if (p->shards > 1) {
-        int rc = put_marker(p, p->shard, p->watermark, status, err);
-        p->last_marker = now_seconds();
-        p->is_moved = 0;
-        return rc;
-    }
-    cJSON *mk = build_marker(p->o, p->r, p->watermark, p->totals, status);
-    if (!mk) return nomem(err);
-    int rc = p->b->write_marker(p->conn, p->o->design, mk, err);
-    cJSON_Delete(mk);
-    if (rc && err->code == KP_OK) err->code = KP_ERR_TARGET;
+    int rc = put_marker(p, p->shard, p->watermark, status, err);
     p->last_marker = now_seconds();
     p->is_moved = 0;
     return rc;
@@ -927,19 +918,32 @@ static int await_setup(pipeline *p, kp_target_state *state, int inspected, kp_er
     return 0;
 }
 
+/* Shard i's own marker when it belongs to this seed (this model, data and design; *out
+ * NULL otherwise), and its status. */
+static int read_shard_marker(pipeline *p, int i, cJSON **out, const char **status, kp_error *err)
+{
+    char name[64], why[400];
+    snprintf(name, sizeof name, "%d/%d", i, p->shards);
+    *status = NULL;
+    if (p->b->read_marker(p->conn, p->o->design, name, out, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; return -1; }
+    *status = *out ? marker_string(*out, "status") : NULL;
+    if (!*status || !kp_seed_marker_matches(*out, p->o->model, p->r->data_hash, p->o->design, why, sizeof why)) {
+        cJSON_Delete(*out);
+        *out = NULL;
+        *status = NULL;
+    }
+    return 0;
+}
+
 /* How many of the N shard markers say complete for this model, data and design. */
 static int count_complete_shards(pipeline *p, int *complete, kp_error *err)
 {
     *complete = 0;
     for (int i = 1; i <= p->shards; i++) {
-        char name[64], why[400];
-        snprintf(name, sizeof name, "%d/%d", i, p->shards);
         cJSON *mk = NULL;
-        if (p->b->read_marker(p->conn, p->o->design, name, &mk, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; return -1; }
-        const char *status = mk ? marker_string(mk, "status") : NULL;
-        if (status && strcmp(status, "complete") == 0 &&
-            kp_seed_marker_matches(mk, p->o->model, p->r->data_hash, p->o->design, why, sizeof why))
-            (*complete)++;
+        const char *status;
+        if (read_shard_marker(p, i, &mk, &status, err)) return -1;
+        if (status && strcmp(status, "complete") == 0) (*complete)++;
         cJSON_Delete(mk);
     }
     return 0;
@@ -949,13 +953,11 @@ static int count_complete_shards(pipeline *p, int *complete, kp_error *err)
  * *is_done when it says complete. */
 static int load_shard_checkpoint(pipeline *p, int *is_resumed, int *is_done, kp_error *err)
 {
-    char name[64], why[400];
-    snprintf(name, sizeof name, "%d/%d", p->shard, p->shards);
     cJSON *mk = NULL;
+    const char *status;
     *is_resumed = *is_done = 0;
-    if (p->b->read_marker(p->conn, p->o->design, name, &mk, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; return -1; }
-    const char *status = mk ? marker_string(mk, "status") : NULL;
-    if (status && kp_seed_marker_matches(mk, p->o->model, p->r->data_hash, p->o->design, why, sizeof why)) {
+    if (read_shard_marker(p, p->shard, &mk, &status, err)) return -1;
+    if (mk) {
         load_watermark(mk, p->o->model, p->watermark);
         *is_resumed = 1;
         *is_done = strcmp(status, "complete") == 0;
