@@ -67,6 +67,21 @@ double kp_copy_write_rate(const kp_model *m, const kp_mix *mix, const kp_copy_ne
     return rate;
 }
 
+int kp_copy_sites_add(kp_arena *arena, kp_copy_sites *sites, void *hop, const void *parent, const kp_pattern *p,
+                      const kp_rel *r, const char *scope)
+{
+    if (r->target == r->source || r->relation->link != KP_LINK_FOREIGN_KEY || r->relation->holder != r->source) return 0;
+    kp_copy_site *site = kp_arena_push(arena, (void **)&sites->items, &sites->count, &sites->cap, sizeof *site);
+    if (!site) return -1;
+    site->hop = hop;
+    site->parent = parent;
+    site->p = p;
+    site->rel = r;
+    site->group = kp_arena_printf(arena, "%s%s%s|%s|%d", scope ? scope : "", scope ? "|" : "", r->source->name,
+                                  r->name ? r->name : "", r->is_inverse);
+    return site->group ? 0 : -1;
+}
+
 static int by_group(const void *a, const void *b)
 {
     const kp_copy_site *x = a, *y = b;
@@ -100,18 +115,22 @@ int kp_copy_holders(const kp_dataset *before, const kp_dataset *after, const kp_
     kp_record_list refs = {0};
     if (kp_dataset_follow(target_data, target, reverse(via), &refs, err)) return -1;
     int rc = 0;
-    for (size_t j = 0; j < refs.count && rc == 0; j++) {
-        kp_record *old = kp_dataset_find_like(before, refs.items[j]->entity, refs.items[j]->object);
-        kp_record *cur = kp_dataset_find_like(after, refs.items[j]->entity, refs.items[j]->object);
-        if (!old || !cur || !kp_data_equal(old->object, cur->object, NULL)) continue; /* a change of its own */
-        int seen = 0;
-        for (size_t x = 0; x < done->count && !seen; x++) seen = done->items[x] == cur;
-        if (seen) continue;
-        if (kp_record_list_push(done, cur)) rc = kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
-        if (rc == 0) rc = fn(ctx, old, cur, err);
-    }
+    for (size_t j = 0; j < refs.count && rc == 0; j++)
+        rc = kp_copy_once(before, after, refs.items[j]->entity, refs.items[j]->object, done, fn, ctx, err);
     kp_record_list_free(&refs);
     return rc;
+}
+
+int kp_copy_once(const kp_dataset *before, const kp_dataset *after, const kp_entity *e, const cJSON *like,
+                 kp_record_list *done, kp_copy_holder_fn fn, void *ctx, kp_error *err)
+{
+    kp_record *old = kp_dataset_find_like(before, e, like);
+    kp_record *cur = kp_dataset_find_like(after, e, like);
+    if (!old || !cur || !kp_data_equal(old->object, cur->object, NULL)) return 0; /* a change of its own */
+    for (size_t x = 0; x < done->count; x++)
+        if (done->items[x] == cur) return 0;
+    if (kp_record_list_push(done, cur)) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    return fn(ctx, old, cur, err);
 }
 
 cJSON *kp_copy_target_key(const kp_rel *rel, const cJSON *referencing, int *is_nomem)

@@ -52,6 +52,13 @@ typedef struct kp_copy_site {
 
 typedef struct kp_copy_sites { kp_copy_site *items; size_t count, cap; } kp_copy_sites;
 
+/* Adds a site when r is a reference a copy can answer (a to-one foreign key its source
+ * holds, to another entity); its group is "<scope>|<source>|<relation>|<inverse>" (scope:
+ * what else a decision is per, e.g. a Cassandra table; NULL: none). 0, or -1 when out of
+ * memory. */
+int kp_copy_sites_add(kp_arena *arena, kp_copy_sites *sites, void *hop, const void *parent, const kp_pattern *p,
+                      const kp_rel *r, const char *scope);
+
 /* The attribute of `e` the model declares a copy of r's target's `a` (copy_of "<r>.<a>"),
  * or NULL: such a copy answers without one of the design's own. */
 const kp_attr *kp_copy_own(const kp_entity *e, const kp_rel *r, const kp_attr *a);
@@ -89,5 +96,12 @@ int kp_copy_holders(const kp_dataset *before, const kp_dataset *after, const kp_
 /* The referenced record's key from the referencing record's foreign key, as a new object
  * {key attribute: value}; NULL when the reference is unset (or out of memory: *is_nomem). */
 cJSON *kp_copy_target_key(const kp_rel *rel, const cJSON *referencing, int *is_nomem);
+
+/* The rule kp_copy_holders applies to each record, for one record of entity `e` named by
+ * `like` (its key attributes): fn once, when the record is in both datasets and the same in
+ * both, unless `done` holds it already (then it is added). Also for the records whose
+ * derived items a join record moved (DynamoDB's adjacency lists over an N:M). */
+int kp_copy_once(const kp_dataset *before, const kp_dataset *after, const kp_entity *e, const cJSON *like,
+                 kp_record_list *done, kp_copy_holder_fn fn, void *ctx, kp_error *err);
 
 #endif

@@ -970,15 +970,8 @@ static void find_sites(builder *B, const kp_pattern *p, cq_fetch *f, cq_fetch *p
     const kp_rel *r = f->edge_rel ? f->edge_rel
                     : f->shape && f->shape->kind == KP_SHAPE_ONE && f->shape->hop_count == 1 ? f->rel : NULL;
     if (parent && r && f->kind == CQ_SELECT && f->rel == r && !f->child_count && !f->next_hop && parent->kind == CQ_SELECT &&
-        parent->table && parent->table->entity == r->source && r->target != r->source &&
-        r->relation->link == KP_LINK_FOREIGN_KEY && r->relation->holder == r->source) {
-        kp_copy_site *site = kp_arena_push(B->A, (void **)&out->items, &out->count, &out->cap, sizeof *site);
-        site->hop = f;
-        site->parent = parent;
-        site->rel = r;
-        site->p = p;
-        site->group = kp_arena_printf(B->A, "%s|%s|%s|%d", parent->table->name, r->source->name, r->name ? r->name : "", r->is_inverse);
-    }
+        parent->table && parent->table->entity == r->source)
+        kp_copy_sites_add(B->A, out, f, parent, p, r, parent->table->name);
     find_sites(B, p, f->next_hop, f, out);
     for (size_t i = 0; i < f->child_count; i++) find_sites(B, p, f->children[i], f, out);
 }

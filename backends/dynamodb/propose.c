@@ -2317,15 +2317,8 @@ static void find_copy_sites(builder *B, const kp_pattern *p, ddb_fetch *f, const
     int is_hop = !f->shape || (f->shape->kind == KP_SHAPE_ONE && f->shape->hop_count == 1);
     if (parent && r && is_hop && (f->kind == DDB_GET || f->kind == DDB_BATCH_GET) && !f->is_scan && !f->child_count &&
         !f->next_hop && f->source == DDB_FROM_PARENT && !f->is_independent && parent->entity &&
-        parent->entity->entity == r->source && r->target != r->source && r->relation->link == KP_LINK_FOREIGN_KEY &&
-        r->relation->holder == r->source) {
-        kp_copy_site *site = kp_arena_push(B->arena, (void **)&out->items, &out->count, &out->cap, sizeof *site);
-        site->hop = f;
-        site->parent = parent;
-        site->p = p;
-        site->rel = r;
-        site->group = bprintf(B, "%s|%s|%d", r->source->name, r->name ? r->name : "", r->is_inverse);
-    }
+        parent->entity->entity == r->source)
+        kp_copy_sites_add(B->arena, out, f, parent, p, r, NULL);
     const ddb_fetch *end = f;
     for (ddb_fetch *h = f->next_hop; h; h = h->next_hop) { find_copy_sites(B, p, h, end, out); end = h; }
     for (size_t i = 0; i < end->child_count; i++) find_copy_sites(B, p, end->children[i], end, out);

@@ -117,13 +117,26 @@ static int diff_record(const kp_design *d, const kp_dataset *before, const kp_da
     return rc;
 }
 
+typedef struct paired_ctx {
+    const kp_design *d;
+    const kp_dataset *before, *after;
+    change_set *cs;
+} paired_ctx;
+
+static int paired_record(void *p, const kp_record *old, const kp_record *cur, kp_error *err)
+{
+    paired_ctx *c = p;
+    return diff_record(c->d, c->before, c->after, old, cur, c->cs, err);
+}
+
 /* A join record added, changed or removed changes the element items of the records it pairs
  * (an adjacency list over an N:M through its entity): those records, unchanged themselves,
- * are diffed again (each once, `done`). */
+ * are diffed again (each once, `done`: kp_copy_once). */
 static int put_paired(const kp_design *d, const kp_dataset *before, const kp_dataset *after, const kp_record *join,
                       kp_record_list *done, change_set *cs, kp_error *err)
 {
     const ddb_layout *L = d->layout;
+    paired_ctx ctx = {d, before, after, cs};
     for (size_t e = 0; e < L->entity_count; e++) {
         const ddb_entity *holder = &L->entities[e];
         for (size_t k = 0; k < holder->element_count; k++) {
@@ -139,14 +152,9 @@ static int put_paired(const kp_design *d, const kp_dataset *before, const kp_dat
                 if (v) cJSON_AddItemToObject(key, he->key[i]->name, kp_data_copy(v, NULL));
             }
             if (!key) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
-            kp_record *old = kp_dataset_find_like(before, he, key), *cur = kp_dataset_find_like(after, he, key);
+            int rc = kp_copy_once(before, after, he, key, done, paired_record, &ctx, err);
             cJSON_Delete(key);
-            if (!old || !cur || !kp_data_equal(old->object, cur->object, NULL)) continue; /* a change of its own */
-            int seen = 0;
-            for (size_t x = 0; x < done->count && !seen; x++) seen = done->items[x] == cur;
-            if (seen) continue;
-            if (kp_record_list_push(done, cur)) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
-            if (diff_record(d, before, after, old, cur, cs, err)) return -1;
+            if (rc) return -1;
         }
     }
     return 0;
