@@ -19,6 +19,7 @@
 #define KP_DDB_H
 
 #include "backends/backend.h"
+#include "backends/fetch.h"
 
 #define KP_DDB_MAX_GSI 20
 #define KP_DDB_MAX_LSI 5
@@ -114,6 +115,11 @@ typedef enum ddb_source { DDB_FROM_PARAMS, DDB_FROM_PARENT, DDB_FROM_CONSTANT } 
 
 typedef struct ddb_fetch ddb_fetch;
 struct ddb_fetch {
+    /* the tree (backends/fetch.h): children run for each record this fetch returns; a next
+     * hop (multi-hop) on each record of this fetch, the elements come from the last hop; an
+     * independent child is a root's child whose keys the parameters give (through the root's
+     * key): it needs nothing of the root's answer, same round trip */
+    kp_fetch base;
     ddb_fetch_kind kind;
     const ddb_placement *placement; /* index + key formats of the items read */
     const ddb_entity *entity;       /* the items it returns */
@@ -144,17 +150,16 @@ struct ddb_fetch {
     double expected;                /* items a root-set Query is expected to return (estimates) */
     double whole;                   /* items a root-set Query's key range holds: what a read without
                                        Limit takes (the client sorts, or the server filters) */
-    ddb_fetch **children;           /* run for each record this fetch returns */
-    size_t child_count, child_cap;
-    ddb_fetch *next_hop;            /* multi-hop: run on each record of this fetch, elements come from the last */
-    int is_independent;             /* a root's child whose keys the parameters give (through the root's
-                                       key): it needs nothing of the root's answer, same round trip */
     /* DDB_COPY: for each attribute of the referenced record, the parent record's attribute
      * that holds it (a ddb_copy's name, or the model's own copy_of attribute) */
     const char **copy_names;
     const kp_attr **copy_attrs;
     size_t copy_count;
 };
+
+/* A fetch's i-th child and its next hop, as DynamoDB fetches. */
+static inline ddb_fetch *kp_ddb_child(const ddb_fetch *f, size_t i) { return (ddb_fetch *)f->base.children[i]; }
+static inline ddb_fetch *kp_ddb_next_hop(const ddb_fetch *f) { return (ddb_fetch *)f->base.next_hop; }
 
 typedef struct ddb_layout {
     const char *table;              /* without the prefix */

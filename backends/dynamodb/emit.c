@@ -486,17 +486,17 @@ typedef struct op_list {
     size_t count;
 } op_list;
 
-/* The fetches of a pattern in the order of its plan's operations (propose.c add_ops). */
+/* The fetches of a pattern in the order of its plan's operations (the claims walker, backends/fetch.c, in propose.c price_fetch). */
 static void collect(op_list *ops, const ddb_fetch *f, int parent)
 {
     if (ops->count == sizeof ops->items / sizeof ops->items[0] || f->kind == DDB_COPY) return; /* a copy: no request */
     int me = (int)ops->count;
     ops->items[ops->count++] = (op_file){.f = f, .parent = parent};
-    if (f->next_hop) {
-        collect(ops, f->next_hop, me);
+    if (kp_ddb_next_hop(f)) {
+        collect(ops, kp_ddb_next_hop(f), me);
         return;
     }
-    for (size_t i = 0; i < f->child_count; i++) collect(ops, f->children[i], me);
+    for (size_t i = 0; i < f->base.child_count; i++) collect(ops, kp_ddb_child(f, i), me);
 }
 
 static cJSON *av_string(const char *s)

@@ -25,10 +25,10 @@
 #include "core/data.h"
 #include "core/value.h"
 
-/* A record read, the record it was read from, and the context record it belongs to
- * (the parent of the $each it is an element of). */
-typedef struct pair { kp_frec *rec; kp_frec *origin; kp_frec *from; } pair;
-typedef struct pairs { pair *items; size_t count, cap; } pairs;
+/* A record read, the context record it belongs to (the parent of the $each it is an
+ * element of) and the record it was read from (backends/fetch.h). */
+typedef kp_fetch_pair pair;
+typedef kp_fetch_set pairs;
 
 typedef struct run {
     kp_ddb_conn *conn;
@@ -41,26 +41,13 @@ typedef struct run {
     cJSON *next_key;            /* its continuation after this page, owned */
     const char *after_sk;       /* a sharded paged fetch: continue after this index sort key */
     kp_frec *root;              /* the single root record, once read */
-    int max_depth;
-    int is_cut_short;           /* kp_result.is_cut_short */
     long items_returned;
     long items_read;            /* items the server read: ScannedCount, or the items a Get sent */
     long bytes_read;            /* the DynamoDB sizes of the items the server sent */
     kp_error *err;
 } run;
 
-static int pairs_push3(pairs *p, kp_frec *rec, kp_frec *origin, kp_frec *from)
-{
-    if (p->count == p->cap) {
-        size_t cap = p->cap ? p->cap * 2 : 16;
-        pair *bigger = realloc(p->items, cap * sizeof *bigger);
-        if (!bigger) return -1;
-        p->items = bigger;
-        p->cap = cap;
-    }
-    p->items[p->count++] = (pair){rec, origin, from};
-    return 0;
-}
+static int pairs_push3(pairs *p, kp_frec *rec, kp_frec *origin, kp_frec *from) { return kp_fetch_set_push(p, rec, origin, from); }
 
 static int pairs_push(pairs *p, kp_frec *rec, kp_frec *origin) { return pairs_push3(p, rec, origin, NULL); }
 
@@ -604,29 +591,6 @@ static int read_header(run *R, const ddb_fetch *f)
     return rc;
 }
 
-static int exec_fetch(run *R, const ddb_fetch *f, const pairs *in, int depth);
-
-/* Runs f's children on the records it produced (the header's own children on it). */
-static int exec_children(run *R, const ddb_fetch *f, const pairs *produced, int depth)
-{
-    for (size_t i = 0; i < f->child_count; i++) {
-        const ddb_fetch *c = f->children[i];
-        pairs in = {0};
-        int rc = 0;
-        if (f->header && c->rel && c->rel->source == f->header->entity) {
-            if (R->root) rc = pairs_push(&in, R->root, NULL) ? nomem(R) : 0;
-        } else {
-            for (size_t k = 0; k < produced->count && rc == 0; k++)
-                if (pairs_push(&in, produced->items[k].rec, NULL)) rc = nomem(R);
-        }
-        if (rc == 0 && !in.count) R->is_cut_short = 1;
-        if (rc == 0 && in.count) rc = exec_fetch(R, c, &in, depth + !(c->is_independent || c->kind == DDB_COPY));
-        free(in.items);
-        if (rc) return -1;
-    }
-    return 0;
-}
-
 /* Links a level's records under the records they were read from (to-one leaf hops). */
 static int link_hops(run *R, const ddb_fetch *f, const pairs *level)
 {
@@ -637,27 +601,27 @@ static int link_hops(run *R, const ddb_fetch *f, const pairs *level)
     return 0;
 }
 
-/* Runs a fetch (and its next hops) over its inputs, links what it read, then its children. */
-static int exec_fetch(run *R, const ddb_fetch *f, const pairs *in, int depth)
+/* The shared walker's read of one level (backends/fetch.h): what f reads, linked. */
+static int read_level(void *ctx, const kp_fetch *node, const pairs *in, pairs *out, int *step)
 {
-    if (depth > R->max_depth && f->kind != DDB_COPY) R->max_depth = depth;
-    pairs level = {0};
-    int rc = fetch_level(R, f, in, &level);
-    if (rc == 0) rc = link_hops(R, f, &level);
-    const ddb_fetch *last = f;
-    int level_depth = depth;
-    while (rc == 0 && last->next_hop) {
-        /* the next hop reads from each record; the context record stays the origin */
-        pairs next = {0};
-        last = last->next_hop;
-        if (++level_depth > R->max_depth) R->max_depth = level_depth;
-        rc = fetch_level(R, last, &level, &next);
-        if (rc == 0) rc = link_hops(R, last, &next);
-        free(level.items);
-        level = next;
-    }
+    run *R = ctx;
+    const ddb_fetch *f = (const ddb_fetch *)node;
+    (void)step;
+    int rc = fetch_level(R, f, in, out);
+    return rc ? rc : link_hops(R, f, out);
+}
+
+/* Places what a path (first .. last, each hop on the one before) read into the response:
+ * roots, elements of an $each under their context record, client order; the header read
+ * with a listing is what the header's children run on. */
+static int place(void *ctx, const kp_fetch *first_node, const kp_fetch *last_node, const pairs *in, const pairs *level,
+                 pairs *on_inputs)
+{
+    run *R = ctx;
+    const ddb_fetch *f = (const ddb_fetch *)first_node, *last = (const ddb_fetch *)last_node;
     const int is_root = in->count == 1 && !in->items[0].rec;
-    if (rc == 0 && last->shape && last->kind != DDB_COUNT) {
+    int rc = 0;
+    if (last->shape && last->kind != DDB_COUNT) {
         const kp_shape *s = last->shape;
         int64_t skip = 0;
         if (s == R->pattern->paged && s->page == KP_PAGE_OFFSET && last->is_server_ordered &&
@@ -665,10 +629,10 @@ static int exec_fetch(run *R, const ddb_fetch *f, const pairs *in, int depth)
             skip = kp_ddb_param_int(R->params, s->offset_param, 0);
         if (is_root && !f->header) {
             /* a root set (or a single root looked up on an index) */
-            for (size_t k = 0; k < level.count && rc == 0; k++) {
+            for (size_t k = 0; k < level->count && rc == 0; k++) {
                 if (skip > 0) { skip--; continue; }
-                if (kp_fetched_add_root(R->fetched, level.items[k].rec)) rc = nomem(R);
-                if (!s->is_root_set) R->root = level.items[k].rec;
+                if (kp_fetched_add_root(R->fetched, level->items[k].rec)) rc = nomem(R);
+                if (!s->is_root_set) R->root = level->items[k].rec;
             }
         } else {
             kp_frec *owner_root = NULL;
@@ -680,10 +644,10 @@ static int exec_fetch(run *R, const ddb_fetch *f, const pairs *in, int depth)
             }
             /* offset paging read offset + limit items in index order: drop the first offset
              * (a client-ordered listing is cut by the assembler instead) */
-            for (size_t k = 0; k < level.count && rc == 0; k++) {
+            for (size_t k = 0; k < level->count && rc == 0; k++) {
                 if (skip > 0) { skip--; continue; }
-                kp_frec *owner = is_root ? owner_root : level.items[k].origin;
-                if (owner && kp_fetched_link(R->fetched, s, owner, level.items[k].rec)) rc = nomem(R);
+                kp_frec *owner = is_root ? owner_root : level->items[k].origin;
+                if (owner && kp_fetched_link(R->fetched, s, owner, level->items[k].rec)) rc = nomem(R);
             }
         }
         if (rc == 0 && f->is_client_filtered) {
@@ -694,16 +658,21 @@ static int exec_fetch(run *R, const ddb_fetch *f, const pairs *in, int depth)
             (!last->is_server_ordered || last->shards > 1 || last->kind == DDB_BATCH_GET || last != f || last->is_scan) &&
             !(last->rel && last->rel->relation->link == KP_LINK_ARRAY && !last->rel->is_inverse && !s->declared_order_count))
             kp_fetched_client_order(R->fetched, s);
-    } else if (rc == 0 && is_root) {
+    } else if (is_root) {
         /* a single root read by key */
-        for (size_t k = 0; k < level.count && rc == 0; k++) {
-            if (kp_fetched_add_root(R->fetched, level.items[k].rec)) rc = nomem(R);
-            R->root = level.items[k].rec;
+        for (size_t k = 0; k < level->count && rc == 0; k++) {
+            if (kp_fetched_add_root(R->fetched, level->items[k].rec)) rc = nomem(R);
+            R->root = level->items[k].rec;
         }
     }
-    if (rc == 0) rc = exec_children(R, last, &level, level_depth);
-    free(level.items);
+    if (rc == 0 && last->header && R->root && pairs_push(on_inputs, R->root, NULL)) rc = nomem(R);
     return rc;
+}
+
+static long requests_sent(void *ctx)
+{
+    run *R = ctx;
+    return kp_ddb_requests_sent(kp_ddb_conn_client(R->conn));
 }
 
 /* ---- tokens -------------------------------------------------------------------------------- */
@@ -791,10 +760,9 @@ int kp_ddb_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const
         }
     }
     long before = kp_ddb_requests_sent(kp_ddb_conn_client(R.conn));
-    const ddb_fetch *root = L->roots[p->index];
-    pairs in = {0};
-    int rc = pairs_push(&in, NULL, NULL) ? nomem(&R) : exec_fetch(&R, root, &in, 1);
-    free(in.items);
+    kp_fetch_runner walk = {.ctx = &R, .read_level = read_level, .place = place, .requests = requests_sent};
+    int rc = kp_fetch_run(&walk, &L->roots[p->index]->base);
+    if (rc && walk.is_out_of_memory) nomem(&R);
     if (rc == 0) {
         char *token = R.next_key ? token_encode(R.next_key) : NULL;
         out->response = kp_assemble(R.design->model, R.fetched, p, params, token, err);
@@ -803,8 +771,8 @@ int kp_ddb_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const
         if (!out->response) rc = -1;
     }
     out->requests = (int)(kp_ddb_requests_sent(kp_ddb_conn_client(R.conn)) - before);
-    out->sequential_steps = R.max_depth;
-    out->is_cut_short = R.is_cut_short;
+    out->sequential_steps = walk.max_step;
+    out->is_cut_short = walk.is_cut_short;
     out->items_returned = R.items_returned;
     out->items_read = R.items_read;
     out->bytes_read = R.bytes_read;

@@ -50,6 +50,7 @@ typedef struct builder {
                           its own partitions, related items reached through indexes */
     struct step_ref { const kp_write *write; const kp_write_step *step; } **steps_of; /* per entity, in model order */
     size_t *step_count_of;
+    int is_out_of_memory;  /* the fetch trees could not grow */
 } builder;
 
 /* Indexes every write step by the entity it writes (model order), so per-pattern
@@ -543,14 +544,7 @@ static ddb_fetch *new_fetch(builder *B, ddb_fetch_kind kind, const ddb_placement
 
 static void add_child(builder *B, ddb_fetch *parent, ddb_fetch *child)
 {
-    if (parent->child_count == parent->child_cap) {
-        size_t cap = parent->child_cap ? parent->child_cap * 2 : 4;
-        ddb_fetch **bigger = kp_arena_alloc(B->arena, sizeof *bigger * cap);
-        if (parent->child_count) memcpy(bigger, parent->children, sizeof *bigger * parent->child_count);
-        parent->children = bigger;
-        parent->child_cap = cap;
-    }
-    parent->children[parent->child_count++] = child;
+    if (kp_fetch_add_child(B->arena, &parent->base, &child->base)) B->is_out_of_memory = 1;
 }
 
 /* The parameter bound by an = condition on attr (NULL when none). */
@@ -1116,7 +1110,7 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
             f->shape = s;
             return f;
         }
-        f->next_hop = g;
+        f->base.next_hop = &g->base;
         return f;
     }
     if (rel->link == KP_LINK_ARRAY) {
@@ -1159,14 +1153,14 @@ static int plan_hops(builder *B, const kp_pattern *p, ddb_fetch *parent, const k
         if (!first) first = f;
         else {
             ddb_fetch *tail = last;
-            while (tail->next_hop) tail = tail->next_hop;
-            tail->next_hop = f;
+            while (kp_ddb_next_hop(tail)) tail = kp_ddb_next_hop(tail);
+            tail->base.next_hop = &f->base;
         }
         last = f;
     }
     add_child(B, parent, first);
     ddb_fetch *end = last;
-    while (end->next_hop) end = end->next_hop;
+    while (kp_ddb_next_hop(end)) end = kp_ddb_next_hop(end);
     if (s && (s->kind == KP_SHAPE_EACH || s->kind == KP_SHAPE_ONE))
         return plan_shape_children(B, p, end, s, end->entity);
     return 0;
@@ -1176,10 +1170,10 @@ static int plan_hops(builder *B, const kp_pattern *p, ddb_fetch *parent, const k
  * nothing more? */
 static int follows_path(const ddb_fetch *parent, kp_rel *const *path, size_t n)
 {
-    for (size_t i = 0; i < parent->child_count; i++) {
-        const ddb_fetch *f = parent->children[i];
+    for (size_t i = 0; i < parent->base.child_count; i++) {
+        const ddb_fetch *f = kp_ddb_child(parent, i);
         size_t k = 0;
-        for (; f && k < n && !f->shape && f->rel == path[k]; f = f->next_hop) k++;
+        for (; f && k < n && !f->shape && f->rel == path[k]; f = kp_ddb_next_hop(f)) k++;
         if (k == n && !f) return 1;
     }
     return 0;
@@ -1438,9 +1432,9 @@ static void merge_header_on_gsi(builder *B, const kp_pattern *p, ddb_fetch *root
     if (fmt_attr_count(&rp->pk) != parent->entity->key_count) return;
     for (size_t k = 0; k < rp->pk.count; k++)
         if (rp->pk.segs[k].attr && rp->pk.segs[k].attr->key_index < 0) return;
-    for (size_t i = 0; i < root->child_count; i++) {
-        ddb_fetch *c = root->children[i];
-        if (c->kind != DDB_QUERY || !c->shape || c->shape->kind != KP_SHAPE_EACH || c->next_hop || !c->rel) continue;
+    for (size_t i = 0; i < root->base.child_count; i++) {
+        ddb_fetch *c = kp_ddb_child(root, i);
+        if (c->kind != DDB_QUERY || !c->shape || c->shape->kind != KP_SHAPE_EACH || kp_ddb_next_hop(c) || !c->rel) continue;
         if (c->sk_eq_count || c->range || c->filter_count) continue;
         const kp_relation *rel = c->rel->relation;
         if (c->rel->is_inverse || rel->link != KP_LINK_FOREIGN_KEY || rel->from != parent->entity || rel->holder != rel->to) continue;
@@ -1475,9 +1469,9 @@ static void merge_header(builder *B, const kp_pattern *p, ddb_fetch *root)
 {
     if (root->kind == DDB_QUERY) { merge_header_on_gsi(B, p, root); return; }
     if (root->kind != DDB_GET || root->placement != &root->entity->placements[0] || root->entity->is_in_parent_collection) return;
-    for (size_t i = 0; i < root->child_count; i++) {
-        ddb_fetch *c = root->children[i];
-        if (c->kind != DDB_QUERY || !c->shape || c->shape->kind != KP_SHAPE_EACH || c->next_hop) continue;
+    for (size_t i = 0; i < root->base.child_count; i++) {
+        ddb_fetch *c = kp_ddb_child(root, i);
+        if (c->kind != DDB_QUERY || !c->shape || c->shape->kind != KP_SHAPE_EACH || kp_ddb_next_hop(c)) continue;
         /* the header range cannot also carry the listing's own key conditions, except a
          * bound on the far side of the header (the newest since X, read newest first) */
         int range_fits = !c->range || (!c->is_forward && (c->range->op == KP_OP_GE || c->range->op == KP_OP_GT)) ||
@@ -1522,7 +1516,7 @@ static void merge_header(builder *B, const kp_pattern *p, ddb_fetch *root)
 /* The root fetch becomes its child listing's Query, which also returns the header. */
 static void merge_into(builder *B, const kp_pattern *p, ddb_fetch *root, size_t i, const char *sentinel)
 {
-    ddb_fetch *c = root->children[i];
+    ddb_fetch *c = kp_ddb_child(root, i);
     ddb_entity *parent = (ddb_entity *)root->entity;
     {
         c->header = parent;
@@ -1548,14 +1542,15 @@ static void merge_into(builder *B, const kp_pattern *p, ddb_fetch *root, size_t 
         root->limit = c->limit;
         root->entity = c->entity;
         root->is_paged = c->shape == p->paged;
-        ddb_fetch **rest = kp_arena_alloc(B->arena, sizeof *rest * (root->child_count + c->child_count + 1));
+        kp_fetch **rest = kp_arena_alloc(B->arena, sizeof *rest * (root->base.child_count + c->base.child_count + 1));
+        if (!rest) { B->is_out_of_memory = 1; return; }
         size_t n = 0;
-        for (size_t k = 0; k < root->child_count; k++)
-            if (k != i) rest[n++] = root->children[k];
-        for (size_t k = 0; k < c->child_count; k++) rest[n++] = c->children[k];
-        root->children = rest;
-        root->child_count = n;
-        root->child_cap = n;
+        for (size_t k = 0; k < root->base.child_count; k++)
+            if (k != i) rest[n++] = root->base.children[k];
+        for (size_t k = 0; k < c->base.child_count; k++) rest[n++] = c->base.children[k];
+        root->base.children = rest;
+        root->base.child_count = n;
+        root->base.child_cap = n;
         kp_decision *x = kp_design_decide(
             B->d, kp_design_printf(B->d, "%s header", parent->entity->name),
             kp_design_printf(B->d, "the %s item sorts at the head of its %s (%s=\"%s\")", parent->entity->name,
@@ -1658,14 +1653,27 @@ static void describe_fetch(builder *B, const kp_pattern *p, const ddb_fetch *f, 
     (void)p;
 }
 
-/* `parents` is the expected number of inputs of f, `parents_max` the most it can get (the
- * model's maxima along the way): the operation's expected figures come from the first,
- * its bounds (what verify holds every page to) from the second. */
-static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fetch *f, double parents, double parents_max,
-                    int waits, int step)
+/* The claims of one fetch, for the shared walker (backends/fetch.c): `in` holds its expected
+ * inputs and the most it can get (the model's maxima along the way), and its round trip. The
+ * operation's expected figures come from the first, its bounds (what verify holds every page
+ * to) from the second. */
+typedef struct opctx {
+    builder *B;
+    const kp_pattern *p;
+    kp_plan *plan;
+} opctx;
+
+static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in, kp_fetch_load *out)
 {
+    const opctx *O = ctx;
+    builder *B = O->B;
+    const kp_pattern *p = O->p;
+    kp_plan *plan = O->plan;
+    const ddb_fetch *f = (const ddb_fetch *)node;
+    double parents = in->expected, parents_max = in->max;
+    int step = in->step;
     static const char *const ops[] = {"GetItem", "Query", "BatchGetItem", "Query (COUNT)"};
-    if (f->kind == DDB_COPY) return; /* the parent's items hold it: no request */
+    if (f->kind == DDB_COPY) return; /* the parent's items hold it: no request (out: one per input) */
     /* a key look-up for several parents is one BatchGetItem per 100 keys (execute.c) */
     int batched = f->kind == DDB_GET && parents > 1;
     kp_operation *o = kp_plan_add_op(B->d, plan, ops[batched ? DDB_BATCH_GET : f->kind], B->L->table);
@@ -1674,7 +1682,7 @@ static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fe
     char cond[1024];
     describe_fetch(B, p, f, cond, sizeof cond);
     o->condition = kp_design_printf(B->d, "%s", cond);
-    o->waits_for_previous = waits;
+    o->waits_for_previous = step > 1 && !f->base.is_independent;
     o->step = step;
     /* a request count that follows the data (one per parent, per reference) is an estimate */
     if (parents != 1 || f->kind == DDB_BATCH_GET || (f->kind == DDB_QUERY && !f->limit && f->rel)) plan->is_requests_exact = 0;
@@ -1810,25 +1818,9 @@ static void add_ops(builder *B, const kp_pattern *p, kp_plan *plan, const ddb_fe
     double produced = f->kind == DDB_COUNT ? 0 : count - (f->header ? parents : 0);
     if (needed > 0 && produced > parents * (double)needed) produced = parents * (double)needed; /* what matches goes on */
     double produced_max = f->kind == DDB_COUNT ? 0 : max_count - (f->header ? parents_max : 0);
-    if (f->header) {
-        /* children of the header run on the header record (one per parent) */
-    }
-    if (f->next_hop) {
-        /* a multi-hop path: the next hop (which adds its own next hops and, being last,
-         * the children) runs one round trip later on what this one read */
-        add_ops(B, p, plan, f->next_hop, produced > 0 ? produced : 1, produced_max > 0 ? produced_max : 1, 1, step + 1);
-        return;
-    }
-    int last_step = step;
-    for (size_t i = 0; i < f->child_count; i++) {
-        const ddb_fetch *c = f->children[i];
-        /* children whose keys come from parameters run in parallel with their parent */
-        int on_header = f->header && c->rel && c->rel->source == f->header->entity;
-        int same_trip = c->source == DDB_FROM_PARAMS || c->is_independent;
-        double n = c->source == DDB_FROM_PARAMS ? 1 : (on_header ? parents : produced);
-        double n_max = c->source == DDB_FROM_PARAMS ? 1 : (on_header ? parents_max : produced_max);
-        add_ops(B, p, plan, c, n > 0 ? n : 1, n_max > 0 ? n_max : 1, !same_trip, same_trip ? last_step : last_step + 1);
-    }
+    /* the header's children run on the header record (kp_fetch.is_on_inputs: one per input) */
+    out->expected = produced;
+    out->max = produced_max;
 }
 
 /* ---- write plans ---------------------------------------------------------------------------- */
@@ -2240,8 +2232,8 @@ static void free_layout(void *layout)
 static void mark_independent(const kp_pattern *p, ddb_fetch *root)
 {
     if (!root || root->kind != DDB_GET || root->source != DDB_FROM_PARAMS || root->header) return;
-    for (size_t i = 0; i < root->child_count; i++) {
-        ddb_fetch *c = root->children[i];
+    for (size_t i = 0; i < root->base.child_count; i++) {
+        ddb_fetch *c = kp_ddb_child(root, i);
         if (c->source != DDB_FROM_PARENT || !c->pk_from || c->kind == DDB_BATCH_GET) continue;
         size_t n = fmt_attr_count(&c->placement->pk);
         int ok = n > 0;
@@ -2249,28 +2241,44 @@ static void mark_independent(const kp_pattern *p, ddb_fetch *root)
             const kp_attr *a = c->pk_from[k];
             ok = a && a->key_index >= 0 && a->entity == root->entity->entity && eq_cond(p->where, p->where_count, a);
         }
-        c->is_independent = ok;
+        c->base.is_independent = ok;
+    }
+}
+
+/* What the shared walkers must know of each fetch (backends/fetch.h): a copy sends no
+ * request, a count yields nothing to go on with, and the children of a header read with a
+ * listing run on the header record (the listing's inputs), not on the listing's items. */
+static void mark_roles(ddb_fetch *f)
+{
+    for (; f; f = kp_ddb_next_hop(f)) {
+        f->base.is_free = f->kind == DDB_COPY;
+        f->base.is_terminal = f->kind == DDB_COUNT;
+        for (size_t i = 0; i < f->base.child_count; i++) {
+            ddb_fetch *c = kp_ddb_child(f, i);
+            c->base.is_on_inputs = f->header && c->rel && c->rel->source == f->header->entity;
+            mark_roles(c);
+        }
     }
 }
 
 static void mark_read(ddb_layout *L, ddb_fetch *f)
 {
-    for (; f; f = f->next_hop) {
+    for (; f; f = kp_ddb_next_hop(f)) {
         if (f->placement) ((ddb_placement *)f->placement)->is_read = 1;
         if (f->header && f->placement) {
             ddb_entity *h = &L->entities[f->header->entity->index];
             for (size_t k = 0; k < h->placement_count; k++)
                 if (h->placements[k].index == f->placement->index) h->placements[k].is_read = 1;
         }
-        for (size_t i = 0; i < f->child_count; i++) mark_read(L, f->children[i]);
+        for (size_t i = 0; i < f->base.child_count; i++) mark_read(L, kp_ddb_child(f, i));
     }
 }
 
 static void repoint(ddb_fetch *f, const ddb_placement *from, const ddb_placement *to)
 {
-    for (; f; f = f->next_hop) {
+    for (; f; f = kp_ddb_next_hop(f)) {
         if (f->placement == from) f->placement = to;
-        for (size_t i = 0; i < f->child_count; i++) repoint(f->children[i], from, to);
+        for (size_t i = 0; i < f->base.child_count; i++) repoint(kp_ddb_child(f, i), from, to);
     }
 }
 
@@ -2315,13 +2323,13 @@ static void find_copy_sites(builder *B, const kp_pattern *p, ddb_fetch *f, const
     if (!f) return;
     const kp_rel *r = f->rel;
     int is_hop = !f->shape || (f->shape->kind == KP_SHAPE_ONE && f->shape->hop_count == 1);
-    if (parent && r && is_hop && (f->kind == DDB_GET || f->kind == DDB_BATCH_GET) && !f->is_scan && !f->child_count &&
-        !f->next_hop && f->source == DDB_FROM_PARENT && !f->is_independent && parent->entity &&
+    if (parent && r && is_hop && (f->kind == DDB_GET || f->kind == DDB_BATCH_GET) && !f->is_scan && !f->base.child_count &&
+        !kp_ddb_next_hop(f) && f->source == DDB_FROM_PARENT && !f->base.is_independent && parent->entity &&
         parent->entity->entity == r->source)
         kp_copy_sites_add(B->arena, out, f, parent, p, r, NULL);
     const ddb_fetch *end = f;
-    for (ddb_fetch *h = f->next_hop; h; h = h->next_hop) { find_copy_sites(B, p, h, end, out); end = h; }
-    for (size_t i = 0; i < end->child_count; i++) find_copy_sites(B, p, end->children[i], end, out);
+    for (ddb_fetch *h = kp_ddb_next_hop(f); h; h = kp_ddb_next_hop(h)) { find_copy_sites(B, p, h, end, out); end = h; }
+    for (size_t i = 0; i < end->base.child_count; i++) find_copy_sites(B, p, kp_ddb_child(end, i), end, out);
 }
 
 /* The items a site's parent returns per request of its pattern (the reads a copy saves). */
@@ -2412,7 +2420,7 @@ static int propose_one(const kp_model *m, const kp_mix *mix, int is_normalised, 
     }
     d->layout = L;
     d->free_layout = free_layout;
-    builder B = {m, mix, d, L, &L->arena, err, is_normalised, NULL, NULL};
+    builder B = {m, mix, d, L, &L->arena, err, is_normalised, NULL, NULL, 0};
     L->table = kp_arena_strdup(&L->arena, m->name);
     L->base.kind = DDB_BASE;
     L->base.pk_attr = "PK";
@@ -2430,13 +2438,16 @@ static int propose_one(const kp_model *m, const kp_mix *mix, int is_normalised, 
         if (rc == 0) merge_header(&B, m->patterns[i], L->roots[i]);
         if (rc == 0) mark_independent(m->patterns[i], L->roots[i]);
     }
+    if (rc == 0 && B.is_out_of_memory) rc = kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
     if (rc) { kp_design_free(d); return -1; }
     prune_placements(&B);
     decide_copies(&B);
+    for (size_t i = 0; i < m->pattern_count; i++) mark_roles(L->roots[i]);
     for (size_t i = 0; i < m->pattern_count; i++) {
         kp_plan *plan = &d->plans[i];
         plan->is_requests_exact = 1;
-        add_ops(&B, m->patterns[i], plan, L->roots[i], 1, 1, 0, 1);
+        opctx O = {&B, m->patterns[i], plan};
+        kp_fetch_claim(&L->roots[i]->base, price_fetch, &O);
         kp_plan_total(plan);
         plan->shards = L->roots[i]->shards;
         plan->why = L->roots[i]->header

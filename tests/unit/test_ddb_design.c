@@ -643,8 +643,8 @@ static void test_two_bounds_on_the_sort_key_are_one_between(void **state)
     const ddb_layout *L = d->layout;
     const kp_pattern *p = kp_model_pattern(m, "my-bids");
     const ddb_fetch *root = L->roots[p->index], *bids = NULL;
-    for (size_t i = 0; i < root->child_count; i++)
-        if (root->children[i]->kind == DDB_QUERY) bids = root->children[i];
+    for (size_t i = 0; i < root->base.child_count; i++)
+        if (kp_ddb_child(root, i)->kind == DDB_QUERY) bids = kp_ddb_child(root, i);
     assert_non_null(bids);
     assert_non_null(bids->range);
     assert_non_null(bids->range_end);
@@ -695,11 +695,11 @@ static void test_a_listing_through_a_join_entity_reads_an_adjacency_list(void **
     const ddb_layout *L = d->layout;
     const kp_pattern *pt = kp_model_pattern(m, "posts-by-tag");
     const ddb_fetch *root = L->roots[pt->index], *posts = NULL;
-    for (size_t i = 0; i < root->child_count; i++) posts = root->children[i];
+    for (size_t i = 0; i < root->base.child_count; i++) posts = kp_ddb_child(root, i);
     assert_non_null(posts);
     assert_int_equal(posts->kind, DDB_QUERY);
     assert_non_null(posts->placement->elements);
-    assert_null(posts->next_hop);          /* no BatchGetItem of the posts */
+    assert_null(kp_ddb_next_hop(posts));          /* no BatchGetItem of the posts */
     assert_true(posts->is_server_ordered);
     assert_false(posts->is_forward);       /* newest first */
     assert_int_equal(posts->limit, 20);
