@@ -98,11 +98,11 @@ static void list_finds(kp_text *t, kp_arena *arena, const mg_fetch *f, const kp_
 {
     const char *text = kp_mg_fetch_text(arena, f, p, prefix);
     if (text) {
-        kp_text_printf(t, "%s%s\n", text, f->is_independent ? "   // sent with the first find" : "");
+        kp_text_printf(t, "%s%s\n", text, f->base.is_independent ? "   // sent with the first find" : "");
         (*n)++;
     }
-    if (f->next_hop) list_finds(t, arena, f->next_hop, p, prefix, n);
-    for (size_t i = 0; i < f->child_count; i++) list_finds(t, arena, f->children[i], p, prefix, n);
+    if (kp_mg_next_hop(f)) list_finds(t, arena, kp_mg_next_hop(f), p, prefix, n);
+    for (size_t i = 0; i < f->base.child_count; i++) list_finds(t, arena, kp_mg_child(f, i), p, prefix, n);
 }
 
 static int emit_queries(const kp_design *d, const char *dir, const kp_emit_options *o, kp_error *err)

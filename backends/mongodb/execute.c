@@ -26,8 +26,10 @@
 #include "core/oracle.h"
 #include "core/value.h"
 
-typedef struct pair { kp_frec *rec; kp_frec *origin; kp_frec *from; } pair;
-typedef struct pairs { pair *items; size_t count, cap; } pairs;
+/* A record read, the context record it belongs to and the record it was read from
+ * (backends/fetch.h). */
+typedef kp_fetch_pair pair;
+typedef kp_fetch_set pairs;
 
 typedef struct doc_entry {
     const kp_frec *rec;
@@ -49,26 +51,13 @@ typedef struct run {
     int has_more;
     kp_frec *paged_owner;       /* the record whose paged $each the page belongs to */
     kp_frec *last_root;         /* a paged root set: the last root of the page */
-    int max_depth;
-    int is_cut_short;           /* kp_result.is_cut_short */
     long items_returned;
     kp_error *err;
 } run;
 
 static int nomem(run *R) { return kp_error_set(R->err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
 
-static int pairs_push(pairs *p, kp_frec *rec, kp_frec *origin, kp_frec *from)
-{
-    if (p->count == p->cap) {
-        size_t cap = p->cap ? p->cap * 2 : 16;
-        pair *bigger = realloc(p->items, cap * sizeof *bigger);
-        if (!bigger) return -1;
-        p->items = bigger;
-        p->cap = cap;
-    }
-    p->items[p->count++] = (pair){rec, origin, from};
-    return 0;
-}
+static int pairs_push(pairs *p, kp_frec *rec, kp_frec *origin, kp_frec *from) { return kp_fetch_set_push(p, rec, origin, from); }
 
 /* ---- documents next to their records ------------------------------------------------------- */
 
@@ -602,7 +591,7 @@ static int level_find(run *R, const mg_fetch *f, const pairs *in, pairs *out)
         int by_key = is_by_key(f);
         if (f->match == MG_MATCH_PARENT) {
             /* the parent key, from the child's reference in the parameters */
-            const kp_relation *rel = f->next_hop->rel->relation;
+            const kp_relation *rel = kp_mg_next_hop(f)->rel->relation;
             cJSON *object = cJSON_CreateObject();
             for (size_t k = 0; k < rel->fk_count; k++)
                 for (size_t i = 0; i < R->pattern->where_count; i++) {
@@ -738,43 +727,6 @@ static int level_find(run *R, const mg_fetch *f, const pairs *in, pairs *out)
     return 0;
 }
 
-static int fetch_level(run *R, const mg_fetch *f, const pairs *in, pairs *out, int depth)
-{
-    long before = kp_mg_client_requests(kp_mg_conn_client(R->conn));
-    int rc;
-    switch (f->kind) {
-    case MG_NESTED: rc = level_nested(R, f, in, out); break;
-    case MG_KEYS: rc = level_keys(R, f, in, out); break;
-    default: rc = level_find(R, f, in, out); break;
-    }
-    if (kp_mg_client_requests(kp_mg_conn_client(R->conn)) > before && depth > R->max_depth) R->max_depth = depth;
-    return rc;
-}
-
-static int step_of(const mg_fetch *f, int depth)
-{
-    if (f->kind == MG_NESTED || f->kind == MG_KEYS) return depth;
-    if (f->is_independent) return depth > 0 ? depth : 1;
-    return depth + 1;
-}
-
-static int exec_fetch(run *R, const mg_fetch *f, const pairs *in, int depth);
-
-static int exec_children(run *R, const mg_fetch *f, const pairs *produced, int depth)
-{
-    for (size_t i = 0; i < f->child_count; i++) {
-        pairs in = {0};
-        int rc = 0;
-        for (size_t k = 0; k < produced->count && rc == 0; k++)
-            if (pairs_push(&in, produced->items[k].rec, NULL, NULL)) rc = nomem(R);
-        if (rc == 0 && !in.count) R->is_cut_short = 1;
-        if (rc == 0 && in.count) rc = exec_fetch(R, f->children[i], &in, depth);
-        free(in.items);
-        if (rc) return -1;
-    }
-    return 0;
-}
-
 /* Leaf hops (a to-one path of a leaf) are linked under their relation. */
 static int link_hops(run *R, const mg_fetch *f, const pairs *level)
 {
@@ -785,47 +737,59 @@ static int link_hops(run *R, const mg_fetch *f, const pairs *level)
     return 0;
 }
 
-static int exec_fetch(run *R, const mg_fetch *f, const pairs *in, int depth)
+/* The shared walker's read of one level (backends/fetch.h): what f reads, linked. */
+static int read_level(void *ctx, const kp_fetch *node, const pairs *in, pairs *out, int *step)
 {
-    pairs level = {0};
-    int d = step_of(f, depth);
-    int rc = fetch_level(R, f, in, &level, d);
-    if (rc == 0) rc = link_hops(R, f, &level);
-    const mg_fetch *last = f;
-    int server_ordered = f->is_server_ordered;
-    while (rc == 0 && last->next_hop) {
-        pairs next = {0};
-        last = last->next_hop;
-        d = step_of(last, d);
-        server_ordered &= last->is_server_ordered;
-        rc = fetch_level(R, last, &level, &next, d);
-        if (rc == 0) rc = link_hops(R, last, &next);
-        free(level.items);
-        level = next;
+    run *R = ctx;
+    const mg_fetch *f = (const mg_fetch *)node;
+    (void)step;
+    int rc;
+    switch (f->kind) {
+    case MG_NESTED: rc = level_nested(R, f, in, out); break;
+    case MG_KEYS: rc = level_keys(R, f, in, out); break;
+    default: rc = level_find(R, f, in, out); break;
     }
+    return rc ? rc : link_hops(R, f, out);
+}
+
+/* Places what a path (first .. last, each hop on the one before) read into the response:
+ * roots, elements of a shape under their context record, client filter and order. */
+static int place(void *ctx, const kp_fetch *first_node, const kp_fetch *last_node, const pairs *in, const pairs *level,
+                 pairs *on_inputs)
+{
+    run *R = ctx;
+    const mg_fetch *f = (const mg_fetch *)first_node, *last = (const mg_fetch *)last_node;
+    (void)on_inputs;
+    int server_ordered = 1;
+    for (const mg_fetch *h = f; h; h = kp_mg_next_hop(h)) server_ordered &= h->is_server_ordered;
     const int is_root = in->count == 1 && !in->items[0].rec;
     const kp_shape *s = last->shape;
     int counted = last->kind == MG_COUNT || (s && s->kind == KP_SHAPE_COUNT && last->kind == MG_NESTED && !last->nested);
-    if (rc == 0 && s && !counted) {
+    int rc = 0;
+    if (s && !counted) {
         if (is_root) {
-            for (size_t k = 0; k < level.count && rc == 0; k++)
-                if (kp_fetched_add_root(R->fetched, level.items[k].rec)) rc = nomem(R);
+            for (size_t k = 0; k < level->count && rc == 0; k++)
+                if (kp_fetched_add_root(R->fetched, level->items[k].rec)) rc = nomem(R);
         } else {
-            for (size_t k = 0; k < level.count && rc == 0; k++)
-                if (level.items[k].origin && kp_fetched_link(R->fetched, s, level.items[k].origin, level.items[k].rec)) rc = nomem(R);
+            for (size_t k = 0; k < level->count && rc == 0; k++)
+                if (level->items[k].origin && kp_fetched_link(R->fetched, s, level->items[k].origin, level->items[k].rec)) rc = nomem(R);
         }
         if (rc == 0 && f->is_client_filtered) {
             kp_fetched_client_filter(R->fetched);
             kp_fetched_client_order(R->fetched, s);
         }
         if (rc == 0 && s->kind == KP_SHAPE_EACH && !server_ordered) kp_fetched_client_order(R->fetched, s);
-    } else if (rc == 0 && is_root && !counted) {
-        for (size_t k = 0; k < level.count && rc == 0; k++)
-            if (kp_fetched_add_root(R->fetched, level.items[k].rec)) rc = nomem(R);
+    } else if (is_root && !counted) {
+        for (size_t k = 0; k < level->count && rc == 0; k++)
+            if (kp_fetched_add_root(R->fetched, level->items[k].rec)) rc = nomem(R);
     }
-    if (rc == 0) rc = exec_children(R, last, &level, d);
-    free(level.items);
     return rc;
+}
+
+static long requests_sent(void *ctx)
+{
+    run *R = ctx;
+    return kp_mg_client_requests(kp_mg_conn_client(R->conn));
 }
 
 /* The find the server pages for the pattern's paged $each, if any. */
@@ -836,11 +800,11 @@ static const mg_fetch *find_server_paged(const mg_fetch *f)
         /* a keys-only join page is ordered by the join documents */
         const mg_fetch *end = f;
         int ordered = 1;
-        while (end->next_hop) { end = end->next_hop; ordered &= end->is_server_ordered; }
+        while (kp_mg_next_hop(end)) { end = kp_mg_next_hop(end); ordered &= end->is_server_ordered; }
         if (ordered) return f;
     }
-    const mg_fetch *x = find_server_paged(f->next_hop);
-    for (size_t i = 0; !x && i < f->child_count; i++) x = find_server_paged(f->children[i]);
+    const mg_fetch *x = find_server_paged(kp_mg_next_hop(f));
+    for (size_t i = 0; !x && i < f->base.child_count; i++) x = find_server_paged(kp_mg_child(f, i));
     return x;
 }
 
@@ -897,9 +861,9 @@ int kp_mg_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const 
     }
     long before = kp_mg_client_requests(kp_mg_conn_client(R.conn)), docs_before, bytes_before;
     kp_mg_client_reads(kp_mg_conn_client(R.conn), &docs_before, &bytes_before);
-    pairs in = {0};
-    if (rc == 0) rc = pairs_push(&in, NULL, NULL, NULL) ? nomem(&R) : exec_fetch(&R, root, &in, 0);
-    free(in.items);
+    kp_fetch_runner walk = {.ctx = &R, .read_level = read_level, .place = place, .requests = requests_sent};
+    if (rc == 0) rc = kp_fetch_run(&walk, &root->base);
+    if (rc && walk.is_out_of_memory) nomem(&R);
     if (rc == 0) {
         char *token = R.server_paged ? next_token(&R) : NULL;
         out->response = kp_assemble(R.design->model, R.fetched, p, params, token, err);
@@ -908,8 +872,8 @@ int kp_mg_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const 
         if (!out->response) rc = -1;
     }
     out->requests = (int)(kp_mg_client_requests(kp_mg_conn_client(R.conn)) - before);
-    out->sequential_steps = R.max_depth;
-    out->is_cut_short = R.is_cut_short;
+    out->sequential_steps = walk.max_step;
+    out->is_cut_short = walk.is_cut_short;
     out->items_returned = R.items_returned;
     long docs_after, bytes_after;
     kp_mg_client_reads(kp_mg_conn_client(R.conn), &docs_after, &bytes_after);

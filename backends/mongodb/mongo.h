@@ -22,6 +22,7 @@
 #include <bson/bson.h>
 
 #include "backends/backend.h"
+#include "backends/fetch.h"
 
 #define KP_MG_BATCH 500                 /* documents per unordered bulk insert */
 #define KP_MG_IN_BATCH 1000             /* values per $in of a follow-up find */
@@ -114,6 +115,10 @@ typedef enum mg_match {
 
 typedef struct mg_fetch mg_fetch;
 struct mg_fetch {
+    /* the tree (backends/fetch.h): a next hop (multi-hop) runs on each record of this fetch,
+     * the children on the records of the last hop; an independent fetch's filter comes from
+     * the parameters: same round trip as its parent */
+    kp_fetch base;
     mg_fetch_kind kind;
     mg_match match;
     const mg_entity *entity;        /* the records it yields */
@@ -142,15 +147,15 @@ struct mg_fetch {
     int64_t limit;                  /* sent (0: none); the paged find reads one more to know */
     int is_per_parent;              /* one find per parent record (a limit per parent) */
     int is_paged;                   /* the pattern's paged $each: continued after the token */
-    int is_independent;             /* its filter comes from the parameters: same round trip as the parent */
     int is_client_filtered;         /* root set filtered in the client by conditions through relations */
     int is_scan;                    /* no index serves it: a defect the report shows */
     const mg_index *index;          /* the index it uses (NULL: _id or none) */
     double expected;                /* documents a root-set find is expected to return */
-    mg_fetch **children;
-    size_t child_count, child_cap;
-    mg_fetch *next_hop;             /* multi-hop: run on each record of this fetch */
 };
+
+/* A fetch's i-th child and its next hop, as MongoDB fetches. */
+static inline mg_fetch *kp_mg_child(const mg_fetch *f, size_t i) { return (mg_fetch *)f->base.children[i]; }
+static inline mg_fetch *kp_mg_next_hop(const mg_fetch *f) { return (mg_fetch *)f->base.next_hop; }
 
 typedef struct mg_layout {
     mg_entity *entities;            /* one per model entity, same index */

@@ -33,8 +33,7 @@ static mg_fetch *new_fetch(builder *B, mg_fetch_kind kind, const mg_entity *e)
 
 static void add_child(builder *B, mg_fetch *parent, mg_fetch *child)
 {
-    kp_arena_push(B->arena, (void **)&parent->children, &parent->child_count, &parent->child_cap, sizeof *parent->children);
-    parent->children[parent->child_count - 1] = child;
+    if (kp_fetch_add_child(B->arena, &parent->base, &child->base)) B->is_out_of_memory = 1;
 }
 
 static void add_cond(builder *B, mg_fetch *f, const kp_cond *c, const char *field)
@@ -432,7 +431,7 @@ static int plan_children(pctx *P, mg_fetch *parent, const kp_shape *s, const mg_
 static int from_params(const kp_pattern *p, const mg_fetch *parent, const mg_fetch *f)
 {
     if (!parent || parent->rel || parent->match != MG_MATCH_PARAMS || p->is_root_set || parent->kind != MG_FIND ||
-        !parent->entity->collection || parent->next_hop || parent->shape)
+        !parent->entity->collection || kp_mg_next_hop(parent) || parent->shape)
         return 0;
     if (f->match != MG_MATCH_FK && f->match != MG_MATCH_ARRAY) return 0;
     for (size_t k = 0; k < f->match_count; k++) {
@@ -524,7 +523,7 @@ static mg_fetch *plan_hop(pctx *P, const mg_entity *from, const kp_rel *r, const
         }
         if (!is_count) order_listing(B, p, f, s, NULL, NULL, all_server);
         f->is_per_parent = f->limit != 0 || f->is_paged || rel->fk_count > 1 || is_count;
-        f->is_independent = from_params(p, parent, f);
+        f->base.is_independent = from_params(p, parent, f);
         index_for(B, f, p);
         return f;
     }
@@ -573,7 +572,7 @@ static mg_fetch *plan_hop(pctx *P, const mg_entity *from, const kp_rel *r, const
             j->match_fields[k] = near[k]->name;
             j->match_from[k] = near_side->key[k];
         }
-        j->is_independent = from_params(p, parent, j);
+        j->base.is_independent = from_params(p, parent, j);
         if (is_count) {
             j->shape = s;
             j->is_per_parent = 1;
@@ -605,7 +604,7 @@ static mg_fetch *plan_hop(pctx *P, const mg_entity *from, const kp_rel *r, const
             if (s && s->kind == KP_SHAPE_EACH) t->is_server_ordered = 0;
         }
         index_for(B, j, p);
-        j->next_hop = t;
+        j->base.next_hop = &t->base;
         return j;
     }
     if (rel->link == KP_LINK_ARRAY) {
@@ -637,7 +636,7 @@ static mg_fetch *plan_hop(pctx *P, const mg_entity *from, const kp_rel *r, const
         }
         if (!is_count) order_listing(B, p, f, s, NULL, NULL, all_server);
         f->is_per_parent = 1;
-        f->is_independent = from_params(p, parent, f);
+        f->base.is_independent = from_params(p, parent, f);
         index_for(B, f, p);
         return f;
     }
@@ -662,21 +661,21 @@ static int plan_path(pctx *P, mg_fetch *parent, const mg_entity *from, const kp_
             f->sort = NULL;
             f->sort_count = 0;
             f->is_per_parent = f->kind == MG_COUNT;
-            f->is_independent = 0;
-            if (f->next_hop) { f->next_hop->is_server_ordered = 0; }
+            f->base.is_independent = 0;
+            if (kp_mg_next_hop(f)) { kp_mg_next_hop(f)->is_server_ordered = 0; }
         }
         if (!first) first = f;
         else {
             mg_fetch *tail = last;
-            while (tail->next_hop) tail = tail->next_hop;
-            tail->next_hop = f;
+            while (kp_mg_next_hop(tail)) tail = kp_mg_next_hop(tail);
+            tail->base.next_hop = &f->base;
         }
         last = f;
         at = mg_entity_of(B, hops[i]->target);
     }
     add_child(B, parent, first);
     mg_fetch *end = last;
-    while (end->next_hop) end = end->next_hop;
+    while (kp_mg_next_hop(end)) end = kp_mg_next_hop(end);
     if (s && (s->kind == KP_SHAPE_EACH || s->kind == KP_SHAPE_ONE)) return plan_children(P, end, s, end->entity);
     return 0;
 }
@@ -772,7 +771,7 @@ int mg_plan_pattern(builder *B, const kp_pattern *p, mg_fetch **out)
         n->shape = each;
         for (size_t i = 0; i < p->where_count; i++)
             if (!p->where[i].path_len) add_client_cond(B, n, &p->where[i]);
-        f->next_hop = n;
+        f->base.next_hop = &n->base;
         roots = n;
     } else {
         f = new_fetch(B, MG_FIND, me);
@@ -919,7 +918,7 @@ const char *kp_mg_fetch_text(kp_arena *arena, const mg_fetch *f, const kp_patter
         break;
     }
     case MG_MATCH_PARENT: {
-        const kp_relation *rel = f->next_hop && f->next_hop->rel ? f->next_hop->rel->relation : NULL;
+        const kp_relation *rel = kp_mg_next_hop(f) && kp_mg_next_hop(f)->rel ? kp_mg_next_hop(f)->rel->relation : NULL;
         if (rel && rel->fk_count == 1) PART("_id: <%s>", rel->fk_attrs[0]->name);
         else if (rel) {
             const char *id = "";
@@ -1021,11 +1020,16 @@ typedef struct opctx {
     const char *why;
 } opctx;
 
-/* `parents` is the expected number of inputs, `parents_max` the most there can be (the
- * model's maxima along the way): expected figures come from the first, the bounds that
- * verify holds every page to from the second. */
-static void add_ops(opctx *O, const mg_fetch *f, double parents, double parents_max, int is_exact_one, int step)
+/* The claims of one fetch, for the shared walker (backends/fetch.c): `in` holds the expected
+ * number of inputs and the most there can be (the model's maxima along the way), and its
+ * round trip: expected figures come from the first, the bounds that verify holds every page
+ * to from the second. */
+static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in, kp_fetch_load *out)
 {
+    opctx *O = ctx;
+    const mg_fetch *f = (const mg_fetch *)node;
+    double parents = in->expected, parents_max = in->max;
+    int is_exact_one = in->is_exact, my_step = in->step;
     builder *B = O->B;
     kp_plan *plan = O->plan;
     double per = f->rel ? per_parent_items(f) : (f->shape ? (f->expected > 0 ? f->expected : 1) : 1);
@@ -1038,18 +1042,16 @@ static void add_ops(opctx *O, const mg_fetch *f, double parents, double parents_
         per_max = f->is_server_ordered ? cut_at_page(f, s, s, whole) : whole;
         if (per_max < per) per_max = per;
     }
-    if (!f->rel && f->next_hop) per = per_max = 1; /* the parent documents of embedded roots */
+    if (!f->rel && kp_mg_next_hop(f)) per = per_max = 1; /* the parent documents of embedded roots */
     if (parents_max < parents) parents_max = parents;
     double produced = parents * per, produced_max = parents_max * per_max;
-    int my_step = step;
     if (f->kind == MG_FIND || f->kind == MG_COUNT) {
-        my_step = f->is_independent ? (step > 0 ? step : 1) : step + 1;
         const mg_collection *c = f->coll;
         kp_operation *o = kp_plan_add_op(B->d, plan, f->kind == MG_COUNT ? "count" : "find", c ? c->name : "?");
         const mg_index *x = c ? serving(c, f->index) : NULL;
         o->index = x ? x->name : (f->is_scan ? NULL : "_id_");
         o->condition = kp_mg_fetch_text(&B->d->arena, f, O->p, "");
-        o->waits_for_previous = my_step > 1 && !f->is_independent;
+        o->waits_for_previous = my_step > 1 && !f->base.is_independent;
         o->step = my_step;
         double requests = f->is_per_parent ? parents : (f->match == MG_MATCH_KEY ? ceil(produced / KP_MG_IN_BATCH) : 1);
         if (f->is_per_parent == 0 && f->match != MG_MATCH_KEY && f->rel && parents > KP_MG_IN_BATCH) requests = ceil(parents / KP_MG_IN_BATCH);
@@ -1088,7 +1090,7 @@ static void add_ops(opctx *O, const mg_fetch *f, double parents, double parents_
         }
         if (!f->is_server_ordered && f->shape && f->shape->kind == KP_SHAPE_EACH && f->shape->declared_order_count)
             o->why = "every match is read and the client sorts and cuts the page (the server cannot give the declared order)";
-        else if (f->is_independent)
+        else if (f->base.is_independent)
             o->why = "its filter comes from the parameters: sent with the first find, not after it";
         else if (f->match == MG_MATCH_KEY)
             o->why = "a follow-up find by _id with $in on the values the previous answer holds (no $lookup)";
@@ -1113,25 +1115,33 @@ static void add_ops(opctx *O, const mg_fetch *f, double parents, double parents_
             for (size_t k = 0; k < f->rel->relation->fk_count; k++) required &= !f->rel->relation->fk_attrs[k]->is_optional;
         else required = 0;
         if (f->is_container) required = 1;
-        if (!f->rel) exact_next = is_exact_one && !O->p->is_root_set && !f->next_hop;
+        if (!f->rel) exact_next = is_exact_one && !O->p->is_root_set && !kp_mg_next_hop(f);
         else exact_next = is_exact_one && to_one && required;
-        if (!f->rel && f->next_hop) exact_next = 0;
+        if (!f->rel && kp_mg_next_hop(f)) exact_next = 0;
     }
-    if (f->kind == MG_COUNT) return;
-    if (f->next_hop) {
-        add_ops(O, f->next_hop, produced > 0 ? produced : 1, produced_max > 0 ? produced_max : 1, exact_next, my_step);
-        return;
+    out->expected = produced;
+    out->max = produced_max;
+    out->is_exact = exact_next;
+}
+
+/* What the shared walkers must know of each fetch (backends/fetch.h): nested records and
+ * keys send no request, a count yields nothing to go on with. */
+static void mark_roles(mg_fetch *f)
+{
+    for (; f; f = kp_mg_next_hop(f)) {
+        f->base.is_free = f->kind == MG_NESTED || f->kind == MG_KEYS;
+        f->base.is_terminal = f->kind == MG_COUNT;
+        for (size_t i = 0; i < f->base.child_count; i++) mark_roles(kp_mg_child(f, i));
     }
-    for (size_t i = 0; i < f->child_count; i++)
-        add_ops(O, f->children[i], produced > 0 ? produced : 1, produced_max > 0 ? produced_max : 1, exact_next, my_step);
 }
 
 /* The next-hop chain of an embedded root keeps its children on its last hop. */
-void mg_plan_ops(builder *B, const kp_pattern *p, const mg_fetch *root, kp_plan *plan)
+void mg_plan_ops(builder *B, const kp_pattern *p, mg_fetch *root, kp_plan *plan)
 {
     opctx O = {B, p, plan, NULL};
     plan->is_requests_exact = 1;
-    add_ops(&O, root, 1, 1, 1, 0);
+    mark_roles(root);
+    kp_fetch_claim(&root->base, price_fetch, &O);
     kp_plan_total(plan);
     plan->why = O.why;
     for (size_t i = 0; i < plan->op_count; i++)

@@ -898,7 +898,7 @@ static int propose_one(const kp_model *m, const kp_mix *mix, int alternative, kp
     }
     d->layout = L;
     d->free_layout = free_layout;
-    builder B = {m, mix, d, L, &L->arena, err, alternative, NULL, NULL, NULL, NULL, NULL};
+    builder B = {m, mix, d, L, &L->arena, err, alternative, NULL, NULL, NULL, NULL, NULL, 0};
     L->entity_count = m->entity_count;
     L->entities = kp_arena_alloc(&L->arena, sizeof *L->entities * (m->entity_count ? m->entity_count : 1));
     L->roots = kp_arena_alloc(&L->arena, sizeof *L->roots * (m->pattern_count ? m->pattern_count : 1));
@@ -913,6 +913,7 @@ static int propose_one(const kp_model *m, const kp_mix *mix, int alternative, kp
     decide_computed(&B);
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < m->pattern_count; i++) rc = mg_plan_pattern(&B, m->patterns[i], &L->roots[i]);
+    if (rc == 0 && B.is_out_of_memory) rc = kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
     if (rc) { kp_design_free(d); return -1; }
     mg_finish_indexes(&B);
     for (size_t i = 0; i < m->pattern_count; i++) mg_plan_ops(&B, m->patterns[i], L->roots[i], &d->plans[i]);

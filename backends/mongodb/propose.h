@@ -26,6 +26,7 @@ typedef struct builder {
      * of an N:M relation, and the patterns (model order) rooted at it */
     unsigned char *is_join_of;
     kp_index_list *rooted_at;
+    int is_out_of_memory;   /* a fetch tree could not grow */
 } builder;
 
 enum { MG_RULES, MG_EMBED_ALL, MG_REFERENCE_ALL };
@@ -62,7 +63,7 @@ double mg_document_bound_bytes(const mg_entity *me);
 /* plan.c */
 int mg_plan_pattern(builder *B, const kp_pattern *p, mg_fetch **out);
 void mg_finish_indexes(builder *B);
-void mg_plan_ops(builder *B, const kp_pattern *p, const mg_fetch *root, kp_plan *plan);
+void mg_plan_ops(builder *B, const kp_pattern *p, mg_fetch *root, kp_plan *plan);
 void mg_plan_writes(builder *B);
 void mg_describe_collections(builder *B);
 
