@@ -25,6 +25,7 @@
 #define KP_CQL_H
 
 #include "backends/backend.h"
+#include "backends/fetch.h"
 #include "backends/cassandra/cql_client.h"
 #include "backends/cassandra/cql_codec.h"
 
@@ -92,6 +93,10 @@ typedef struct cq_bind {
 
 typedef struct cq_fetch cq_fetch;
 struct cq_fetch {
+    /* the tree (backends/fetch.h): a next hop (multi-hop, join) runs on each record this one
+     * yields, and so do its children; an independent fetch is bound from the parameters:
+     * same round trip as its parent */
+    kp_fetch base;
     cq_fetch_kind kind;
     const cq_table *table;
     const kp_entity *entity;    /* the records it yields */
@@ -119,17 +124,17 @@ struct cq_fetch {
     int is_paged;               /* the pattern's paged $each, continued with Cassandra's paging state */
     int has_statics;            /* the parent record comes from the static columns */
     int step;                   /* its round trip */
-    int is_independent;         /* bound from the parameters: same round trip as its parent */
     const char *cql;            /* the statement ('?' where values go) */
-    cq_fetch **children;
-    size_t child_count, child_cap;
-    cq_fetch *next_hop;         /* multi-hop / join: run on each record this one yields */
     /* CQ_COPY: the columns of the parent's table (indexes) that hold the target's
      * attributes: a copy (cq_column.via), or the row entity's own copy_of attribute */
     const size_t *copy_cols;
     const kp_attr **copy_attrs;
     size_t copy_count;
 };
+
+/* A fetch's i-th child and its next hop, as Cassandra fetches. */
+static inline cq_fetch *kp_cq_child(const cq_fetch *f, size_t i) { return (cq_fetch *)f->base.children[i]; }
+static inline cq_fetch *kp_cq_next_hop(const cq_fetch *f) { return (cq_fetch *)f->base.next_hop; }
 
 typedef struct cq_layout {
     cq_table **tables;

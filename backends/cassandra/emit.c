@@ -66,8 +66,8 @@ static void list_selects(kp_text *t, kp_arena *A, const cq_fetch *f, const char 
                        f->is_client_ordered ? ", sorted and cut by the client" : "", text);
         (*n)++;
     }
-    if (f->next_hop) list_selects(t, A, f->next_hop, ks, n);
-    for (size_t i = 0; i < f->child_count; i++) list_selects(t, A, f->children[i], ks, n);
+    if (kp_cq_next_hop(f)) list_selects(t, A, kp_cq_next_hop(f), ks, n);
+    for (size_t i = 0; i < f->base.child_count; i++) list_selects(t, A, kp_cq_child(f, i), ks, n);
 }
 
 static int emit_queries(const kp_design *d, const char *dir, const kp_emit_options *o, kp_arena *A, kp_error *err)

@@ -22,8 +22,10 @@
 #include "core/data.h"
 #include "core/oracle.h"
 
-typedef struct pair { kp_frec *rec; kp_frec *ctx; } pair;
-typedef struct pairs { pair *items; size_t count, cap; } pairs;
+/* A record read and its context record (origin: the parent of the $each it is an element
+ * of), backends/fetch.h. */
+typedef kp_fetch_pair pair;
+typedef kp_fetch_set pairs;
 
 typedef struct req {
     pair at;                    /* the parent it was sent for */
@@ -53,12 +55,13 @@ typedef struct run {
     int32_t page_state_len;
     cJSON *after;               /* the client page token's values (bucketed reads restrict by its first) */
     char *next_state;           /* "p:<hex>" after this page */
-    int requests, max_depth;
-    int is_cut_short;           /* kp_result.is_cut_short */
+    int requests;
     int root_added;             /* the statics' parent is the root */
     int statics_only;           /* build: the static columns alone (no range, LIMIT 1) */
     const cJSON *tie;           /* build: the rows whose first clustering column is this cell */
     int tied;                   /* read_ties sent its round trip: what follows is one step later */
+    struct pending *pending;    /* the SELECTs sent with the root's, answered at their own level */
+    size_t pending_count;
     long items;
     long items_read;            /* rows the node sent (a COUNT: the rows it counted) */
     long bytes_read;            /* the bytes of their cell values */
@@ -67,18 +70,7 @@ typedef struct run {
 
 static int nomem(run *R) { return kp_error_set(R->err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
 
-static int pairs_push(pairs *p, kp_frec *rec, kp_frec *ctx)
-{
-    if (p->count == p->cap) {
-        size_t n = p->cap ? p->cap * 2 : 16;
-        pair *b = realloc(p->items, n * sizeof *b);
-        if (!b) return -1;
-        p->items = b;
-        p->cap = n;
-    }
-    p->items[p->count++] = (pair){rec, ctx};
-    return 0;
-}
+static int pairs_push(pairs *p, kp_frec *rec, kp_frec *origin) { return kp_fetch_set_push(p, rec, origin, NULL); }
 
 static void on_rows(void *ctx, const kp_cql_response *response, const kp_cql_failure *failure)
 {
@@ -272,7 +264,6 @@ static int build(run *R, const cq_fetch *f, const kp_frec *parent, int bucket, c
     return 0;
 }
 
-static int exec_fetch(run *R, const cq_fetch *f, const pairs *in, int depth);
 
 static int link_record(run *R, const cq_fetch *f, const pair *at, kp_frec *rec, pairs *out)
 {
@@ -284,12 +275,12 @@ static int link_record(run *R, const cq_fetch *f, const pair *at, kp_frec *rec, 
         if (at->rec && kp_fetched_link(R->fetched, f->edge_rel, at->rec, rec)) return nomem(R);
         return pairs_push(out, rec, rec) ? nomem(R) : 0;
     }
-    if (f->shape && !f->next_hop) {
-        if (kp_fetched_link(R->fetched, f->shape, at->ctx, rec)) return nomem(R);
+    if (f->shape && !kp_cq_next_hop(f)) {
+        if (kp_fetched_link(R->fetched, f->shape, at->origin, rec)) return nomem(R);
         return pairs_push(out, rec, rec) ? nomem(R) : 0;
     }
     /* an intermediate hop or a join row: its records lead to the next hop for the same context */
-    return pairs_push(out, rec, at->ctx) ? nomem(R) : 0;
+    return pairs_push(out, rec, at->origin) ? nomem(R) : 0;
 }
 
 typedef struct reqs { req **items; size_t count, cap; } reqs;
@@ -372,7 +363,7 @@ static int send_one(run *R, const cq_fetch *f, reqs *Q, const pair *at, int buck
 
 /* A read that is not the pattern's paged one takes every page of its answer: each request
  * whose answer says more rows follow is continued with its paging state (the claims count
- * these pages, propose.c add_ops: 5,000 rows each) and the rows join its answer. */
+ * these pages, propose.c price_fetch: 5,000 rows each) and the rows join its answer. */
 static int read_all_pages(run *R, const cq_fetch *f, reqs *Q)
 {
     if (f->is_paged || f->kind == CQ_COUNT) return 0;
@@ -472,7 +463,6 @@ static int read_ties(run *R, const cq_fetch *f, reqs *Q, int depth)
     if (rc == 0 && T.count) {
         rc = wait_all(R, &T);
         if (rc == 0) rc = read_all_pages(R, f, &T);
-        if (depth + 1 > R->max_depth) R->max_depth = depth + 1;
         R->tied = 1;
     } else if (rc) {
         drain(R);
@@ -510,13 +500,13 @@ static int merge_buckets(run *R, const cq_fetch *f, const reqs *Q, const size_t 
     if (!recs) return nomem(R);
     size_t w = first_out, at = first_out;
     for (size_t i = 0; i < Q->count; ) {
-        const kp_frec *parent = Q->items[i]->at.ctx;
-        while (i + 1 < Q->count && Q->items[i + 1]->at.ctx == parent) i++;
+        const kp_frec *parent = Q->items[i]->at.origin;
+        while (i + 1 < Q->count && Q->items[i + 1]->at.origin == parent) i++;
         size_t n = 0;
         for (; at < ends[i]; at++) recs[n++] = out->items[at].rec;
         i++;
         size_t kept = kp_fetched_page_cut(R->fetched, f->shape, f->shape == R->pattern->paged, skip, limit - skip, recs, n);
-        for (size_t k = 0; k < kept; k++) out->items[w++] = (pair){recs[k], recs[k]};
+        for (size_t k = 0; k < kept; k++) out->items[w++] = (pair){recs[k], recs[k], NULL};
     }
     out->count = w;
     free(recs);
@@ -528,8 +518,8 @@ static int merge_buckets(run *R, const cq_fetch *f, const reqs *Q, const size_t 
  * the child's relation; none where the row references nothing. */
 static int link_copies(run *R, const cq_fetch *f, const cJSON *row, kp_frec *rec)
 {
-    for (size_t i = 0; i < f->child_count; i++) {
-        const cq_fetch *c = f->children[i];
+    for (size_t i = 0; i < f->base.child_count; i++) {
+        const cq_fetch *c = kp_cq_child(f, i);
         if (c->kind != CQ_COPY) continue;
         int is_nomem;
         cJSON *obj = kp_copy_target_key(c->rel, rec->object, &is_nomem);
@@ -558,7 +548,6 @@ static int select_finish(run *R, const cq_fetch *f, reqs *Q, int depth, const pa
     size_t nreq = Q->count;
     /* everything of this node is in flight at once: one round trip */
     int rc = wait_all(R, Q);
-    if (nreq && depth > R->max_depth) R->max_depth = depth;
     if (rc == 0) rc = read_all_pages(R, f, Q);
     if (rc == 0 && f->reads_ties) rc = read_ties(R, f, Q, depth);
     size_t *ends = f->is_merged && rc == 0 ? calloc(nreq + 1, sizeof *ends) : NULL;
@@ -571,7 +560,7 @@ static int select_finish(run *R, const cq_fetch *f, reqs *Q, int depth, const pa
             const cJSON *row = q->rows ? q->rows->child : NULL;
             const cJSON *n = row ? row->child : NULL;
             R->items_read += (long)int_of(n, 0);
-            if (kp_fetched_set_count(R->fetched, f->shape, q->at.ctx, (long)int_of(n, 0))) rc = nomem(R);
+            if (kp_fetched_set_count(R->fetched, f->shape, q->at.origin, (long)int_of(n, 0))) rc = nomem(R);
             continue;
         }
         R->items_read += cJSON_GetArraySize(q->rows);
@@ -613,9 +602,9 @@ static int select_finish(run *R, const cq_fetch *f, reqs *Q, int depth, const pa
             if (!rec) { rc = nomem(R); break; }
             R->items++;
             pair at = q->at;
-            if (f->has_statics) at.ctx = root;
+            if (f->has_statics) at.origin = root;
             rc = link_record(R, f, &at, rec, out);
-            if (rc == 0 && f->child_count) rc = link_copies(R, f, row, rec);
+            if (rc == 0 && f->base.child_count) rc = link_copies(R, f, row, rec);
         }
         if (ends) ends[i] = out->count;
     }
@@ -670,84 +659,114 @@ static int exec_select(run *R, const cq_fetch *f, const pairs *in, int depth, pa
 
 static int is_sent_with_root(const cq_fetch *root, const cq_fetch *c)
 {
-    return root->is_root && root->kind == CQ_SELECT && c->is_independent && (c->kind == CQ_SELECT || c->kind == CQ_COUNT);
+    return root->is_root && root->kind == CQ_SELECT && c->base.is_independent && (c->kind == CQ_SELECT || c->kind == CQ_COUNT);
 }
 
-/* What follows a node: its next hop and its children, on the records it produced. */
-static int exec_after(run *R, const cq_fetch *f, const pairs *out, int my_depth, int skip_sent)
+/* A child's requests sent with the root's; dropped when there was no single root to read
+ * them for (what was read is not part of the response). */
+typedef struct pending { const cq_fetch *fetch; reqs q; int is_dropped; } pending;
+
+static pending *pending_of(run *R, const cq_fetch *f)
 {
+    for (size_t i = 0; i < R->pending_count; i++)
+        if (R->pending[i].fetch == f) return &R->pending[i];
+    return NULL;
+}
+
+/* Lets what is still in flight come back, then frees every pending request. */
+static void pending_free(run *R)
+{
+    int open = 0;
+    for (size_t i = 0; i < R->pending_count; i++)
+        for (size_t k = 0; k < R->pending[i].q.count; k++) open |= !R->pending[i].q.items[k]->done;
+    if (open) drain(R);
+    for (size_t i = 0; i < R->pending_count; i++) reqs_free(&R->pending[i].q);
+    free(R->pending);
+    R->pending = NULL;
+    R->pending_count = 0;
+}
+
+/* The root by key and the SELECTs of its children bound from the same parameters: one
+ * round trip. The children's answers wait in R->pending until the walker reaches them. */
+static int read_root(run *R, const cq_fetch *f, const pairs *in, pairs *out, int step)
+{
+    reqs root_q = {0};
+    pairs none = {0};
     int rc = 0;
-    if (f->kind == CQ_COUNT || f->kind == CQ_DERIVED || f->kind == CQ_COPY) return 0;
-    if (!out->count && (f->next_hop || f->child_count)) R->is_cut_short = 1;
-    if (f->next_hop && out->count) rc = exec_fetch(R, f->next_hop, out, my_depth);
-    for (size_t i = 0; rc == 0 && i < f->child_count; i++)
-        if (out->count && !(skip_sent && is_sent_with_root(f, f->children[i]))) rc = exec_fetch(R, f->children[i], out, my_depth);
+    R->pending = calloc(f->base.child_count + 1, sizeof *R->pending);
+    if (!R->pending || pairs_push(&none, NULL, NULL)) rc = nomem(R);
+    if (rc == 0) rc = select_start(R, f, in, &root_q);
+    for (size_t i = 0; rc == 0 && i < f->base.child_count; i++) {
+        const cq_fetch *c = kp_cq_child(f, i);
+        if (!is_sent_with_root(f, c)) continue;
+        if (c->shape && c->is_client_ordered) kp_fetched_client_order(R->fetched, c->shape);
+        pending *w = &R->pending[R->pending_count++];
+        w->fetch = c;
+        rc = select_start(R, c, &none, &w->q);
+    }
+    if (rc == 0) rc = select_finish(R, f, &root_q, step, NULL, out);
+    if (rc == 0 && out->count != 1) {
+        /* no root: what was read for it is not part of the response */
+        drain(R);
+        for (size_t i = 0; i < R->pending_count; i++) {
+            reqs_free(&R->pending[i].q);
+            R->pending[i].is_dropped = 1;
+        }
+    } else if (rc) {
+        drain(R);
+    }
+    reqs_free(&root_q);
+    free(none.items);
     return rc;
 }
 
-static int exec_fetch(run *R, const cq_fetch *f, const pairs *in, int depth)
+/* The shared walker's read of one level (backends/fetch.h): what f reads for its inputs,
+ * each placed in the response as it is read (link_record). */
+static int read_level(void *ctx, const kp_fetch *node, const pairs *given, pairs *out, int *step)
 {
-    pairs out = {0};
-    int rc = 0, my_depth = depth;
-    if (f->shape && f->is_client_ordered) kp_fetched_client_order(R->fetched, f->shape);
+    run *R = ctx;
+    const cq_fetch *f = (const cq_fetch *)node;
+    pairs in = {0};
+    /* a record given without its context is its own (what a level read, to its children) */
+    for (size_t i = 0; i < given->count; i++) {
+        const pair *g = &given->items[i];
+        if (pairs_push(&in, g->rec, g->origin ? g->origin : g->rec)) { free(in.items); return nomem(R); }
+    }
+    pending *w = pending_of(R, f);
+    if (f->shape && f->is_client_ordered && !w) kp_fetched_client_order(R->fetched, f->shape);
+    int rc = 0;
     switch (f->kind) {
     case CQ_SELECT: case CQ_COUNT:
-        my_depth = f->is_root || f->is_independent ? (depth > 0 ? depth : 1) : depth + 1;
-        if (f->is_root && f->kind == CQ_SELECT) {
-            /* the root by key and the SELECTs bound from the same parameters: one round trip */
-            reqs root_q = {0};
-            reqs *child_q = calloc(f->child_count + 1, sizeof *child_q);
-            pairs none = {0};
-            if (!child_q || pairs_push(&none, NULL, NULL)) rc = nomem(R);
-            if (rc == 0) rc = select_start(R, f, in, &root_q);
-            for (size_t i = 0; rc == 0 && i < f->child_count; i++) {
-                const cq_fetch *c = f->children[i];
-                if (!is_sent_with_root(f, c)) continue;
-                if (c->shape && c->is_client_ordered) kp_fetched_client_order(R->fetched, c->shape);
-                rc = select_start(R, c, &none, &child_q[i]);
-            }
-            if (rc == 0) rc = select_finish(R, f, &root_q, my_depth, NULL, &out);
-            for (size_t i = 0; rc == 0 && i < f->child_count; i++) {
-                const cq_fetch *c = f->children[i];
-                if (!is_sent_with_root(f, c)) continue;
-                pairs child_out = {0};
-                if (out.count == 1) {
-                    rc = select_finish(R, c, &child_q[i], my_depth, &out.items[0], &child_out);
-                    int after_depth = my_depth + R->tied;
-                    R->tied = 0;
-                    if (rc == 0) rc = exec_after(R, c, &child_out, after_depth, 0);
-                } else {
-                    /* no root: what was read for it is not part of the response */
-                    drain(R);
-                }
-                free(child_out.items);
-            }
-            if (rc) drain(R);
-            reqs_free(&root_q);
-            for (size_t i = 0; child_q && i < f->child_count; i++) reqs_free(&child_q[i]);
-            free(child_q);
-            free(none.items);
-            if (rc == 0) rc = exec_after(R, f, &out, my_depth, 1);
-            free(out.items);
-            return rc;
+        if (w && w->is_dropped) break;
+        if (w) {
+            rc = select_finish(R, f, &w->q, *step, &in.items[0], out);
+            reqs_free(&w->q);
+        } else if (f->is_root && f->kind == CQ_SELECT) {
+            rc = read_root(R, f, &in, out, *step);
+        } else {
+            rc = exec_select(R, f, &in, *step, out);
         }
-        rc = exec_select(R, f, in, my_depth, &out);
-        my_depth += R->tied;
+        *step += R->tied;
         R->tied = 0;
         break;
     case CQ_KEYS:
         if (f->is_root) {
-            for (size_t i = 0; i < in->count && rc == 0; i++) rc = pairs_push(&out, NULL, NULL) ? nomem(R) : 0;
+            for (size_t i = 0; i < in.count && rc == 0; i++) rc = pairs_push(out, NULL, NULL) ? nomem(R) : 0;
         } else {
-            rc = exec_keys(R, f, in, &out);
+            rc = exec_keys(R, f, &in, out);
         }
         break;
     case CQ_DERIVED: case CQ_COPY:
         break;
     }
-    if (rc == 0) rc = exec_after(R, f, &out, my_depth, 0);
-    free(out.items);
+    free(in.items);
     return rc;
+}
+
+static long requests_sent(void *ctx)
+{
+    run *R = ctx;
+    return R->requests;
 }
 
 static int has_statics_root(const cq_fetch *root) { return root->kind == CQ_KEYS && root->is_root && root->has_statics; }
@@ -756,9 +775,9 @@ static int find_client_paged(const cq_fetch *f, const kp_shape *s)
 {
     if (!f) return 0;
     if (f->shape == s && f->is_client_ordered) return 1;
-    if (find_client_paged(f->next_hop, s)) return 1;
-    for (size_t i = 0; i < f->child_count; i++)
-        if (find_client_paged(f->children[i], s)) return 1;
+    if (find_client_paged(kp_cq_next_hop(f), s)) return 1;
+    for (size_t i = 0; i < f->base.child_count; i++)
+        if (find_client_paged(kp_cq_child(f, i), s)) return 1;
     return 0;
 }
 
@@ -803,9 +822,10 @@ int kp_cq_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const 
     /* root conditions through to-one hops: the assembler filters on the linked records */
     for (size_t i = 0; i < root->client_cond_count; i++)
         if (root->client_conds[i]->path_len && p->is_root_set) kp_fetched_client_filter(R.fetched);
-    pairs in = {0};
-    if (rc == 0) rc = pairs_push(&in, NULL, NULL) ? nomem(&R) : exec_fetch(&R, root, &in, 0);
-    free(in.items);
+    kp_fetch_runner walk = {.ctx = &R, .read_level = read_level, .place = NULL, .requests = requests_sent};
+    if (rc == 0) rc = kp_fetch_run(&walk, &root->base);
+    if (rc && walk.is_out_of_memory) nomem(&R);
+    pending_free(&R);
     (void)has_statics_root;
     if (rc == 0) {
         char *token = R.next_state;
@@ -816,8 +836,8 @@ int kp_cq_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const 
         if (!out->response) rc = -1;
     }
     out->requests = R.requests;
-    out->sequential_steps = R.max_depth;
-    out->is_cut_short = R.is_cut_short;
+    out->sequential_steps = walk.max_step;
+    out->is_cut_short = walk.is_cut_short;
     out->items_returned = R.items;
     out->items_read = R.items_read;
     out->bytes_read = R.bytes_read;

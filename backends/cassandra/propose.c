@@ -39,6 +39,7 @@ typedef struct builder {
     cq_layout *L;
     kp_arena *A;
     kp_error *err;
+    int is_out_of_memory;   /* a fetch tree could not grow */
 } builder;
 
 static const char *snake(kp_arena *A, const char *name)
@@ -277,8 +278,7 @@ static cq_fetch *new_fetch(builder *B, cq_fetch_kind kind, const kp_entity *e)
 
 static void add_child(builder *B, cq_fetch *parent, cq_fetch *child)
 {
-    cq_fetch **slot = kp_arena_push(B->A, (void **)&parent->children, &parent->child_count, &parent->child_cap, sizeof *slot);
-    *slot = child;
+    if (kp_fetch_add_child(B->A, &parent->base, &child->base)) B->is_out_of_memory = 1;
 }
 
 static const cq_column *col_of(const cq_table *t, const kp_attr *a)
@@ -573,7 +573,7 @@ static cq_fetch *hop_fetch(walk *W, const kp_rel *r, const kp_shape *s, int is_l
             target = by_key(W, r, (const kp_attr *const *)theirs, to, ntheirs, 0);
         }
         target->rel = r;
-        f->next_hop = target;
+        f->base.next_hop = &target->base;
         if (!ordered) f->is_client_ordered = 1;
         return f;
     }
@@ -649,7 +649,7 @@ static cq_fetch *node_fetch(walk *W, const kp_shape *s)
         if (s->hop_count != 1) { defect(W, "$count over %zu hops has no table that counts it", s->hop_count); return NULL; }
         cq_fetch *f = hop_fetch(W, s->hops[0], s, 1);
         f->kind = CQ_COUNT;
-        f->next_hop = NULL;
+        f->base.next_hop = NULL;
         f->shape = s;
         return f;
     }
@@ -659,13 +659,13 @@ static cq_fetch *node_fetch(walk *W, const kp_shape *s)
         if (!first) first = f;
         if (prev) {
             cq_fetch *end = prev;
-            while (end->next_hop) end = end->next_hop;
-            end->next_hop = f;
+            while (kp_cq_next_hop(end)) end = kp_cq_next_hop(end);
+            end->base.next_hop = &f->base;
         }
         prev = f;
     }
     cq_fetch *last = first;
-    while (last->next_hop) last = last->next_hop;
+    while (kp_cq_next_hop(last)) last = kp_cq_next_hop(last);
     last->shape = s;
     if (s->kind == KP_SHAPE_EACH) {
         finish_each(W, last, s);
@@ -696,8 +696,8 @@ static void leaf_hops(walk *W, cq_fetch *f, kp_rel *const *path, size_t n)
     cq_fetch *at = f;
     for (size_t i = 0; i < n; i++) {
         cq_fetch *found = NULL;
-        for (size_t c = 0; c < at->child_count; c++)
-            if (at->children[c]->edge_rel == path[i]) found = at->children[c];
+        for (size_t c = 0; c < at->base.child_count; c++)
+            if (kp_cq_child(at, c)->edge_rel == path[i]) found = kp_cq_child(at, c);
         if (!found) {
             found = hop_fetch(W, path[i], NULL, 1);
             found->edge_rel = path[i];
@@ -779,8 +779,8 @@ static void root_attrs(const kp_shape *s, const kp_attr **out, size_t *n, size_t
 static void bind_from_parameters(builder *B, const kp_pattern *p, cq_fetch *root)
 {
     (void)B;
-    for (size_t i = 0; i < root->child_count; i++) {
-        cq_fetch *c = root->children[i];
+    for (size_t i = 0; i < root->base.child_count; i++) {
+        cq_fetch *c = kp_cq_child(root, i);
         if ((c->kind != CQ_SELECT && c->kind != CQ_COUNT) || !c->bind_count || c->edge_rel) continue;
         int ok = 1;
         for (size_t b = 0; b < c->bind_count && ok; b++) {
@@ -804,7 +804,7 @@ static void bind_from_parameters(builder *B, const kp_pattern *p, cq_fetch *root
                     break;
                 }
         }
-        c->is_independent = 1;
+        c->base.is_independent = 1;
     }
 }
 
@@ -927,7 +927,7 @@ static cq_fetch *plan_pattern(builder *B, const kp_pattern *p)
                 if (range) { f->range = range; f->range_col = col_of(f->table, range->attr); }
                 f->shape = each;
                 f->has_statics = 1;
-                f->is_independent = 1;
+                f->base.is_independent = 1;
                 finish_each(&W, f, each);
                 plan_members(&W, f, each);
                 root->kind = CQ_KEYS; /* no request of its own: the statics give it */
@@ -969,11 +969,11 @@ static void find_sites(builder *B, const kp_pattern *p, cq_fetch *f, cq_fetch *p
     /* a leaf's hop, or a "$one" of the referenced record */
     const kp_rel *r = f->edge_rel ? f->edge_rel
                     : f->shape && f->shape->kind == KP_SHAPE_ONE && f->shape->hop_count == 1 ? f->rel : NULL;
-    if (parent && r && f->kind == CQ_SELECT && f->rel == r && !f->child_count && !f->next_hop && parent->kind == CQ_SELECT &&
+    if (parent && r && f->kind == CQ_SELECT && f->rel == r && !f->base.child_count && !kp_cq_next_hop(f) && parent->kind == CQ_SELECT &&
         parent->table && parent->table->entity == r->source)
         kp_copy_sites_add(B->A, out, f, parent, p, r, parent->table->name);
-    find_sites(B, p, f->next_hop, f, out);
-    for (size_t i = 0; i < f->child_count; i++) find_sites(B, p, f->children[i], f, out);
+    find_sites(B, p, kp_cq_next_hop(f), f, out);
+    for (size_t i = 0; i < f->base.child_count; i++) find_sites(B, p, kp_cq_child(f, i), f, out);
 }
 
 /* The rows the parent of a site yields per request of its pattern (the reads a copy saves). */
@@ -996,9 +996,9 @@ static int tree_reads(const cq_fetch *f, const cq_table *t)
 {
     if (!f) return 0;
     if ((f->kind == CQ_SELECT || f->kind == CQ_COUNT) && f->table == t) return 1;
-    if (tree_reads(f->next_hop, t)) return 1;
-    for (size_t i = 0; i < f->child_count; i++)
-        if (tree_reads(f->children[i], t)) return 1;
+    if (tree_reads(kp_cq_next_hop(f), t)) return 1;
+    for (size_t i = 0; i < f->base.child_count; i++)
+        if (tree_reads(kp_cq_child(f, i), t)) return 1;
     return 0;
 }
 
@@ -1121,7 +1121,7 @@ static void note_related_conditions(builder *B, const kp_pattern *p, const cq_fe
         const kp_cond *c = root->client_conds[i];
         if (!c->path_len) continue;
         int copied = 0;
-        for (size_t k = 0; k < root->child_count; k++) copied |= root->children[k]->edge_rel == c->path[0] && root->children[k]->kind == CQ_COPY;
+        for (size_t k = 0; k < root->base.child_count; k++) copied |= kp_cq_child(root, k)->edge_rel == c->path[0] && kp_cq_child(root, k)->kind == CQ_COPY;
         kp_design_note(B->d, copied ? "%s: the condition on %s.%s is tested on the copy every row holds, on every row read; as part "
                                       "of the partition key, %s would let one SELECT read only the rows that match"
                                     : "%s: the condition on %s.%s is tested on the related record of every row read (one read per "
@@ -1248,11 +1248,16 @@ typedef struct opctx {
     kp_plan *plan;
 } opctx;
 
-/* `parents` is the expected number of inputs, `parents_max` the most there can be (the
- * model's maxima along the way): the expected figures come from the first, the bounds
- * verify holds every page to from the second. */
-static void add_ops(opctx *O, cq_fetch *f, double parents, double parents_max, int exact, int step)
+/* The claims of one fetch, for the shared walker (backends/fetch.c): `in` holds the expected
+ * number of inputs and the most there can be (the model's maxima along the way), and its
+ * round trip: the expected figures come from the first, the bounds verify holds every page
+ * to from the second. */
+static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in, kp_fetch_load *out)
 {
+    opctx *O = ctx;
+    cq_fetch *f = (cq_fetch *)node;
+    double parents = in->expected, parents_max = in->max;
+    int exact = in->is_exact;
     builder *B = O->B;
     kp_plan *plan = O->plan;
     double per = 1, per_max = 1;
@@ -1296,18 +1301,17 @@ static void add_ops(opctx *O, cq_fetch *f, double parents, double parents_max, i
     }
     double read_per = reads_whole ? whole : per;
     double produced = parents * per, produced_max = parents_max * per_max;
-    int my_step = step;
+    int my_step = in->step;
     if (f->kind == CQ_SELECT || f->kind == CQ_COUNT) {
-        my_step = f->is_independent || step == 0 ? (step > 0 ? step : 1) : step + 1;
         f->step = my_step;
         kp_operation *o = kp_plan_add_op(B->d, plan, "SELECT", f->table->name);
         o->condition = kp_cq_select_text(&B->d->arena, f, B->L->keyspace, "");
-        o->waits_for_previous = my_step > 1 && !f->is_independent;
+        o->waits_for_previous = my_step > 1 && !f->base.is_independent;
         o->step = my_step;
         int buckets = f->table->buckets > 1 ? f->table->buckets : 1;
         int per_element = f->bind_count && f->binds[0].is_element;
-        double inputs = f->is_root || f->is_independent ? 1 : parents;
-        double inputs_max = f->is_root || f->is_independent ? 1 : parents_max;
+        double inputs = f->is_root || f->base.is_independent ? 1 : parents;
+        double inputs_max = f->is_root || f->base.is_independent ? 1 : parents_max;
         double requests = inputs * buckets, requests_max = inputs_max * buckets;
         /* the rows one input's partition holds (a root set's: its largest partition) */
         double part_rows = is_root_set ? (f->table->max_partition_rows > 0 ? f->table->max_partition_rows : per)
@@ -1373,7 +1377,7 @@ static void add_ops(opctx *O, cq_fetch *f, double parents, double parents_max, i
             o->bytes_max += inputs_max * f->table->row_bytes_max;
         }
         const char *why = "";
-        if (f->bind_count) why = kp_arena_printf(&B->d->arena, "partition key bound by %s", f->is_root ? "the parameters" : f->has_statics ? "the parameters (the parent rides along as static columns)" : f->is_independent ? "the parameters" : "the previous answer");
+        if (f->bind_count) why = kp_arena_printf(&B->d->arena, "partition key bound by %s", f->is_root ? "the parameters" : f->has_statics ? "the parameters (the parent rides along as static columns)" : f->base.is_independent ? "the parameters" : "the previous answer");
         if (buckets > 1) why = kp_arena_printf(&B->d->arena, f->reads_ties ? "%s; one SELECT per bucket (%d), each bucket in the "
                                                "order's first part" : f->is_merged ? "%s; one SELECT per bucket (%d), each bucket in the "
                                                "declared order" : "%s; one SELECT per bucket (%d), merged in the client", why, buckets);
@@ -1426,20 +1430,24 @@ static void add_ops(opctx *O, cq_fetch *f, double parents, double parents_max, i
             plan->is_requests_exact = 0;
         }
     }
-    if (f->kind == CQ_KEYS && f->rel) {
-        /* no request */
-    }
     int next_exact = exact && (f->is_root ? !O->p->is_root_set : (f->rel && !f->rel->is_many));
     if (f->kind == CQ_KEYS && f->is_root) next_exact = exact;
-    if (f->kind == CQ_COUNT || f->kind == CQ_DERIVED || f->kind == CQ_COPY) return;
-    if (f->next_hop)
-        add_ops(O, f->next_hop, produced > 0 ? produced : 1, produced_max > 0 ? produced_max : 1,
-                exact && !f->rel->is_many ? next_exact : 0, my_step);
-    for (size_t i = 0; i < f->child_count; i++) {
-        cq_fetch *c = f->children[i];
-        double p2 = produced > 0 ? produced : 1, p2_max = produced_max > 0 ? produced_max : 1;
-        if (f->kind == CQ_KEYS && f->is_root) p2 = p2_max = 1;
-        add_ops(O, c, p2, p2_max, next_exact, my_step);
+    out->expected = produced;
+    out->max = produced_max;
+    out->step = my_step;
+    out->is_exact = next_exact;
+    /* the keys of a root given by the parameters: one record to go on with */
+    if (f->kind == CQ_KEYS && f->is_root) out->expected = out->max = 1;
+}
+
+/* What the shared walkers must know of each fetch (backends/fetch.h): keys, derived values
+ * and copies send no request; counts, derived values and copies end their branch. */
+static void mark_roles(cq_fetch *f)
+{
+    for (; f; f = kp_cq_next_hop(f)) {
+        f->base.is_free = f->kind == CQ_KEYS || f->kind == CQ_DERIVED || f->kind == CQ_COPY;
+        f->base.is_terminal = f->kind == CQ_COUNT || f->kind == CQ_DERIVED || f->kind == CQ_COPY;
+        for (size_t i = 0; i < f->base.child_count; i++) mark_roles(kp_cq_child(f, i));
     }
 }
 
@@ -1447,7 +1455,8 @@ static void plan_ops(builder *B, const kp_pattern *p, cq_fetch *root, kp_plan *p
 {
     opctx O = {B, p, plan};
     plan->is_requests_exact = 1;
-    add_ops(&O, root, 1, 1, 1, 0);
+    mark_roles(root);
+    kp_fetch_claim(&root->base, price_fetch, &O);
     kp_plan_total(plan);
     /* a hash-bucketed root table spreads one key's rows over its buckets (the advisors'
      * hot-partition share divides by it) */
@@ -1680,7 +1689,7 @@ int kp_cq_propose(const kp_model *m, const kp_propose_options *options, kp_desig
     }
     d->layout = L;
     d->free_layout = free_layout;
-    builder B = {m, mix, d, L, &d->arena, err};
+    builder B = {m, mix, d, L, &d->arena, err, 0};
     L->keyspace = snake(B.A, m->name);
     /* column names: snake_case collisions within an entity are reported */
     for (size_t e = 0; e < m->entity_count; e++) {
@@ -1700,6 +1709,10 @@ int kp_cq_propose(const kp_model *m, const kp_propose_options *options, kp_desig
     make_base_tables(&B);
     L->roots = kp_arena_alloc(B.A, sizeof *L->roots * (m->pattern_count ? m->pattern_count : 1));
     for (size_t i = 0; i < m->pattern_count; i++) L->roots[i] = plan_pattern(&B, m->patterns[i]);
+    if (B.is_out_of_memory) {
+        kp_design_free(d);
+        return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    }
     decide_copies(&B);
     for (size_t i = 0; i < m->pattern_count; i++) note_related_conditions(&B, m->patterns[i], L->roots[i]);
     for (size_t i = 0; i < m->pattern_count; i++) plan_ops(&B, m->patterns[i], L->roots[i], &d->plans[i]);
