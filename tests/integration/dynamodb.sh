@@ -51,11 +51,14 @@ else
     bad "tests/ddb_client_live was not built"
 fi
 
-# example scale: at most ~13,000 records each, so the whole run stays within minutes
-examples=(saas-control-plane:0.004 ecommerce-single-table:0.0002 leaderboard:0.00001 order-response:0.00002 auction-mixes:0.0002)
+# example scale: at most ~13,000 records each, so the whole run stays within minutes; the
+# every-feature fixture too (a filtered token-paged listing whose page only the client can cut)
+examples=(saas-control-plane:0.004 ecommerce-single-table:0.0002 leaderboard:0.00001 order-response:0.00002 auction-mixes:0.0002
+          every-feature:0.02)
 for entry in "${examples[@]}"; do
     name=${entry%%:*} scale=${entry##*:}
     model=$root/examples/$name/model.json data=$work/$name prefix=it-$$-
+    [[ -f $model ]] || model=$root/tests/fixtures/models/$name.json
     "$keyplan" generate "$model" --out "$data" --scale "$scale" --seed 7 >"$work/gen.out" 2>&1 || { bad "$name: generate"; cat "$work/gen.out"; continue; }
     records=$(cat "$data"/*.ndjson | grep -c .)
     if "$keyplan" seed "$model" --db dynamodb --data "$data" --scale "$scale" "${target[@]}" --prefix "$prefix" \
