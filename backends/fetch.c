@@ -52,6 +52,16 @@ void kp_fetch_claim(const kp_fetch *root, kp_fetch_price_fn price, void *ctx)
     claim(root, &one, 0, price, ctx);
 }
 
+static void visit(const kp_fetch *f, const kp_fetch *parent, kp_fetch_visit_fn fn, void *ctx)
+{
+    fn(ctx, f, parent);
+    if (f->is_terminal) return;
+    if (f->next_hop) visit(f->next_hop, f, fn, ctx);
+    for (size_t i = 0; i < f->child_count; i++) visit(f->children[i], f, fn, ctx);
+}
+
+void kp_fetch_visit(const kp_fetch *root, kp_fetch_visit_fn fn, void *ctx) { visit(root, NULL, fn, ctx); }
+
 /* ---- run --------------------------------------------------------------------------------------- */
 
 int kp_fetch_set_push(kp_fetch_set *s, kp_frec *rec, kp_frec *origin, kp_frec *from)

@@ -60,6 +60,13 @@ typedef void (*kp_fetch_price_fn)(void *ctx, const kp_fetch *f, const kp_fetch_l
  * every level, parents before children. */
 void kp_fetch_claim(const kp_fetch *root, kp_fetch_price_fn price, void *ctx);
 
+/* Calls visit on every node kp_fetch_claim prices, in its order (a node, the path of its next
+ * hop, then its children; nothing below a terminal node), with the node whose records it
+ * runs on (NULL for the root): what lists a plan's operations (emit) lists them in the
+ * plan's order. */
+typedef void (*kp_fetch_visit_fn)(void *ctx, const kp_fetch *f, const kp_fetch *parent);
+void kp_fetch_visit(const kp_fetch *root, kp_fetch_visit_fn visit, void *ctx);
+
 /* ---- run --------------------------------------------------------------------------------------- */
 
 /* A record read, the record of the response it belongs under (origin: the parent of the

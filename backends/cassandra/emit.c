@@ -58,16 +58,19 @@ static int emit_schema(const kp_design *d, const char *dir, const kp_emit_option
     return rc;
 }
 
-static void list_selects(kp_text *t, kp_arena *A, const cq_fetch *f, const char *ks, int *n)
+typedef struct select_list { kp_text *t; kp_arena *A; const char *ks; int n; } select_list;
+
+/* One SELECT of a pattern, in the order of its plan's operations (kp_fetch_visit). */
+static void list_select(void *ctx, const kp_fetch *node, const kp_fetch *parent)
 {
-    const char *text = kp_cq_select_text(A, f, ks, "");
-    if (text) {
-        kp_text_printf(t, "-- step %d%s%s\n%s;\n", f->step, f->is_paged ? ", paged with the paging state" : "",
-                       f->is_client_ordered ? ", sorted and cut by the client" : "", text);
-        (*n)++;
-    }
-    if (kp_cq_next_hop(f)) list_selects(t, A, kp_cq_next_hop(f), ks, n);
-    for (size_t i = 0; i < f->base.child_count; i++) list_selects(t, A, kp_cq_child(f, i), ks, n);
+    select_list *S = ctx;
+    const cq_fetch *f = (const cq_fetch *)node;
+    (void)parent;
+    const char *text = kp_cq_select_text(S->A, f, S->ks, "");
+    if (!text) return;
+    kp_text_printf(S->t, "-- step %d%s%s\n%s;\n", f->step, f->is_paged ? ", paged with the paging state" : "",
+                   f->is_client_ordered ? ", sorted and cut by the client" : "", text);
+    S->n++;
 }
 
 static int emit_queries(const kp_design *d, const char *dir, const kp_emit_options *o, kp_arena *A, kp_error *err)
@@ -85,9 +88,9 @@ static int emit_queries(const kp_design *d, const char *dir, const kp_emit_optio
         kp_text t = {0};
         kp_text_printf(&t, "-- %s: %g request%s, %d round trip%s\n", p->name, plan->requests, plan->requests == 1 ? "" : "s",
                        plan->sequential_steps, plan->sequential_steps == 1 ? "" : "s");
-        int n = 0;
-        list_selects(&t, A, L->roots[p->index], ks, &n);
-        if (!n) kp_text_append(&t, "-- no request\n");
+        select_list S = {&t, A, ks, 0};
+        kp_fetch_visit(&L->roots[p->index]->base, list_select, &S);
+        if (!S.n) kp_text_append(&t, "-- no request\n");
         kp_text_printf(&md, "## %s\n\n%g request%s, %d round trip%s%s%s\n\n```sql\n%.*s```\n\n", p->name, plan->requests,
                        plan->requests == 1 ? "" : "s", plan->sequential_steps, plan->sequential_steps == 1 ? "" : "s",
                        plan->why ? "; " : "", plan->why ? plan->why : "", (int)t.len, t.data ? t.data : "");

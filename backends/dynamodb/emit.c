@@ -486,17 +486,18 @@ typedef struct op_list {
     size_t count;
 } op_list;
 
-/* The fetches of a pattern in the order of its plan's operations (the claims walker, backends/fetch.c, in propose.c price_fetch). */
-static void collect(op_list *ops, const ddb_fetch *f, int parent)
+/* The fetches of a pattern in the order of its plan's operations (kp_fetch_visit: the
+ * order the claims walker prices them in), each with the request whose answer it runs on;
+ * a copy sends no request and has no operation. */
+static void collect(void *ctx, const kp_fetch *node, const kp_fetch *parent_node)
 {
-    if (ops->count == sizeof ops->items / sizeof ops->items[0] || f->kind == DDB_COPY) return; /* a copy: no request */
-    int me = (int)ops->count;
+    op_list *ops = ctx;
+    const ddb_fetch *f = (const ddb_fetch *)node;
+    if (ops->count == sizeof ops->items / sizeof ops->items[0] || f->kind == DDB_COPY) return;
+    int parent = -1;
+    for (size_t i = ops->count; parent_node && i-- > 0;)
+        if (&ops->items[i].f->base == parent_node) { parent = (int)i; break; }
     ops->items[ops->count++] = (op_file){.f = f, .parent = parent};
-    if (kp_ddb_next_hop(f)) {
-        collect(ops, kp_ddb_next_hop(f), me);
-        return;
-    }
-    for (size_t i = 0; i < f->base.child_count; i++) collect(ops, kp_ddb_child(f, i), me);
 }
 
 static cJSON *av_string(const char *s)
@@ -716,7 +717,7 @@ static int emit_pattern(emitter *E, const kp_plan *plan, kp_text *readme)
 {
     const kp_pattern *p = plan->pattern;
     op_list ops = {.count = 0};
-    collect(&ops, E->L->roots[p->index], -1);
+    kp_fetch_visit(&E->L->roots[p->index]->base, collect, &ops);
     char stem[256];
     file_stem(p->name, stem, sizeof stem);
     kp_text_printf(readme, "\n## %s\n\n", p->name);

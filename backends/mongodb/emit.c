@@ -94,15 +94,18 @@ static int emit_schemas(const kp_design *d, const char *dir, const kp_emit_optio
     return 0;
 }
 
-static void list_finds(kp_text *t, kp_arena *arena, const mg_fetch *f, const kp_pattern *p, const char *prefix, int *n)
+typedef struct find_list { kp_text *t; kp_arena *arena; const kp_pattern *p; const char *prefix; int n; } find_list;
+
+/* One find of a pattern, in the order of its plan's operations (kp_fetch_visit). */
+static void list_find(void *ctx, const kp_fetch *node, const kp_fetch *parent)
 {
-    const char *text = kp_mg_fetch_text(arena, f, p, prefix);
-    if (text) {
-        kp_text_printf(t, "%s%s\n", text, f->base.is_independent ? "   // sent with the first find" : "");
-        (*n)++;
-    }
-    if (kp_mg_next_hop(f)) list_finds(t, arena, kp_mg_next_hop(f), p, prefix, n);
-    for (size_t i = 0; i < f->base.child_count; i++) list_finds(t, arena, kp_mg_child(f, i), p, prefix, n);
+    find_list *F = ctx;
+    const mg_fetch *f = (const mg_fetch *)node;
+    (void)parent;
+    const char *text = kp_mg_fetch_text(F->arena, f, F->p, F->prefix);
+    if (!text) return;
+    kp_text_printf(F->t, "%s%s\n", text, f->base.is_independent ? "   // sent with the first find" : "");
+    F->n++;
 }
 
 static int emit_queries(const kp_design *d, const char *dir, const kp_emit_options *o, kp_error *err)
@@ -121,9 +124,9 @@ static int emit_queries(const kp_design *d, const char *dir, const kp_emit_optio
         kp_text_printf(&t, "## %s\n\n%g request%s, %d round trip%s%s%s\n\n```js\n", p->name, plan->requests,
                        plan->requests == 1 ? "" : "s", plan->sequential_steps, plan->sequential_steps == 1 ? "" : "s",
                        plan->why ? "; " : "", plan->why ? plan->why : "");
-        int n = 0;
-        list_finds(&t, &arena, L->roots[p->index], p, o->prefix ? o->prefix : "", &n);
-        if (!n) kp_text_append(&t, "// no request\n");
+        find_list F = {&t, &arena, p, o->prefix ? o->prefix : "", 0};
+        kp_fetch_visit(&L->roots[p->index]->base, list_find, &F);
+        if (!F.n) kp_text_append(&t, "// no request\n");
         kp_text_append(&t, "```\n\n");
     }
     kp_arena_free(&arena);

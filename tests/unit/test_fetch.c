@@ -236,6 +236,34 @@ static void test_run_visits_the_levels_the_claims_price_in_their_order(void **st
     free(x);
 }
 
+typedef struct visits { const char *names[MAX_VISITS]; const char *parents[MAX_VISITS]; size_t count; } visits;
+
+static void visit(void *ctx, const kp_fetch *f, const kp_fetch *parent)
+{
+    visits *v = ctx;
+    assert_true(v->count < MAX_VISITS);
+    v->names[v->count] = ((const node *)f)->name;
+    v->parents[v->count] = parent ? ((const node *)parent)->name : NULL;
+    v->count++;
+}
+
+static void test_a_visit_lists_the_levels_in_the_order_the_claims_price_them(void **state)
+{
+    (void)state;
+    node *root = sample_tree();
+    trace *c = claim(root);
+    visits v = {.count = 0};
+    kp_fetch_visit(&root->base, visit, &v);
+    assert_int_equal(v.count, c->count);
+    for (size_t i = 0; i < c->count; i++) assert_string_equal(v.names[i], c->names[i]);
+    /* each with the level whose records it runs on */
+    assert_null(v.parents[0]);
+    assert_string_equal(v.parents[2], "hop");      /* the next hop runs on the hop's records */
+    assert_string_equal(v.parents[3], "next");
+    assert_string_equal(v.parents[4], "root");
+    free(c);
+}
+
 static void test_a_round_trip_counts_only_when_a_level_sent_a_request(void **state)
 {
     (void)state;
@@ -292,6 +320,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_claims_give_each_level_what_its_parent_yields, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_level_that_takes_one_more_trip_delays_what_follows, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_visits_the_levels_the_claims_price_in_their_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_visit_lists_the_levels_in_the_order_the_claims_price_them, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_round_trip_counts_only_when_a_level_sent_a_request, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_level_that_reads_nothing_cuts_the_page_short, setup, teardown),
         cmocka_unit_test_setup_teardown(test_an_on_inputs_child_runs_on_what_place_gives, setup, teardown),
