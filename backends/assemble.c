@@ -90,6 +90,42 @@ static int push(void ***items, size_t *count, size_t *cap, void *item)
     return 0;
 }
 
+static int compare_keys(const kp_frec *a, const kp_frec *b)
+{
+    const kp_entity *e = a->entity;
+    for (size_t k = 0; k < e->key_count; k++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(a->object, e->key[k]->name);
+        const cJSON *y = cJSON_GetObjectItemCaseSensitive(b->object, e->key[k]->name);
+        if (!x || !y) { if (x != y) return x ? 1 : -1; continue; }
+        int c = kp_data_compare(e->key[k]->type.kind, x, y, NULL);
+        if (c) return c;
+    }
+    return 0;
+}
+
+static void merge_by_key(kp_frec **items, kp_frec **tmp, size_t n)
+{
+    if (n < 2) return;
+    size_t half = n / 2;
+    merge_by_key(items, tmp, half);
+    merge_by_key(items + half, tmp, n - half);
+    size_t i = 0, j = half, o = 0;
+    while (i < half && j < n) tmp[o++] = compare_keys(items[j], items[i]) < 0 ? items[j++] : items[i++];
+    while (i < half) tmp[o++] = items[i++];
+    while (j < n) tmp[o++] = items[j++];
+    memcpy(items, tmp, n * sizeof *items);
+}
+
+int kp_fetched_sort_by_key(kp_frec **recs, size_t n)
+{
+    if (n < 2) return 0;
+    kp_frec **tmp = malloc(n * sizeof *tmp);
+    if (!tmp) return -1;
+    merge_by_key(recs, tmp, n);
+    free(tmp);
+    return 0;
+}
+
 static int same_key(const kp_entity *e, const cJSON *a, const cJSON *b)
 {
     for (size_t k = 0; k < e->key_count; k++) {
@@ -429,10 +465,21 @@ static int past(const kp_shape *s, const kp_frec *r, const cJSON *after)
  * one or is the pattern's paged $each, then those up to the token (`after`) and `skip` more
  * passed over; *start is the first of the page, the return its end (limit 0: no cut). The
  * assembler and a backend that reads more than the page (kp_fetched_page_cut) cut the same. */
+/* Does the oracle give this $each in key order when it declares no order? A root set, and one
+ * relation followed (the records it reaches, sorted by key), but not an array of references
+ * (the array's order) nor a path of several hops (each hop's records in turn). */
+static int is_key_ordered(const kp_shape *s)
+{
+    if (s->is_root_set) return 1;
+    if (s->hop_count != 1) return 0;
+    const kp_rel *r = s->hops[0];
+    return !(r->relation->link == KP_LINK_ARRAY && !r->is_inverse);
+}
+
 static size_t page_window(const kp_shape *s, int is_paged, const cJSON *after, int64_t skip, int64_t limit,
                           kp_frec **items, size_t n, size_t *start)
 {
-    if (s->declared_order_count || is_paged) sort_records(s, items, n);
+    if (s->declared_order_count || is_paged || is_key_ordered(s)) sort_records(s, items, n);
     size_t first = 0;
     if (after)
         while (first < n && !past(s, items[first], after)) first++;

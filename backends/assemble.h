@@ -32,6 +32,11 @@ typedef struct kp_frec {
 kp_fetched *kp_fetched_new(void);
 void kp_fetched_free(kp_fetched *f);
 
+/* Sorts records of one entity by its key, stably: the order the oracle follows a relation in
+ * when the pattern declares none (a read whose server gave no order sorts its records so).
+ * 0, or -1 when out of memory. */
+int kp_fetched_sort_by_key(kp_frec **recs, size_t n);
+
 /* Adds a record (taking object); the same entity and key added twice returns the
  * first record, completed with the attributes only the second held (a copy of a few
  * attributes, then the whole record), and frees the second object. NULL when out of memory. */

@@ -763,6 +763,22 @@ static int read_level(void *ctx, const kp_fetch *node, const pairs *given, pairs
     return rc;
 }
 
+/* The levels place their own rows (link_record); a path that starts with a read of several
+ * buckets, not merged in the declared order, gives its elements in no order: the assembler
+ * puts them in the order the oracle gives (kp_fetched_client_order: key order where the
+ * pattern declares none). */
+static int place(void *ctx, const kp_fetch *first_node, const kp_fetch *last_node, const pairs *first_in,
+                 const pairs *level, pairs *on_inputs)
+{
+    run *R = ctx;
+    const cq_fetch *first = (const cq_fetch *)first_node, *last = (const cq_fetch *)last_node;
+    (void)first_in, (void)level, (void)on_inputs;
+    if (first->kind == CQ_SELECT && first->table && first->table->buckets > 1 && !first->is_merged && last->shape &&
+        last->shape->kind == KP_SHAPE_EACH)
+        kp_fetched_client_order(R->fetched, last->shape);
+    return 0;
+}
+
 static long requests_sent(void *ctx)
 {
     run *R = ctx;
@@ -822,7 +838,7 @@ int kp_cq_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const 
     /* root conditions through to-one hops: the assembler filters on the linked records */
     for (size_t i = 0; i < root->client_cond_count; i++)
         if (root->client_conds[i]->path_len && p->is_root_set) kp_fetched_client_filter(R.fetched);
-    kp_fetch_runner walk = {.ctx = &R, .read_level = read_level, .place = NULL, .requests = requests_sent};
+    kp_fetch_runner walk = {.ctx = &R, .read_level = read_level, .place = place, .requests = requests_sent};
     if (rc == 0) rc = kp_fetch_run(&walk, &root->base);
     if (rc && walk.is_out_of_memory) nomem(&R);
     pending_free(&R);

@@ -63,10 +63,13 @@ counts_match() { # REPORT KEYSPACE
     done < <(seeded_items "$1")
 }
 
-examples=(saas-control-plane:0.004 ecommerce-single-table:0.0002 leaderboard:0.00001 order-response:0.00002 auction-mixes:0.0002)
+# and the every-feature fixture (an N:M listing read from two buckets, ordered by nothing: key order)
+examples=(saas-control-plane:0.004 ecommerce-single-table:0.0002 leaderboard:0.00001 order-response:0.00002 auction-mixes:0.0002
+          every-feature:0.02)
 for entry in "${examples[@]}"; do
     name=${entry%%:*} scale=${entry##*:}
     model=$root/examples/$name/model.json data=$work/$name prefix=kpcql_it$$_
+    [[ -f $model ]] || model=$root/tests/fixtures/models/$name.json
     ks=$(keyspace_of "$model" "$prefix")
     "$keyplan" generate "$model" --out "$data" --scale "$scale" --seed 7 >"$work/gen.out" 2>&1 || { bad "$name: generate"; cat "$work/gen.out"; continue; }
     records=$(cat "$data"/*.ndjson | grep -c .)

@@ -608,6 +608,43 @@ static void test_the_response_is_reassembled_in_the_declared_shape(void **state)
     kp_model_free(m);
 }
 
+/* An $each that declares no order, gathered by the client (from several shards or buckets):
+ * one relation followed comes out in key order, as the oracle follows a relation; a path of
+ * several hops keeps the order its hops were read in (each hop's records in turn). */
+static void test_an_unordered_listing_gathered_by_the_client_comes_in_key_order(void **state)
+{
+    (void)state;
+    kp_model *m = load("tests/fixtures/models/every-feature.json");
+    const char *patterns[] = {"follower-ids", "rooms-of-followees"};
+    const char *expected[] = {"[\"user-1\",\"user-2\",\"user-3\"]", "[{\"position\":3},{\"position\":1},{\"position\":2}]"};
+    for (int k = 0; k < 2; k++) {
+        kp_pattern *p = kp_model_pattern(m, patterns[k]);
+        const kp_shape *s = p->returns;
+        kp_fetched *f = kp_fetched_new();
+        kp_frec *root = kp_fetched_add(f, kp_model_entity(m, "User"), cJSON_Parse("{\"id\":\"user-0\"}"));
+        kp_fetched_add_root(f, root);
+        const int order[] = {3, 1, 2};
+        for (int i = 0; i < 3; i++) {
+            char row[160];
+            if (k == 0) snprintf(row, sizeof row, "{\"id\":\"user-%d\"}", order[i]);
+            else snprintf(row, sizeof row, "{\"roomId\":\"room-%d\",\"position\":%d,\"state\":\"DONE\"}", order[i], order[i]);
+            kp_fetched_link(f, s, root, kp_fetched_add(f, kp_model_entity(m, k == 0 ? "User" : "Message"), cJSON_Parse(row)));
+        }
+        kp_fetched_client_order(f, s);
+        kp_params *params = kp_params_new();
+        kp_params_set(params, "id", cJSON_CreateString("user-0"));
+        kp_error err;
+        cJSON *r = kp_assemble(m, f, p, params, NULL, &err);
+        char *text = cJSON_PrintUnformatted(r);
+        assert_string_equal(text, expected[k]);
+        free(text);
+        cJSON_Delete(r);
+        kp_params_free(params);
+        kp_fetched_free(f);
+    }
+    kp_model_free(m);
+}
+
 static void test_every_example_has_a_design_without_unexpected_defects(void **state)
 {
     (void)state;
@@ -773,6 +810,7 @@ int main(void)
         cmocka_unit_test(test_an_index_entry_no_fetch_reads_is_not_written),
         cmocka_unit_test(test_transform_builds_the_keys_of_the_collection_and_indexes),
         cmocka_unit_test(test_the_response_is_reassembled_in_the_declared_shape),
+        cmocka_unit_test(test_an_unordered_listing_gathered_by_the_client_comes_in_key_order),
         cmocka_unit_test(test_every_example_has_a_design_without_unexpected_defects),
         cmocka_unit_test(test_a_referenced_attribute_is_copied_into_the_referencing_items),
         cmocka_unit_test(test_two_bounds_on_the_sort_key_are_one_between),
