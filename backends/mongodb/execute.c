@@ -681,7 +681,9 @@ static int level_find(run *R, const mg_fetch *f, const pairs *in, pairs *out)
             }
             cJSON_Delete(docs);
         }
-        /* each parent's documents, in the order the server returned them */
+        /* each parent's documents, in the order the server returned them (a find sent
+         * without a sort: in key order, the order the oracle follows a relation in) */
+        if (rc == 0 && !f->sort_count && kp_fetched_sort_by_key(recs, rn)) rc = nomem(R);
         for (size_t i = 0; rc == 0 && i < in->count; i++)
             for (size_t k = 0; k < rn && rc == 0; k++)
                 if (belongs(R, f, recs[k], in->items[i].rec) &&
@@ -715,7 +717,7 @@ static int level_find(run *R, const mg_fetch *f, const pairs *in, pairs *out)
         cJSON_Delete(filter);
         if (rc) return -1;
         if (f == R->server_paged) R->paged_owner = origin;
-        size_t got = 0;
+        size_t got = 0, first = out->count;
         for (const cJSON *d = docs->child; d; d = d->next) {
             if (f == R->server_paged && limit > 0 && got == (size_t)limit) { R->has_more = 1; break; }
             kp_frec *rec = record_of(R, e, d, NULL);
@@ -723,6 +725,16 @@ static int level_find(run *R, const mg_fetch *f, const pairs *in, pairs *out)
             got++;
         }
         cJSON_Delete(docs);
+        if (!f->sort_count && got > 1) {
+            /* sent without a sort: this parent's documents in key order */
+            kp_frec **recs = malloc(got * sizeof *recs);
+            if (!recs) return nomem(R);
+            for (size_t k = 0; k < got; k++) recs[k] = out->items[first + k].rec;
+            int sorted = kp_fetched_sort_by_key(recs, got);
+            for (size_t k = 0; sorted == 0 && k < got; k++) out->items[first + k].rec = recs[k];
+            free(recs);
+            if (sorted) return nomem(R);
+        }
     }
     return 0;
 }
