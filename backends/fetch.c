@@ -98,10 +98,10 @@ static int run(kp_fetch_runner *r, const kp_fetch *f, const kp_fetch_set *in, in
     } else if (rc == 0 && r->place) {
         rc = r->place(r->ctx, first, f, first_in, &level, &on_inputs);
     }
-    /* the children run on the records this level read, each its own context */
+    /* the children run on the records this level read, each its own context (origin) */
     kp_fetch_set mine = {0};
     for (size_t k = 0; rc == 0 && !f->is_terminal && f->child_count && k < level.count; k++)
-        if (kp_fetch_set_push(&mine, level.items[k].rec, NULL, NULL)) rc = nomem(r);
+        if (kp_fetch_set_push(&mine, level.items[k].rec, level.items[k].rec, NULL)) rc = nomem(r);
     for (size_t i = 0; rc == 0 && !f->is_terminal && i < f->child_count; i++) {
         const kp_fetch *c = f->children[i];
         const kp_fetch_set *given = c->is_on_inputs ? &on_inputs : &mine;

@@ -722,16 +722,10 @@ static int read_root(run *R, const cq_fetch *f, const pairs *in, pairs *out, int
 
 /* The shared walker's read of one level (backends/fetch.h): what f reads for its inputs,
  * each placed in the response as it is read (link_record). */
-static int read_level(void *ctx, const kp_fetch *node, const pairs *given, pairs *out, int *step)
+static int read_level(void *ctx, const kp_fetch *node, const pairs *in, pairs *out, int *step)
 {
     run *R = ctx;
     const cq_fetch *f = (const cq_fetch *)node;
-    pairs in = {0};
-    /* a record given without its context is its own (what a level read, to its children) */
-    for (size_t i = 0; i < given->count; i++) {
-        const pair *g = &given->items[i];
-        if (pairs_push(&in, g->rec, g->origin ? g->origin : g->rec)) { free(in.items); return nomem(R); }
-    }
     pending *w = pending_of(R, f);
     if (f->shape && f->is_client_ordered && !w) kp_fetched_client_order(R->fetched, f->shape);
     int rc = 0;
@@ -739,27 +733,26 @@ static int read_level(void *ctx, const kp_fetch *node, const pairs *given, pairs
     case CQ_SELECT: case CQ_COUNT:
         if (w && w->is_dropped) break;
         if (w) {
-            rc = select_finish(R, f, &w->q, *step, &in.items[0], out);
+            rc = select_finish(R, f, &w->q, *step, &in->items[0], out);
             reqs_free(&w->q);
         } else if (f->is_root && f->kind == CQ_SELECT) {
-            rc = read_root(R, f, &in, out, *step);
+            rc = read_root(R, f, in, out, *step);
         } else {
-            rc = exec_select(R, f, &in, *step, out);
+            rc = exec_select(R, f, in, *step, out);
         }
         *step += R->tied;
         R->tied = 0;
         break;
     case CQ_KEYS:
         if (f->is_root) {
-            for (size_t i = 0; i < in.count && rc == 0; i++) rc = pairs_push(out, NULL, NULL) ? nomem(R) : 0;
+            for (size_t i = 0; i < in->count && rc == 0; i++) rc = pairs_push(out, NULL, NULL) ? nomem(R) : 0;
         } else {
-            rc = exec_keys(R, f, &in, out);
+            rc = exec_keys(R, f, in, out);
         }
         break;
     case CQ_DERIVED: case CQ_COPY:
         break;
     }
-    free(in.items);
     return rc;
 }
 

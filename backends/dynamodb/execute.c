@@ -668,7 +668,7 @@ static int place(void *ctx, const kp_fetch *first_node, const kp_fetch *last_nod
             R->root = level->items[k].rec;
         }
     }
-    if (rc == 0 && last->header && R->root && pairs_push(on_inputs, R->root, NULL)) rc = nomem(R);
+    if (rc == 0 && last->header && R->root && pairs_push(on_inputs, R->root, R->root)) rc = nomem(R);
     return rc;
 }
 

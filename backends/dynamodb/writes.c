@@ -117,15 +117,10 @@ static int diff_record(const kp_design *d, const kp_dataset *before, const kp_da
     return rc;
 }
 
-typedef struct paired_ctx {
-    const kp_design *d;
-    const kp_dataset *before, *after;
-    change_set *cs;
-} paired_ctx;
-
+/* A record an element item of moved: its items diffed again (copying_ctx's fields). */
 static int paired_record(void *p, const kp_record *old, const kp_record *cur, kp_error *err)
 {
-    paired_ctx *c = p;
+    copying_ctx *c = p;
     return diff_record(c->d, c->before, c->after, old, cur, c->cs, err);
 }
 
@@ -136,7 +131,7 @@ static int put_paired(const kp_design *d, const kp_dataset *before, const kp_dat
                       kp_record_list *done, change_set *cs, kp_error *err)
 {
     const ddb_layout *L = d->layout;
-    paired_ctx ctx = {d, before, after, cs};
+    copying_ctx ctx = {d, before, after, cs};
     for (size_t e = 0; e < L->entity_count; e++) {
         const ddb_entity *holder = &L->entities[e];
         for (size_t k = 0; k < holder->element_count; k++) {

@@ -80,6 +80,8 @@ static int read_level(void *ctx, const kp_fetch *f, const kp_fetch_set *in, kp_f
     const node *n = (const node *)f;
     record(t, n, *step, (double)in->count, (double)in->count);
     for (size_t i = 0; i < in->count; i++) {
+        /* every record given has its context: a child's inputs are their own (backends rely on it) */
+        if (in->items[i].rec) assert_non_null(in->items[i].origin);
         t->requests += n->sends;
         for (int k = 0; k < n->per_input; k++) {
             assert_true(t->used < sizeof t->pool / sizeof t->pool[0]);
@@ -98,7 +100,7 @@ static int place(void *ctx, const kp_fetch *first, const kp_fetch *last, const k
 {
     trace *t = ctx;
     (void)first, (void)last, (void)first_in, (void)level;
-    return kp_fetch_set_push(on_inputs, &t->header, NULL, NULL);
+    return kp_fetch_set_push(on_inputs, &t->header, &t->header, NULL);
 }
 
 static long requests(void *ctx) { return ((trace *)ctx)->requests; }
