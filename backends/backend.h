@@ -17,7 +17,10 @@
  *  - every number a plan claims (requests, sequential steps, items, bytes) is what execute
  *    measures when the data matches the model's expectations, and no page exceeds the
  *    plan's bounds (requests_max, items_max, bytes_max): verify fails it otherwise.
- *    docs/adding-a-database.md says what a new backend writes.
+ *    docs/adding-a-database.md says what a new backend writes;
+ *  - execute may run at the same time on different connections (verify reads with
+ *    requests in flight, one thread per connection; connect is called on one thread):
+ *    it touches nothing shared but the design, read-only.
  */
 #ifndef KP_BACKEND_H
 #define KP_BACKEND_H

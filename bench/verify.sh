@@ -3,7 +3,9 @@
 # verify.sh — what verify's coverage costs: per database, the SaaS and order-response
 # examples at the integration tests' scales, seeded once, then `keyplan verify` in its
 # default mode (every anchor up to 2,000 per pattern, every page, every container read
-# back) and with --exhaustive. Prints one line per run: database, example, mode, anchors
+# back) and with --exhaustive, both with verify's default 4 samples in flight, and the
+# default mode once more with --in-flight 1 (one request at a time: "serial"). Prints one
+# line per run: database, example, mode, anchors
 # checked of all, requests, wall seconds, requests per second, client CPU seconds (user +
 # system of keyplan alone) and the CPU share of the wall time.
 #
@@ -40,9 +42,10 @@ for db in "${dblist[@]}"; do
         target=(--db "$db" --target "$db=$url" --prefix "$prefix")
         "$keyplan" seed "$model" --data "$data" --scale "$scale" "${target[@]}" --force --quiet >/dev/null 2>&1 ||
             { echo "$db $name: seed failed" >&2; continue; }
-        for mode in default exhaustive; do
+        for mode in serial default exhaustive; do
             extra=()
             [[ $mode == exhaustive ]] && extra=(--exhaustive)
+            [[ $mode == serial ]] && extra=(--in-flight 1)
             /usr/bin/time -f '%e %U %S' -o "$work/time" "$keyplan" verify "$model" --data "$data" --scale "$scale" \
                 "${target[@]}" --seed 1 --format json "${extra[@]}" >"$work/v.json" 2>/dev/null
             read -r wall user sys <"$work/time"

@@ -249,7 +249,7 @@ int cmd_run(int argc, char **argv)
         }
         if (dry_run) { d->is_pass = d->defect_count == 0; continue; }
         kp_verify_options vo = {.model = live.model, .data = live.data, .design = d->design, .backend = d->backend,
-                                .target = &live.targets[i], .samples = (int)samples, .max_pages = (int)pages, .seed = draw_seed, .writes = 1,
+                                .target = &live.targets[i], .samples = (int)samples, .max_pages = (int)pages, .in_flight = KP_VERIFY_IN_FLIGHT, .seed = draw_seed, .writes = 1,
                                 .write_ops = (int)write_ops, .progress = quiet ? NULL : stderr,
                                 .interrupted = &kp_live_interrupted};
         rc = kp_verify_run(&vo, &d->verify, &err);

@@ -20,7 +20,8 @@
 
 const char cmd_verify_help[] =
     "usage: keyplan verify MODEL --db LIST --data DIR [--target DB=ENDPOINT]... [--prefix P]\n"
-    "                      [--samples N | --exhaustive] [--seed N] [--pages N] [--writes] [--write-ops N]\n"
+    "                      [--samples N | --exhaustive] [--seed N] [--pages N] [--in-flight N]\n"
+    "                      [--writes] [--write-ops N]\n"
     "                      [--format text|json] [--junit FILE] [--candidate NAME]\n"
     "                      [--scale F] [--no-read-back] [--dry-run] [--insecure] [--quiet]\n\n"
     "Runs every access pattern against a target seeded by `keyplan seed` and compares the\n"
@@ -50,6 +51,8 @@ const char cmd_verify_help[] =
     "  --exhaustive       every record of every pattern's root is an anchor, whatever their number\n"
     "  --seed N           seed of the draws (default: from the clock; printed)\n"
     "  --pages N          pages walked per anchor at most (default: to the last page)\n"
+    "  --in-flight N      samples read at once, each on a connection of its own (default 4;\n"
+    "                     1: one request at a time, so latencies are unloaded)\n"
     "  --writes           also replay write patterns, then undo them\n"
     "  --write-ops N      operations per write pattern (default 3)\n"
     "  --format FORMAT    text (default) or json (docs/output.md \"verify\")\n"
@@ -109,7 +112,7 @@ static void print_dry_run(FILE *out, const kp_design *design, int samples, int e
 int cmd_verify(int argc, char **argv)
 {
     enum { O_DB = 1, O_DATA, O_TARGET, O_PREFIX, O_SAMPLES, O_SEED, O_PAGES, O_WRITES, O_WRITE_OPS, O_FORMAT, O_JUNIT,
-           O_CANDIDATE, O_SCALE, O_DRY, O_INSECURE, O_QUIET, O_EXHAUSTIVE, O_NO_READ_BACK };
+           O_CANDIDATE, O_SCALE, O_DRY, O_INSECURE, O_QUIET, O_EXHAUSTIVE, O_NO_READ_BACK, O_IN_FLIGHT };
     static const struct option options[] = {
         {"db", required_argument, NULL, O_DB},           {"data", required_argument, NULL, O_DATA},
         {"target", required_argument, NULL, O_TARGET},   {"prefix", required_argument, NULL, O_PREFIX},
@@ -120,10 +123,10 @@ int cmd_verify(int argc, char **argv)
         {"scale", required_argument, NULL, O_SCALE},     {"dry-run", no_argument, NULL, O_DRY},
         {"insecure", no_argument, NULL, O_INSECURE},     {"quiet", no_argument, NULL, O_QUIET},
         {"exhaustive", no_argument, NULL, O_EXHAUSTIVE}, {"no-read-back", no_argument, NULL, O_NO_READ_BACK},
-        {NULL, 0, NULL, 0}};
+        {"in-flight", required_argument, NULL, O_IN_FLIGHT}, {NULL, 0, NULL, 0}};
     static const char *const formats[] = {"text", "json", NULL};
     kp_live_args args = {.verb = "verify", .needs_data = 1};
-    long samples = KP_VERIFY_ANCHORS, pages = 0, write_ops = 3;
+    long samples = KP_VERIFY_ANCHORS, pages = 0, write_ops = 3, in_flight = KP_VERIFY_IN_FLIGHT;
     uint64_t seed = 0;
     int has_seed = 0, writes = 0, format = 0, dry_run = 0, quiet = 0, exhaustive = 0, no_read_back = 0, c;
     const char *junit = NULL, *candidate = NULL;
@@ -140,6 +143,7 @@ int cmd_verify(int argc, char **argv)
         case O_SAMPLES: if (parse_count("--samples", optarg, 1, 100000, &samples)) return KP_EXIT_INPUT; break;
         case O_PAGES: if (parse_count("--pages", optarg, 1, 1000000, &pages)) return KP_EXIT_INPUT; break;
         case O_EXHAUSTIVE: exhaustive = 1; break;
+        case O_IN_FLIGHT: if (parse_count("--in-flight", optarg, 1, 64, &in_flight)) return KP_EXIT_INPUT; break;
         case O_NO_READ_BACK: no_read_back = 1; break;
         case O_WRITE_OPS: if (parse_count("--write-ops", optarg, 1, 1000, &write_ops)) return KP_EXIT_INPUT; break;
         case O_SEED: {
@@ -238,7 +242,7 @@ int cmd_verify(int argc, char **argv)
         }
         kp_verify_options verify_options = {.model = live.model, .data = live.data, .design = design, .backend = backend,
                                      .target = &live.targets[i], .conn = conn, .samples = (int)samples, .is_exhaustive = exhaustive, .no_read_back = no_read_back, .seed = seed,
-                                     .max_pages = (int)pages, .writes = writes, .write_ops = (int)write_ops,
+                                     .max_pages = (int)pages, .in_flight = (int)in_flight, .writes = writes, .write_ops = (int)write_ops,
                                      .progress = quiet ? NULL : stderr, .interrupted = &kp_live_interrupted};
         kp_verify_report *report = &reports[done_count];
         int rc = kp_verify_run(&verify_options, report, &err);

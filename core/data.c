@@ -379,6 +379,7 @@ typedef struct index_entry {
     size_t len;
     kp_record **items;          /* arena-grown */
     size_t count, cap;
+    int is_by_key;              /* items are in key order (entry_by_key); index_put clears it */
 } index_entry;
 
 typedef struct data_index {
@@ -492,6 +493,7 @@ static int index_put(kp_dataset *ds, data_index *idx, const char *text, size_t l
     kp_record **slot = kp_arena_push(&ds->arena, (void **)&e->items, &e->count, &e->cap, sizeof *e->items);
     if (!slot) return -1;
     *slot = rec;
+    e->is_by_key = e->count == 1;
     return 0;
 }
 
@@ -719,41 +721,76 @@ static int source_holds_fk(const kp_rel *rel)
 
 static const kp_json_doc *model_doc(const kp_dataset *ds) { return ds->model->doc; }
 
-static int compare_by_key(const kp_dataset *ds, const kp_record *a, const kp_record *b)
+/* Sorting records by key decorates each with its key values once (a record's values are
+ * looked up n times, not n log n times); the serial breaks ties, so the order is total. */
+typedef struct keyed_record { kp_record *rec; const cJSON **key; } keyed_record;
+
+static int compare_keyed(const kp_dataset *ds, const kp_entity *e, const keyed_record *a, const keyed_record *b)
 {
-    const kp_entity *e = a->entity;
     for (size_t i = 0; i < e->key_count; i++) {
-        const cJSON *x = kp_record_get(a, e->key[i]), *y = kp_record_get(b, e->key[i]);
+        const cJSON *x = a->key[i], *y = b->key[i];
         if (!x || !y) { if (x != y) return x ? 1 : -1; continue; }
         int c = kp_data_compare(e->key[i]->type.kind, x, y, model_doc(ds));
         if (c) return c;
     }
-    return a->serial < b->serial ? -1 : a->serial > b->serial;
+    return a->rec->serial < b->rec->serial ? -1 : a->rec->serial > b->rec->serial;
 }
 
-/* A stable merge sort of records by key (qsort has no context pointer in C11). */
-static void sort_by_key(const kp_dataset *ds, kp_record **items, size_t n, kp_record **tmp)
+static void merge_keyed(const kp_dataset *ds, const kp_entity *e, keyed_record *items, size_t n, keyed_record *tmp)
 {
     if (n < 2) return;
     size_t half = n / 2;
-    sort_by_key(ds, items, half, tmp);
-    sort_by_key(ds, items + half, n - half, tmp);
+    merge_keyed(ds, e, items, half, tmp);
+    merge_keyed(ds, e, items + half, n - half, tmp);
     size_t i = 0, j = half, k = 0;
-    while (i < half && j < n) tmp[k++] = compare_by_key(ds, items[j], items[i]) < 0 ? items[j++] : items[i++];
+    while (i < half && j < n) tmp[k++] = compare_keyed(ds, e, &items[j], &items[i]) < 0 ? items[j++] : items[i++];
     while (i < half) tmp[k++] = items[i++];
     while (j < n) tmp[k++] = items[j++];
     memcpy(items, tmp, n * sizeof *items);
 }
 
+/* Sorts records of one entity by key, in place; records already in order (the data files'
+ * usual order) cost one pass. */
+static int sort_by_key(const kp_dataset *ds, kp_record **recs, size_t n, kp_error *err)
+{
+    if (n < 2) return 0;
+    const kp_entity *e = recs[0]->entity;
+    size_t width = e->key_count ? e->key_count : 1;
+    keyed_record *items = malloc(n * sizeof *items), *tmp = malloc(n * sizeof *tmp);
+    const cJSON **values = malloc(n * width * sizeof *values);
+    if (!items || !tmp || !values) { free(items); free(tmp); free(values); return nomem(err); }
+    int is_sorted = 1;
+    for (size_t i = 0; i < n; i++) {
+        items[i].rec = recs[i];
+        items[i].key = values + i * width;
+        for (size_t k = 0; k < e->key_count; k++) items[i].key[k] = kp_record_get(recs[i], e->key[k]);
+        if (i > 0 && is_sorted && compare_keyed(ds, e, &items[i - 1], &items[i]) > 0) is_sorted = 0;
+    }
+    if (!is_sorted) {
+        merge_keyed(ds, e, items, n, tmp);
+        for (size_t i = 0; i < n; i++) recs[i] = items[i].rec;
+    }
+    free(items);
+    free(tmp);
+    free(values);
+    return 0;
+}
+
 static int sort_tail_by_key(const kp_dataset *ds, kp_record_list *out, size_t from, kp_error *err)
 {
-    size_t n = out->count - from;
-    if (n < 2) return 0;
-    kp_record **tmp = malloc(n * sizeof *tmp);
-    if (!tmp) return nomem(err);
-    sort_by_key(ds, out->items + from, n, tmp);
-    free(tmp);
-    return 0;
+    return sort_by_key(ds, out->items + from, out->count - from, err);
+}
+
+/* An index entry's records in key order: sorted in place the first time they are asked
+ * for (the entry is the dataset's own, so a follow, logically read-only, may keep them
+ * sorted; a later index_put marks them unsorted again). One thread at a time. */
+static const index_entry *entry_by_key(const kp_dataset *ds, const index_entry *ce, kp_error *err)
+{
+    index_entry *e = (index_entry *)ce;
+    if (!e || e->is_by_key) return e;
+    if (sort_by_key(ds, e->items, e->count, err)) return NULL;
+    e->is_by_key = 1;
+    return e;
 }
 
 static int push_entry(kp_record_list *out, const index_entry *e, kp_error *err)
@@ -779,7 +816,8 @@ int kp_dataset_follow(const kp_dataset *ds, const kp_record *rec, const kp_rel *
         } else {
             const index_entry *e = index_lookup_object(ri->holder_fk, rec->object,
                                                        (const kp_attr *const *)r->ref_attrs, r->fk_count);
-            if (push_entry(out, e, err)) return -1;
+            if (e && !(e = entry_by_key(ds, e, err))) return -1;
+            return push_entry(out, e, err); /* in key order */
         }
         break;
     case KP_LINK_THROUGH: {
@@ -812,9 +850,9 @@ int kp_dataset_follow(const kp_dataset *ds, const kp_record *rec, const kp_rel *
         } else {
             const index_entry *e = index_lookup_object(ri->array_reverse, rec->object,
                                                        (const kp_attr *const *)r->to->key, 1);
-            if (push_entry(out, e, err)) return -1;
+            if (e && !(e = entry_by_key(ds, e, err))) return -1;
+            return push_entry(out, e, err); /* in key order */
         }
-        break;
     }
     return sort_tail_by_key(ds, out, start, err);
 }

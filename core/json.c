@@ -23,6 +23,7 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -119,13 +120,17 @@ static void hook_free(void *p)
     if (!parse_arena) free(p); /* inside a parse the arena owns it */
 }
 
-static void install_hooks(void)
+static void init_hooks(void)
 {
-    static int installed;
-    if (installed) return;
     cJSON_Hooks hooks = {hook_malloc, hook_free};
     cJSON_InitHooks(&hooks);
-    installed = 1;
+}
+
+/* Once per process, whichever thread parses first. */
+static void install_hooks(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, init_hooks);
 }
 
 void kp_json_arena_begin(kp_arena *arena)

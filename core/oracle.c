@@ -4,8 +4,10 @@
  * The oracle is the reference every backend is verified against, so it favours
  * obviously-correct code over fast code: find the root (one record or a set), then
  * walk the response shape — filter, follow relations, sort, page, limit — building
- * exactly the JSON the shape declares. The only shortcut is looking a single root up
- * by key or unique attribute; every condition is still tested on what is found.
+ * exactly the JSON the shape declares. The shortcuts: looking a single root up by key
+ * or unique attribute (every condition is still tested on what is found), and, with a
+ * kp_oracle_cache, keeping the roots and the paged $each's records between the pages of
+ * one parameter set (the page token is then found by a binary search).
  * Invariant: the order of array elements in a result is the order the pattern
  * declares; where the pattern declares none, results are sorted by entity key (an
  * array of references keeps its own order) so that comparisons are deterministic.
@@ -23,10 +25,40 @@ typedef struct eval {
     const kp_json_doc *doc;     /* the model's document: literals' exact text */
     kp_params *params;          /* resolved: defaults applied */
     cJSON *after;               /* decoded page token, or NULL */
-    kp_record_list roots;       /* the root set (a single root: at most one record) */
+    kp_record_list own_roots;   /* the root set (a single root: at most one record) ... */
+    const kp_record_list *roots;/* ... or the cache's */
     char *token;                /* continuation of the last token-paged $each evaluated */
+    kp_oracle_cache *cache;     /* what the pages of one parameter set share, or NULL */
     kp_error *err;
 } eval;
+
+struct kp_oracle_cache {
+    const kp_pattern *pattern;  /* what the entries below were computed for */
+    uint64_t generation;
+    char *params;               /* the resolved parameters, compact JSON */
+    int has_roots;
+    kp_record_list roots;
+    int has_paged;
+    const kp_record *paged_parent; /* the record the paged $each was evaluated on */
+    kp_record_list paged;       /* its records after $where, in its order */
+};
+
+kp_oracle_cache *kp_oracle_cache_new(void) { return calloc(1, sizeof(kp_oracle_cache)); }
+
+static void cache_clear(kp_oracle_cache *c)
+{
+    free(c->params);
+    kp_record_list_free(&c->roots);
+    kp_record_list_free(&c->paged);
+    memset(c, 0, sizeof *c);
+}
+
+void kp_oracle_cache_free(kp_oracle_cache *cache)
+{
+    if (!cache) return;
+    cache_clear(cache);
+    free(cache);
+}
 
 static int nomem(kp_error *err) { return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
 
@@ -255,8 +287,8 @@ static int collect(eval *ev, const kp_shape *shape, const kp_record *rec, kp_rec
 {
     kp_record_list all = {0};
     if (shape->is_root_set) {
-        for (size_t i = 0; i < ev->roots.count; i++)
-            if (kp_record_list_push(&all, ev->roots.items[i])) { kp_record_list_free(&all); return nomem(ev->err); }
+        for (size_t i = 0; i < ev->roots->count; i++)
+            if (kp_record_list_push(&all, ev->roots->items[i])) { kp_record_list_free(&all); return nomem(ev->err); }
     } else if (rec && kp_dataset_follow_path(ev->ds, rec, shape->hops, shape->hop_count, &all, ev->err)) {
         kp_record_list_free(&all);
         return -1;
@@ -318,19 +350,50 @@ static char *token_of(const eval *ev, const kp_shape *shape, const kp_record *re
     return token;
 }
 
+/* The first record strictly after the page token: a binary search where the records are
+ * sorted by the shape's order, a scan otherwise. */
+static size_t token_start(const eval *ev, const kp_shape *shape, const kp_record_list *list, int is_sorted)
+{
+    size_t lo = 0, hi = list->count;
+    if (!is_sorted) {
+        while (lo < hi && !past_token(ev, shape, list->items[lo])) lo++;
+        return lo;
+    }
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (past_token(ev, shape, list->items[mid])) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
+}
+
 static cJSON *eval_each(eval *ev, const kp_shape *shape, const kp_record *rec)
 {
-    kp_record_list list = {0};
-    if (collect(ev, shape, rec, &list)) return NULL;
-    if ((shape->declared_order_count > 0 || shape->is_root_set) && sort_records(ev, shape, &list)) {
-        kp_record_list_free(&list);
-        return NULL;
-    }
     int is_paged = shape == ev->pattern->paged;
-    size_t start = 0;
-    if (is_paged && shape->page == KP_PAGE_TOKEN && ev->after) {
-        while (start < list.count && !past_token(ev, shape, list.items[start])) start++;
+    int is_sorted = shape->declared_order_count > 0 || shape->is_root_set;
+    kp_oracle_cache *cache = is_paged ? ev->cache : NULL;
+    kp_record_list own = {0};
+    const kp_record_list *listp = &own;
+    if (cache && cache->has_paged && cache->paged_parent == rec) {
+        listp = &cache->paged; /* a later page of the same walk: the records are the same */
+    } else {
+        if (collect(ev, shape, rec, &own)) return NULL;
+        if (is_sorted && sort_records(ev, shape, &own)) {
+            kp_record_list_free(&own);
+            return NULL;
+        }
+        if (cache) {
+            kp_record_list_free(&cache->paged);
+            cache->paged = own;
+            cache->paged_parent = rec;
+            cache->has_paged = 1;
+            memset(&own, 0, sizeof own);
+            listp = &cache->paged;
+        }
     }
+    const kp_record_list list = *listp;
+    size_t start = 0;
+    if (is_paged && shape->page == KP_PAGE_TOKEN && ev->after) start = token_start(ev, shape, &list, is_sorted);
     if (shape->page == KP_PAGE_OFFSET) {
         int64_t offset = int_param(ev, shape->offset_param, 0);
         if (offset < 0) offset = 0;
@@ -343,7 +406,7 @@ static cJSON *eval_each(eval *ev, const kp_shape *shape, const kp_record *rec)
         free(ev->token);
         ev->token = NULL;
         if (end < list.count && end > start && !(ev->token = token_of(ev, shape, list.items[end - 1]))) {
-            kp_record_list_free(&list);
+            kp_record_list_free(&own);
             nomem(ev->err);
             return NULL;
         }
@@ -355,7 +418,7 @@ static cJSON *eval_each(eval *ev, const kp_shape *shape, const kp_record *rec)
         if (!item) { cJSON_Delete(array); array = NULL; break; }
         cJSON_AddItemToArray(array, item);
     }
-    kp_record_list_free(&list);
+    kp_record_list_free(&own);
     return array;
 }
 
@@ -431,11 +494,12 @@ static kp_record *lookup_root(const eval *ev, int *used)
 static int find_roots(eval *ev)
 {
     const kp_pattern *p = ev->pattern;
+    ev->roots = &ev->own_roots;
     if (!p->is_root_set) {
         int used = 0;
         kp_record *r = lookup_root(ev, &used);
         if (used) {
-            if (r && conds_hold(ev, r, p->where, p->where_count) && kp_record_list_push(&ev->roots, r))
+            if (r && conds_hold(ev, r, p->where, p->where_count) && kp_record_list_push(&ev->own_roots, r))
                 return nomem(ev->err);
             return 0;
         }
@@ -449,7 +513,7 @@ static int find_roots(eval *ev)
             return nomem(ev->err);
         }
     /* no sort here: a $each over the root set sorts by its order, which ends with the key */
-    ev->roots = matched;
+    ev->own_roots = matched;
     return 0;
 }
 
@@ -478,8 +542,35 @@ static int check_token(const eval *ev, kp_error *err)
     return 0;
 }
 
+/* Makes the cache hold what this pattern, these parameters and this state of the data
+ * share (clearing it when any differs). -1 when out of memory. */
+static int cache_check(eval *ev, kp_oracle_cache *c)
+{
+    cJSON *json = kp_params_to_json(ev->params);
+    char *text = json ? cJSON_PrintUnformatted(json) : NULL;
+    cJSON_Delete(json);
+    if (!text) return nomem(ev->err);
+    uint64_t generation = kp_dataset_generation(ev->ds);
+    if (c->pattern != ev->pattern || c->generation != generation || !c->params || strcmp(c->params, text) != 0) {
+        cache_clear(c);
+        c->pattern = ev->pattern;
+        c->generation = generation;
+        c->params = text;
+    } else {
+        free(text);
+    }
+    ev->cache = c;
+    return 0;
+}
+
 int kp_oracle_run(const kp_dataset *data, const kp_pattern *pattern, const kp_params *params,
                   const char *page_token, kp_oracle_result *out, kp_error *err)
+{
+    return kp_oracle_run_cached(data, pattern, params, page_token, NULL, out, err);
+}
+
+int kp_oracle_run_cached(const kp_dataset *data, const kp_pattern *pattern, const kp_params *params,
+                         const char *page_token, kp_oracle_cache *cache, kp_oracle_result *out, kp_error *err)
 {
     memset(out, 0, sizeof *out);
     eval ev;
@@ -496,12 +587,23 @@ int kp_oracle_run(const kp_dataset *data, const kp_pattern *pattern, const kp_pa
         rc = kp_oracle_token_decode(page_token, &ev.after, err);
         if (rc == 0) rc = check_token(&ev, err);
     }
-    if (rc == 0) rc = find_roots(&ev);
+    if (rc == 0 && cache) rc = cache_check(&ev, cache);
+    if (rc == 0 && cache && cache->has_roots) {
+        ev.roots = &cache->roots;
+    } else if (rc == 0) {
+        rc = find_roots(&ev);
+        if (rc == 0 && cache) {
+            cache->roots = ev.own_roots;
+            cache->has_roots = 1;
+            memset(&ev.own_roots, 0, sizeof ev.own_roots);
+            ev.roots = &cache->roots;
+        }
+    }
     if (rc == 0) {
-        if (!pattern->is_root_set && ev.roots.count == 0) {
+        if (!pattern->is_root_set && ev.roots->count == 0) {
             out->response = cJSON_CreateNull();
         } else {
-            const kp_record *root = pattern->is_root_set ? NULL : ev.roots.items[0];
+            const kp_record *root = pattern->is_root_set ? NULL : ev.roots->items[0];
             out->response = eval_shape(&ev, pattern->returns, root);
         }
         if (!out->response) rc = -1;
@@ -514,7 +616,7 @@ int kp_oracle_run(const kp_dataset *data, const kp_pattern *pattern, const kp_pa
     }
     free(ev.token);
     cJSON_Delete(ev.after);
-    kp_record_list_free(&ev.roots);
+    kp_record_list_free(&ev.own_roots);
     kp_params_free(ev.params);
     return rc;
 }

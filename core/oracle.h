@@ -45,6 +45,20 @@ int kp_oracle_run(const kp_dataset *data, const kp_pattern *pattern, const kp_pa
                   const char *page_token, kp_oracle_result *out, kp_error *err);
 void kp_oracle_result_free(kp_oracle_result *result);
 
+/* What the pages of one parameter set share: the roots, and the paged $each's records
+ * after $where in their order (kept for the record it was evaluated on). Both depend on
+ * the pattern, the parameters and the data, never on the page, so a walk that passes the
+ * same cache for every page computes them once and finds each page's start by a binary
+ * search: walking n records in pages of p costs n log n, not n^2 / p. The cache checks
+ * the pattern, the resolved parameters and kp_dataset_generation on every call and starts
+ * over when one differs. One thread at a time. */
+typedef struct kp_oracle_cache kp_oracle_cache;
+kp_oracle_cache *kp_oracle_cache_new(void);     /* NULL when out of memory */
+void kp_oracle_cache_free(kp_oracle_cache *cache);
+/* kp_oracle_run with a cache (NULL: none, the same as kp_oracle_run). */
+int kp_oracle_run_cached(const kp_dataset *data, const kp_pattern *pattern, const kp_params *params,
+                         const char *page_token, kp_oracle_cache *cache, kp_oracle_result *out, kp_error *err);
+
 /* The first page's response: a new cJSON tree the caller frees with cJSON_Delete(),
  * or NULL with err filled. */
 cJSON *kp_oracle_eval(const kp_dataset *data, const kp_pattern *pattern, const kp_params *params, kp_error *err);

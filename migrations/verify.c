@@ -22,7 +22,7 @@
 
 static int nomem(kp_error *err) { return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
 
-static double now_seconds(void)
+double kp_verify_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -42,7 +42,7 @@ void kp_verify_difference_free(kp_verify_difference *d)
 void kp_verify_progress(kp_vctx *v, const char *fmt, ...)
 {
     if (!v->o->progress || !v->is_tty) return;
-    double t = now_seconds();
+    double t = kp_verify_now();
     if (fmt && t - v->last_line < 0.1) return;
     v->last_line = t;
     fputs("\r", v->o->progress);
@@ -70,228 +70,6 @@ int kp_verify_sampler(kp_vctx *v, const char *name, kp_sampler **out, kp_error *
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     z ^= z >> 31;
     return kp_sampler_new(v->data, z, out, err);
-}
-
-/* ---- walking the response shape --------------------------------------------------------- */
-
-/* The array the paged $each produced in a response, or NULL. */
-static const cJSON *paged_array(const kp_shape *shape, const cJSON *node, const kp_shape *target)
-{
-    if (!shape || !node) return NULL;
-    if (shape == target) return cJSON_IsArray(node) ? node : NULL;
-    if ((shape->kind != KP_SHAPE_OBJECT && shape->kind != KP_SHAPE_ONE) || !cJSON_IsObject(node)) return NULL;
-    for (size_t i = 0; i < shape->member_count; i++) {
-        const kp_shape *m = shape->members[i];
-        const cJSON *found = paged_array(m, cJSON_GetObjectItemCaseSensitive(node, m->name), target);
-        if (found) return found;
-    }
-    return NULL;
-}
-
-static void neutralize(const kp_shape *shape, cJSON *node);
-
-static void neutralize_members(kp_shape *const *members, size_t count, cJSON *object)
-{
-    if (!cJSON_IsObject(object)) return;
-    for (size_t i = 0; i < count; i++) {
-        cJSON *child = cJSON_GetObjectItemCaseSensitive(object, members[i]->name);
-        if (!child) continue;
-        if (members[i]->kind == KP_SHAPE_TOKEN) {
-            cJSON *null = cJSON_CreateNull();
-            if (null) cJSON_ReplaceItemInObjectCaseSensitive(object, members[i]->name, null);
-        } else {
-            neutralize(members[i], child);
-        }
-    }
-}
-
-/* Sets every member that carries a continuation token to null: tokens are never compared. */
-static void neutralize(const kp_shape *shape, cJSON *node)
-{
-    if (!shape || !node) return;
-    if (shape->kind == KP_SHAPE_OBJECT || shape->kind == KP_SHAPE_ONE) {
-        neutralize_members(shape->members, shape->member_count, node);
-    } else if (shape->kind == KP_SHAPE_EACH && !shape->value && cJSON_IsArray(node)) {
-        for (cJSON *el = node->child; el; el = el->next) neutralize_members(shape->members, shape->member_count, el);
-    }
-}
-
-static int is_empty_page(const kp_pattern *p, const kp_result *res)
-{
-    const cJSON *array = paged_array(p->returns, res->response, p->paged);
-    if (array) return cJSON_GetArraySize(array) == 0;
-    return res->items_returned == 0;
-}
-
-/* ---- one sample ------------------------------------------------------------------------------ */
-
-static int set_difference(kp_verify_difference *d, const kp_params *params, int sample, int page, const char *path,
-                          const char *expected, const char *actual, const char *prefix)
-{
-    memset(d, 0, sizeof *d);
-    cJSON *pj = kp_params_to_json(params);
-    d->params = pj ? cJSON_PrintUnformatted(pj) : strdup("{}");
-    cJSON_Delete(pj);
-    d->sample = sample;
-    d->page = page;
-    d->path = strdup(path);
-    d->expected = strdup(expected);
-    d->actual = strdup(actual);
-    char head[160];
-    if (sample > 0) snprintf(head, sizeof head, "sample %d, page %d", sample, page);
-    else snprintf(head, sizeof head, "page %d", page);
-    size_t n = strlen(head) + strlen(d->params ? d->params : "") + strlen(path) + strlen(expected) + strlen(actual) +
-               strlen(prefix ? prefix : "") + 64;
-    d->message = malloc(n);
-    if (d->message)
-        snprintf(d->message, n, "%s%s, params %s: %s: expected %s, actual %s", prefix ? prefix : "", head,
-                 d->params ? d->params : "{}", path, expected, actual);
-    if (!d->params || !d->path || !d->expected || !d->actual || !d->message) {
-        kp_verify_difference_free(d);
-        return -1;
-    }
-    return 0;
-}
-
-static int push_latency(kp_vctx *v, double ms)
-{
-    if (v->latency_count == v->latency_cap) {
-        size_t cap = v->latency_cap ? v->latency_cap * 2 : 64;
-        double *bigger = realloc(v->latencies, cap * sizeof *bigger);
-        if (!bigger) return -1;
-        v->latencies = bigger;
-        v->latency_cap = cap;
-    }
-    v->latencies[v->latency_count++] = ms;
-    return 0;
-}
-
-/* The first page that read more than the plan's bound is named in the note. */
-static void check_bound(kp_verify_pattern *m, const kp_params *params, int page, const char *what, long measured, double bound)
-{
-    if (bound <= 0 || (double)measured <= bound * (1 + 1e-9) || m->is_bound_exceeded) return;
-    m->is_bound_exceeded = 1;
-    cJSON *pj = params ? kp_params_to_json(params) : NULL;
-    char *pt = pj ? cJSON_PrintUnformatted(pj) : NULL;
-    cJSON_Delete(pj);
-    size_t o = strlen(m->note);
-    snprintf(m->note + o, sizeof m->note - o, "%spage %d (params %.160s) read %ld %s; the plan's bound for a page is %.0f "
-             "(the claim is wrong: it must cover what the plan reads)", o ? "; " : "", page, pt ? pt : "{}", measured, what,
-             bound);
-    cJSON_free(pt);
-}
-
-static void measure_page(kp_vctx *v, kp_verify_pattern *m, const kp_params *params, const kp_result *res, int page,
-                         double ms)
-{
-    v->r->requests += res->requests;
-    if (!m) return;
-    m->pages++;
-    m->requests += res->requests;
-    m->items_returned += res->items_returned;
-    if (res->items_read < 0) m->items_read = -1;
-    else if (m->items_read >= 0) m->items_read += res->items_read;
-    if (res->bytes_read < 0) m->bytes_read = -1;
-    else if (m->bytes_read >= 0) m->bytes_read += res->bytes_read;
-    if (res->requests > m->page_requests_max) m->page_requests_max = res->requests;
-    if (res->items_read > m->page_items_max) m->page_items_max = res->items_read;
-    if (res->bytes_read > m->page_bytes_max) m->page_bytes_max = res->bytes_read;
-    check_bound(m, params, page, "requests", res->requests, m->bound_requests);
-    if (res->items_read >= 0) check_bound(m, params, page, "items", res->items_read, m->bound_items);
-    if (res->bytes_read >= 0) check_bound(m, params, page, "bytes", res->bytes_read, m->bound_bytes);
-    m->seconds += ms / 1000;
-    push_latency(v, ms);
-    if (page == 1) {
-        if (res->requests < m->first_requests_min) m->first_requests_min = res->requests;
-        if (res->requests > m->first_requests_max) m->first_requests_max = res->requests;
-        if (res->sequential_steps < m->first_steps_min) m->first_steps_min = res->sequential_steps;
-        if (res->sequential_steps > m->first_steps_max) m->first_steps_max = res->sequential_steps;
-        if (res->sequential_steps < m->claimed_steps && !res->is_cut_short) m->first_short_uncut++;
-    }
-}
-
-int kp_verify_sample(kp_vctx *v, const kp_pattern *p, const kp_params *params, kp_verify_pattern *measure, int sample,
-                     kp_verify_difference *diff, kp_error *err)
-{
-    memset(diff, 0, sizeof *diff);
-    char *oracle_token = NULL, *backend_page = NULL;
-    int oracle_done = 0, rc = 0;
-    for (int page = 1; page <= v->max_pages && rc == 0; page++) {
-        kp_oracle_result expected;
-        memset(&expected, 0, sizeof expected);
-        if (!oracle_done && kp_oracle_run(v->data, p, params, oracle_token, &expected, err)) { rc = -1; break; }
-        kp_result actual;
-        memset(&actual, 0, sizeof actual);
-        actual.items_read = actual.bytes_read = -1;
-        kp_error exec_err;
-        kp_error_clear(&exec_err);
-        double t0 = now_seconds();
-        int exec_rc = v->b->execute(v->conn, v->design, p, params, backend_page, &actual, &exec_err);
-        double ms = (now_seconds() - t0) * 1000;
-        if (exec_rc) {
-            kp_oracle_result_free(&expected);
-            kp_result_free(&actual);
-            if (exec_err.code == KP_ERR_TARGET || exec_err.code == KP_ERR_NOMEM || exec_err.code == KP_OK) {
-                *err = exec_err;
-                if (err->code == KP_OK) err->code = KP_ERR_TARGET;
-                rc = -1;
-                break;
-            }
-            char actual_text[600];
-            snprintf(actual_text, sizeof actual_text, "an error from the %s backend: %s", v->b->name, exec_err.message);
-            rc = set_difference(diff, params, sample, page, "$", "a response", actual_text, NULL) ? nomem(err) : 1;
-            break;
-        }
-        measure_page(v, measure, params, &actual, page, ms);
-        if (oracle_done) {
-            /* the oracle has nothing more: the backend's extra page must be empty */
-            if (!is_empty_page(p, &actual)) {
-                const cJSON *array = paged_array(p->returns, actual.response, p->paged);
-                char *text = cJSON_PrintUnformatted(array ? array : actual.response);
-                char actual_text[400];
-                snprintf(actual_text, sizeof actual_text, "another page: %.300s%s", text ? text : "?",
-                         text && strlen(text) > 300 ? "..." : "");
-                free(text);
-                rc = set_difference(diff, params, sample, page, "$", "no more pages", actual_text, NULL) ? nomem(err) : 1;
-            }
-            kp_result_free(&actual);
-            break; /* an empty page (with or without a continuation) ends the traversal */
-        }
-        neutralize(p->returns, expected.response);
-        neutralize(p->returns, actual.response);
-        char *path = NULL, *et = NULL, *at = NULL;
-        int d = kp_json_diff(expected.response, actual.response, &path, &et, &at);
-        if (d < 0) rc = nomem(err);
-        else if (d > 0) rc = set_difference(diff, params, sample, page, path, et, at, NULL) ? nomem(err) : 1;
-        free(path);
-        free(et);
-        free(at);
-        if (rc == 0) {
-            if (expected.next_token && !actual.next_page) {
-                rc = set_difference(diff, params, sample, page, "$", "a next page (the oracle has more results)",
-                                    "no continuation", NULL) ? nomem(err) : 1;
-            } else if (!expected.next_token && !actual.next_page) {
-                kp_oracle_result_free(&expected);
-                kp_result_free(&actual);
-                break;
-            } else {
-                if (!expected.next_token) oracle_done = 1;
-                free(oracle_token);
-                oracle_token = expected.next_token;
-                expected.next_token = NULL;
-                free(backend_page);
-                backend_page = actual.next_page;
-                actual.next_page = NULL;
-            }
-        }
-        kp_oracle_result_free(&expected);
-        kp_result_free(&actual);
-    }
-    /* the page limit stopped a walk that had pages left */
-    if (rc == 0 && measure && backend_page && v->max_pages != INT_MAX) measure->is_cut = 1;
-    free(oracle_token);
-    free(backend_page);
-    return rc;
 }
 
 /* ---- one pattern ------------------------------------------------------------------------------- */
@@ -402,6 +180,42 @@ static int remember(uint64_t *set, size_t cap, const kp_params *params, int *is_
     return 0;
 }
 
+/* The anchors of a pattern, in rank order, as parameter sets (kp_verify_draw_fn). */
+typedef struct anchor_draw {
+    kp_vctx *v;
+    const kp_pattern *p;
+    kp_verify_pattern *vp;
+    kp_sampler *sampler;
+    const size_t *ranks;
+    size_t count, next;
+    uint64_t *seen;             /* the parameter sets already drawn (count * 2 + 2 slots) */
+} anchor_draw;
+
+static int draw_anchor(void *ctx, kp_params **out, kp_error *err)
+{
+    anchor_draw *d = ctx;
+    kp_verify_pattern *vp = d->vp;
+    while (d->next < d->count) {
+        size_t a = d->next++;
+        kp_verify_progress(d->v, "  verifying %s: anchor %zu/%zu", d->p->name, a + 1, d->count);
+        kp_params *params = NULL;
+        kp_error draw_err;
+        if (kp_sample_params_at(d->sampler, d->p, d->ranks[a], &params, &draw_err)) {
+            if (draw_err.code != KP_ERR_DATA) { *err = draw_err; return -1; }
+            vp->is_skipped = 1;
+            snprintf(vp->note, sizeof vp->note, "not checked: %.480s", draw_err.message);
+            return 1;
+        }
+        vp->anchors++;
+        /* an anchor that gives a parameter set already checked adds nothing */
+        int is_new = 0;
+        if (remember(d->seen, d->count * 2 + 2, params, &is_new)) { kp_params_free(params); return nomem(err); }
+        if (is_new) { *out = params; return 0; }
+        kp_params_free(params);
+    }
+    return 1;
+}
+
 static int check_pattern(kp_vctx *v, size_t index, kp_error *err)
 {
     const kp_pattern *p = v->o->model->patterns[index];
@@ -430,36 +244,8 @@ static int check_pattern(kp_vctx *v, size_t index, kp_error *err)
     int rc = ranks && seen ? 0 : nomem(err);
     vp->anchors_total = (long)total;
     vp->is_stratified = count < total;
-    for (size_t a = 0; a < count && rc == 0; a++) {
-        if (v->o->interrupted && *v->o->interrupted) {
-            rc = kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "interrupted");
-            break;
-        }
-        kp_verify_progress(v, "  verifying %s: anchor %zu/%zu", p->name, a + 1, count);
-        kp_params *params = NULL;
-        kp_error draw_err;
-        if (kp_sample_params_at(sampler, p, ranks[a], &params, &draw_err)) {
-            if (draw_err.code != KP_ERR_DATA) { *err = draw_err; rc = -1; break; }
-            vp->is_skipped = 1;
-            snprintf(vp->note, sizeof vp->note, "not checked: %.480s", draw_err.message);
-            break;
-        }
-        vp->anchors++;
-        /* an anchor that gives a parameter set already checked adds nothing */
-        int is_new = 0;
-        if (remember(seen, count * 2 + 2, params, &is_new)) { kp_params_free(params); rc = nomem(err); break; }
-        if (!is_new) { kp_params_free(params); continue; }
-        kp_verify_difference diff;
-        int r = kp_verify_sample(v, p, params, vp, vp->samples + 1, &diff, err);
-        kp_params_free(params);
-        if (r < 0) { rc = -1; break; }
-        vp->samples++;
-        if (r == 1) {
-            vp->samples_failed++;
-            if (!vp->has_difference) { vp->difference = diff; vp->has_difference = 1; }
-            else kp_verify_difference_free(&diff);
-        }
-    }
+    anchor_draw d = {v, p, vp, sampler, ranks, count, 0, seen};
+    if (rc == 0) rc = kp_verify_samples(v, p, vp, draw_anchor, &d, err);
     free(ranks);
     free(seen);
     kp_sampler_free(sampler);
@@ -720,7 +506,7 @@ int kp_verify_run(const kp_verify_options *o, kp_verify_report *r, kp_error *err
 {
     memset(r, 0, sizeof *r);
     kp_error_clear(err);
-    double started = now_seconds();
+    double started = kp_verify_now();
     kp_vctx v;
     memset(&v, 0, sizeof v);
     v.o = o;
@@ -758,11 +544,18 @@ int kp_verify_run(const kp_verify_options *o, kp_verify_report *r, kp_error *err
         rc = kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "--writes needs a backend that can apply writes and delete "
                           "items (to undo them); the %s backend cannot, so verify without --writes", v.b->name);
 
+    /* the patterns' pages are read with requests in flight, each worker on a connection
+     * of its own; --writes and the containers use the run's connection alone */
+    int in_flight = o->in_flight > 0 ? o->in_flight : 1;
+    r->in_flight = in_flight > 1 && o->target ? in_flight : 1;
+    if (rc == 0 && r->in_flight > 1) rc = kp_vpool_open(&v, o->target, r->in_flight, &v.pool, err);
     size_t reached = 0; /* patterns started; the last one may have stopped part-way */
     for (size_t i = 0; rc == 0 && i < r->pattern_count; i++) {
         reached = i + 1;
         rc = check_pattern(&v, i, err);
     }
+    kp_vpool_close(v.pool);
+    v.pool = NULL;
     if (rc == 0 && !o->no_read_back) rc = check_containers(&v, err);
     if (rc == 0 && o->writes) rc = kp_verify_writes(&v, err);
 
@@ -798,7 +591,7 @@ int kp_verify_run(const kp_verify_options *o, kp_verify_report *r, kp_error *err
         if (r->write_results[i].is_pass) r->writes_passed++;
         else r->writes_failed++;
     }
-    r->seconds = now_seconds() - started;
+    r->seconds = kp_verify_now() - started;
     if (rc == 0 && (r->patterns_failed || r->writes_failed || r->containers_failed)) {
         const char *first = NULL;
         for (size_t i = 0; i < r->pattern_count && !first; i++)

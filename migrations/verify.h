@@ -30,6 +30,16 @@
  * stay within the plan's bounds for a page (kp_plan requests_max, items_max,
  * bytes_max). A claim that does not hold fails the pattern ("Prove it").
  *
+ * In flight (`in_flight`, `--in-flight`, default KP_VERIFY_IN_FLIGHT for the CLI). The
+ * samples of a pattern are read in segments of pages (verify_sample.c) by `in_flight`
+ * workers, each on a connection of its own, with up to twice as many samples under way;
+ * the oracle, the comparison and every measure stay on the calling thread, and the report
+ * is the one a run with one request at a time gives (the lowest-numbered sample's
+ * difference, the lowest page past a bound), latencies aside: they are measured under that
+ * load. The oracle keeps what a sample's pages share (kp_oracle_cache), so walking a
+ * listing to its end costs n log n, not n^2 / page. --writes and the containers use the
+ * run's connection alone.
+ *
  * Containers. After the patterns, every container is read back (backend read_back: its
  * items and an order-independent checksum of their content) and compared with what
  * transform makes of the data: an item changed, deleted or added behind keyplan's back
@@ -81,6 +91,9 @@
 /* Anchors a pattern is checked from by default: all of them up to this many. */
 #define KP_VERIFY_ANCHORS 2000
 
+/* Samples whose pages `keyplan verify` and `keyplan run` read at once by default. */
+#define KP_VERIFY_IN_FLIGHT 4
+
 typedef struct kp_verify_options {
     const kp_model *model;
     kp_dataset *data;               /* the oracle's data: --writes changes it and restores it */
@@ -93,6 +106,9 @@ typedef struct kp_verify_options {
     int no_read_back;               /* skip reading every container back (a scan of each) */
     uint64_t seed;                  /* drives every draw; printed by the CLI */
     int max_pages;                  /* pages walked per anchor; 0: to the last page */
+    int in_flight;                  /* samples' pages read at once, each on a connection of its own
+                                       to `target` (the run's conn and in_flight - 1 more); 0 or 1:
+                                       one at a time (also without a target) */
     int writes;                     /* also replay write patterns, then undo them */
     int write_ops;                  /* operations per write pattern; 0: 3 */
     FILE *progress;                 /* a live line when a TTY, and the final summary line; NULL: silent */
@@ -177,6 +193,7 @@ typedef struct kp_verify_report {
     const char *design;
     uint64_t seed;
     int samples, max_pages, write_ops;  /* max_pages 0: to the last page */
+    int in_flight;                  /* samples whose pages were read at once (1: one at a time) */
     int is_exhaustive;
     long anchors, anchors_total;    /* over every pattern checked */
     int is_walked_to_end;           /* no walk stopped at max_pages with pages left */

@@ -25,7 +25,13 @@ typedef struct kp_vctx {
     int has_readback;
     double *latencies;          /* ms per page, of the pattern being checked */
     size_t latency_count, latency_cap;
+    struct kp_vpool *pool;      /* workers reading pages with requests in flight; NULL: one at a time */
 } kp_vctx;
+
+typedef struct kp_vpool kp_vpool;
+
+/* The monotonic clock, in seconds. */
+double kp_verify_now(void);
 
 /* The pages of each fresh sample `verify --writes` checks after a write's operations. */
 #define KP_VERIFY_WRITES_PAGES 3
@@ -37,6 +43,25 @@ typedef struct kp_vctx {
  * is not server trouble is a difference (path "$", the error as the actual value). */
 int kp_verify_sample(kp_vctx *v, const kp_pattern *pattern, const kp_params *params, kp_verify_pattern *measure,
                      int sample, kp_verify_difference *diff, kp_error *err);
+
+/* Starts `in_flight` workers (>= 2), each on a connection of its own: the run's (v->conn)
+ * and in_flight - 1 more opened to `target` here. -1 with err (KP_ERR_TARGET) when one
+ * cannot be opened. The backend's execute must be safe to call at the same time on
+ * different connections (backend.h). */
+int kp_vpool_open(kp_vctx *v, const kp_target *target, int in_flight, kp_vpool **out, kp_error *err);
+void kp_vpool_close(kp_vpool *pool);
+
+/* Draws a pattern's next parameter set: 0 with *params (the caller owns them), 1 when there
+ * are no more, -1 with err. */
+typedef int (*kp_verify_draw_fn)(void *ctx, kp_params **params, kp_error *err);
+
+/* Checks every parameter set `draw` gives, numbered 1, 2, ... as drawn, with as many in
+ * flight as v->pool has workers times two (one at a time without a pool), and fills vp:
+ * samples, samples_failed, the lowest-numbered sample's difference, every page's measures
+ * and the first page past the plan's bound. Returns 0, or -1 with err on server trouble,
+ * an interrupt or out of memory (what was in flight is dropped). */
+int kp_verify_samples(kp_vctx *v, const kp_pattern *p, kp_verify_pattern *vp, kp_verify_draw_fn draw, void *ctx,
+                      kp_error *err);
 
 /* Calls fn for every item the data makes under the design (backend transform, each item
  * with its id); stops at the first non-zero return. */

@@ -68,8 +68,8 @@ void kp_verify_report_print(FILE *out, const kp_verify_report *r)
     if (r->max_pages > 0) snprintf(pages, sizeof pages, "at most %d pages each", r->max_pages);
     char anchors[64] = "every anchor";
     if (!r->is_exhaustive) snprintf(anchors, sizeof anchors, "every anchor up to %d per pattern", r->samples);
-    fprintf(out, "verify: design '%s' on %s — seed %llu, %s, %s\n", r->design, r->backend, (unsigned long long)r->seed,
-            anchors, pages);
+    fprintf(out, "verify: design '%s' on %s — seed %llu, %s, %s, %d in flight\n", r->design, r->backend,
+            (unsigned long long)r->seed, anchors, pages, r->in_flight > 0 ? r->in_flight : 1);
     int w = 7;
     for (size_t i = 0; i < r->pattern_count; i++)
         if ((int)strlen(r->patterns[i].pattern->name) > w) w = (int)strlen(r->patterns[i].pattern->name);
@@ -176,6 +176,7 @@ cJSON *kp_verify_report_to_json(const kp_verify_report *r)
     cJSON_AddNumberToObject(o, "samples", r->samples);
     if (r->max_pages > 0) cJSON_AddNumberToObject(o, "max_pages", r->max_pages);
     else cJSON_AddNullToObject(o, "max_pages");
+    cJSON_AddNumberToObject(o, "in_flight", r->in_flight > 0 ? r->in_flight : 1);
     cJSON *cov = cJSON_AddObjectToObject(o, "coverage");
     if (cov) {
         cJSON_AddBoolToObject(cov, "exhaustive", r->is_exhaustive);

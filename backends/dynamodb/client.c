@@ -21,6 +21,7 @@
 
 #include <ctype.h>
 #include <curl/curl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -396,19 +397,24 @@ static int configure_handle(kp_ddb_client *c, CURL *easy)
     return rc == CURLE_OK ? 0 : -1;
 }
 
-/* IEEE CRC-32, the checksum DynamoDB sends in x-amz-crc32. */
+/* IEEE CRC-32, the checksum DynamoDB sends in x-amz-crc32. The table is made once, whichever
+ * thread asks first (verify reads on several connections at once). */
+static uint32_t crc_table[256];
+static pthread_once_t crc_table_once = PTHREAD_ONCE_INIT;
+
+static void make_crc_table(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t r = i;
+        for (int k = 0; k < 8; k++) r = r & 1 ? 0xEDB88320u ^ (r >> 1) : r >> 1;
+        crc_table[i] = r;
+    }
+}
+
 static uint32_t crc32_of(const char *data, size_t len)
 {
-    static uint32_t table[256];
-    static int has_table;
-    if (!has_table) {
-        for (uint32_t i = 0; i < 256; i++) {
-            uint32_t r = i;
-            for (int k = 0; k < 8; k++) r = r & 1 ? 0xEDB88320u ^ (r >> 1) : r >> 1;
-            table[i] = r;
-        }
-        has_table = 1;
-    }
+    const uint32_t *table = crc_table;
+    pthread_once(&crc_table_once, make_crc_table);
     uint32_t crc = 0xFFFFFFFFu;
     for (size_t i = 0; i < len; i++) crc = table[(crc ^ (unsigned char)data[i]) & 0xFF] ^ (crc >> 8);
     return crc ^ 0xFFFFFFFFu;

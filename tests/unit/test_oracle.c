@@ -342,6 +342,78 @@ static void undo(fixture *f, kp_change_log *log)
     kp_change_log_free(log);
 }
 
+/* One walk of a pattern's pages, each page's response and token as text; with a cache or
+ * without. */
+static char *walk_text(fixture *f, const kp_pattern *p, const kp_params *params, kp_oracle_cache *cache)
+{
+    char *all = strdup(""), *token = NULL;
+    kp_error err;
+    for (int page = 0; page < 50; page++) {
+        kp_oracle_result r;
+        if (kp_oracle_run_cached(f->data, p, params, token, cache, &r, &err)) fail_msg("%s: %s", p->name, err.message);
+        char *text = cJSON_PrintUnformatted(r.response);
+        size_t n = strlen(all) + strlen(text) + (r.next_token ? strlen(r.next_token) : 4) + 8;
+        char *bigger = malloc(n);
+        snprintf(bigger, n, "%s%s|%s\n", all, text, r.next_token ? r.next_token : "none");
+        free(all);
+        free(text);
+        all = bigger;
+        free(token);
+        token = r.next_token;
+        r.next_token = NULL;
+        kp_oracle_result_free(&r);
+        if (!token) break;
+    }
+    free(token);
+    return all;
+}
+
+static void test_a_walk_with_the_oracle_cache_gives_every_page_as_without(void **state)
+{
+    fixture *f = *state;
+    kp_error err;
+    /* one cache for every pattern and parameter set: it must notice each change */
+    kp_oracle_cache *cache = kp_oracle_cache_new();
+    assert_non_null(cache);
+    int paged_walks = 0;
+    for (size_t i = 0; i < f->model->pattern_count; i++) {
+        const kp_pattern *p = f->model->patterns[i];
+        kp_sampler *sampler = NULL;
+        assert_int_equal(kp_sampler_new(f->data, 7, &sampler, &err), 0);
+        for (int k = 0; k < 8; k++) {
+            kp_params *x = NULL;
+            if (kp_sample_params(sampler, p, &x, &err)) fail_msg("%s: %s", p->name, err.message);
+            char *plain = walk_text(f, p, x, NULL), *cached = walk_text(f, p, x, cache);
+            if (strcmp(plain, cached) != 0) fail_msg("%s\n  without: %s\n  with:    %s", p->name, plain, cached);
+            if (strchr(plain, '\n') != strrchr(plain, '\n')) paged_walks++;
+            free(plain);
+            free(cached);
+            kp_params_free(x);
+        }
+        kp_sampler_free(sampler);
+    }
+    /* some walks had several pages, so later pages came from the cache */
+    assert_true(paged_walks > 0);
+    /* a change to the data after the first page: the cache starts over */
+    const kp_pattern *p = kp_model_pattern(f->model, "customer-orders");
+    kp_params *params = params_of(p->params, p->param_count, P("id=c1"));
+    char *before = walk_text(f, p, params, cache);
+    kp_change_log log = {0};
+    const char *order = "[{\"id\": \"o8\", \"customerId\": \"c1\", \"status\": \"OPEN\", \"total\": 3.00, "
+                        "\"placedAt\": \"2026-02-01T00:00:00.000Z\"}]";
+    assert_int_equal(apply(f, &log, "add-order", NULL, order, NULL, 0), KP_WRITE_APPLIED);
+    char *plain = walk_text(f, p, params, NULL), *cached = walk_text(f, p, params, cache);
+    assert_string_equal(plain, cached);
+    assert_non_null(strstr(cached, "\"o8\""));
+    assert_string_not_equal(before, cached);
+    undo(f, &log);
+    free(before);
+    free(plain);
+    free(cached);
+    kp_params_free(params);
+    kp_oracle_cache_free(cache);
+}
+
 static void test_update_follows_copies_and_undo_restores(void **state)
 {
     fixture *f = *state;
@@ -601,6 +673,7 @@ int main(void)
         cmocka_unit_test(test_nulls_first_then_key_breaks_ties),
         cmocka_unit_test(test_begins_with_and_literal_conditions),
         cmocka_unit_test(test_between_orders_decimals_exactly_with_out_of_band_token),
+        cmocka_unit_test(test_a_walk_with_the_oracle_cache_gives_every_page_as_without),
         cmocka_unit_test(test_update_follows_copies_and_undo_restores),
         cmocka_unit_test(test_insert_recomputes_aggregates_and_if_absent_skips),
         cmocka_unit_test(test_delete_cascades_and_undo_restores_everything),

@@ -9,6 +9,7 @@
  * never used by integration tests, which always talk to a real server.
  * Data: tests/fixtures/oracle (32 records, answers known from test_oracle.c).
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -274,8 +275,8 @@ static kp_dataset *fake_data(kp_error *err)
 
 static cJSON *member(cJSON *o, const char *name) { return cJSON_GetObjectItemCaseSensitive(o, name); }
 
-static int fake_execute(kp_conn *c, const kp_design *d, const kp_pattern *p, const kp_params *params, const char *page,
-                        kp_result *out, kp_error *err)
+static int fake_execute_alone(kp_conn *c, const kp_design *d, const kp_pattern *p, const kp_params *params,
+                              const char *page, kp_result *out, kp_error *err)
 {
     memset(out, 0, sizeof *out);
     kp_dataset *ds = fake_data(err);
@@ -344,6 +345,17 @@ static int fake_execute(kp_conn *c, const kp_design *d, const kp_pattern *p, con
     out->items_read = is_mode && S.mode == FAKE_READS_MORE ? 500 : out->items_returned;
     out->bytes_read = out->items_read * 200;
     return 0;
+}
+
+/* verify's workers call execute at once on their connections: the fake serves one at a time */
+static int fake_execute(kp_conn *c, const kp_design *d, const kp_pattern *p, const kp_params *params, const char *page,
+                        kp_result *out, kp_error *err)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&lock);
+    int rc = fake_execute_alone(c, d, p, params, page, out, err);
+    pthread_mutex_unlock(&lock);
+    return rc;
 }
 
 /* The target becomes exactly the items of `after` (a correct write, whatever it was). */
@@ -983,6 +995,68 @@ static void test_a_run_stopped_by_the_server_counts_what_it_did_not_check(void *
     kp_verify_report_free(&r);
 }
 
+/* The report without what depends on timing (latencies, seconds) or on the setting itself. */
+static char *report_text(const kp_verify_report *r, int rc)
+{
+    cJSON *json = kp_verify_report_to_json(r);
+    cJSON_DeleteItemFromObjectCaseSensitive(json, "in_flight");
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(json, "totals"), "seconds");
+    cJSON *p = NULL;
+    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(json, "patterns")) cJSON_DeleteItemFromObjectCaseSensitive(p, "latency_ms");
+    char *body = cJSON_PrintUnformatted(json);
+    cJSON_Delete(json);
+    size_t n = strlen(body) + 16;
+    char *text = malloc(n);
+    snprintf(text, n, "rc %d %s", rc, body);
+    free(body);
+    return text;
+}
+
+/* With samples in flight (workers, each on a connection of its own, the fake answering in
+ * whatever order they come) the report is the one a run one request at a time gives: the
+ * same samples, pages, measures, first difference and notes, whatever the target does. */
+static void test_verify_in_flight_reports_what_one_at_a_time_reports(void **state)
+{
+    fixture *f = *state;
+    const enum fake_mode modes[] = {FAKE_OK, FAKE_CORRUPT, FAKE_SWAP, FAKE_EXTRA_PAGE, FAKE_COSTLY, FAKE_READS_MORE};
+    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+        char *text[2];
+        for (int k = 0; k < 2; k++) {
+            seed_ok(f);
+            S.mode = modes[m];
+            S.mode_pattern = "customer-orders";
+            kp_verify_options o = verify_options(f);
+            o.in_flight = k ? 3 : 1;
+            int connects = S.connects;
+            kp_verify_report r;
+            kp_error err;
+            int rc = kp_verify_run(&o, &r, &err);
+            assert_int_equal(r.in_flight, o.in_flight);
+            assert_int_equal(S.connects - connects, o.in_flight); /* the run's own and one per other worker */
+            text[k] = report_text(&r, rc);
+            kp_verify_report_free(&r);
+        }
+        if (strcmp(text[0], text[1]) != 0) fail_msg("mode %zu\n  one at a time: %s\n  in flight:     %s", m, text[0], text[1]);
+        if (modes[m] == FAKE_CORRUPT) assert_non_null(strstr(text[1], "\"path\":\"$.orders[1].total\""));
+        if (modes[m] == FAKE_READS_MORE) assert_non_null(strstr(text[1], "read 500 items"));
+        free(text[0]);
+        free(text[1]);
+    }
+    /* server trouble part-way: the run stops, and what it did not check adds up */
+    seed_ok(f);
+    S.mode = FAKE_SERVER_GONE;
+    S.mode_pattern = f->model->patterns[1]->name;
+    kp_verify_options o = verify_options(f);
+    o.in_flight = 3;
+    kp_verify_report r;
+    kp_error err;
+    run_verify(f, &o, &r, -1, &err);
+    assert_int_equal(kp_error_exit_code(&err), 3);
+    assert_int_equal(r.patterns_passed + r.patterns_failed + r.patterns_skipped, (int)f->model->pattern_count);
+    assert_true(r.patterns[1].is_skipped);
+    kp_verify_report_free(&r);
+}
+
 static void test_verify_names_the_path_of_a_corrupted_value(void **state)
 {
     /* c1's first page: o4 (7.00), o2 (20.00) — the second total is corrupted */
@@ -1500,6 +1574,7 @@ int main(void)
         T(test_seed_dry_run_exports_every_item_as_ndjson),
         T(test_seed_names_the_record_too_large_before_writing_anything),
         T(test_verify_passes_when_the_target_answers_like_the_oracle),
+        T(test_verify_in_flight_reports_what_one_at_a_time_reports),
         T(test_verify_names_the_path_of_a_corrupted_value),
         T(test_a_run_stopped_by_the_server_counts_what_it_did_not_check),
         T(test_verify_notices_two_swapped_elements),
