@@ -749,9 +749,7 @@ static void merge_keyed(const kp_dataset *ds, const kp_entity *e, keyed_record *
     memcpy(items, tmp, n * sizeof *items);
 }
 
-/* Sorts records of one entity by key, in place; records already in order (the data files'
- * usual order) cost one pass. */
-static int sort_by_key(const kp_dataset *ds, kp_record **recs, size_t n, kp_error *err)
+int kp_dataset_sort_by_key(const kp_dataset *ds, kp_record **recs, size_t n, kp_error *err)
 {
     if (n < 2) return 0;
     const kp_entity *e = recs[0]->entity;
@@ -778,7 +776,7 @@ static int sort_by_key(const kp_dataset *ds, kp_record **recs, size_t n, kp_erro
 
 static int sort_tail_by_key(const kp_dataset *ds, kp_record_list *out, size_t from, kp_error *err)
 {
-    return sort_by_key(ds, out->items + from, out->count - from, err);
+    return kp_dataset_sort_by_key(ds, out->items + from, out->count - from, err);
 }
 
 /* An index entry's records in key order: sorted in place the first time they are asked
@@ -788,7 +786,7 @@ static const index_entry *entry_by_key(const kp_dataset *ds, const index_entry *
 {
     index_entry *e = (index_entry *)ce;
     if (!e || e->is_by_key) return e;
-    if (sort_by_key(ds, e->items, e->count, err)) return NULL;
+    if (kp_dataset_sort_by_key(ds, e->items, e->count, err)) return NULL;
     e->is_by_key = 1;
     return e;
 }

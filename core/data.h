@@ -95,6 +95,9 @@ kp_record *kp_dataset_find_unique(const kp_dataset *data, const kp_attr *attr, c
  * by the target's key. Returns 0, or -1 when out of memory. */
 int kp_dataset_follow(const kp_dataset *data, const kp_record *record, const kp_rel *rel, kp_record_list *out,
                       kp_error *err);
+/* Sorts records of one entity by key, in place (equal keys in load order); records already
+ * in key order cost one pass. 0, or -1 with err when out of memory. */
+int kp_dataset_sort_by_key(const kp_dataset *data, kp_record **records, size_t count, kp_error *err);
 /* The one record reached over to-one hops, or NULL when a hop reaches nothing. */
 kp_record *kp_dataset_follow_one(const kp_dataset *data, const kp_record *record, kp_rel *const *path,
                                  size_t path_len);

@@ -72,30 +72,6 @@ void kp_sampler_free(kp_sampler *s)
 
 kp_rng *kp_sampler_rng(kp_sampler *s) { return &s->rng; }
 
-static int compare_keys(const kp_record *a, const kp_record *b, const kp_json_doc *doc)
-{
-    for (size_t i = 0; i < a->entity->key_count; i++) {
-        const cJSON *x = kp_record_get(a, a->entity->key[i]), *y = kp_record_get(b, a->entity->key[i]);
-        if (!x || !y) { if (x != y) return x ? 1 : -1; continue; }
-        int c = kp_data_compare(a->entity->key[i]->type.kind, x, y, doc);
-        if (c) return c;
-    }
-    return 0;
-}
-
-static void sort_keys(kp_record **items, size_t n, kp_record **tmp, const kp_json_doc *doc)
-{
-    if (n < 2) return;
-    size_t half = n / 2;
-    sort_keys(items, half, tmp, doc);
-    sort_keys(items + half, n - half, tmp, doc);
-    size_t i = 0, j = half, k = 0;
-    while (i < half && j < n) tmp[k++] = compare_keys(items[j], items[i], doc) < 0 ? items[j++] : items[i++];
-    while (i < half) tmp[k++] = items[i++];
-    while (j < n) tmp[k++] = items[j++];
-    memcpy(items, tmp, n * sizeof *items);
-}
-
 static zipf_cache *cache_for(kp_sampler *s, const kp_entity *entity, double skew)
 {
     zipf_cache *c = &s->caches[entity->index];
@@ -107,16 +83,13 @@ static zipf_cache *cache_for(kp_sampler *s, const kp_entity *entity, double skew
     free(c->cdf);
     c->sorted = malloc((n ? n : 1) * sizeof *c->sorted);
     c->cdf = malloc((n ? n : 1) * sizeof *c->cdf);
-    kp_record **tmp = malloc((n ? n : 1) * sizeof *tmp);
-    if (!c->sorted || !c->cdf || !tmp) {
-        free(tmp);
+    kp_error ignored;
+    if (c->sorted && n) memcpy(c->sorted, records, n * sizeof *c->sorted);
+    if (!c->sorted || !c->cdf || kp_dataset_sort_by_key(s->ds, c->sorted, n, &ignored)) {
         free(c->sorted); free(c->cdf);
         c->sorted = NULL; c->cdf = NULL; c->is_valid = 0;
         return NULL;
     }
-    if (n) memcpy(c->sorted, records, n * sizeof *c->sorted);
-    sort_keys(c->sorted, n, tmp, kp_dataset_model(s->ds)->doc);
-    free(tmp);
     double total = 0;
     for (size_t i = 0; i < n; i++) {
         total += skew > 0 ? 1.0 / pow((double)(i + 1), skew) : 1.0;
