@@ -32,6 +32,7 @@
 #define KP_CQ_PARTITION_ROWS 100000.0               /* rows per partition before bucketing */
 #define KP_CQ_PARTITION_BYTES (100.0 * 1024 * 1024)  /* bytes per partition before bucketing */
 #define KP_CQ_MAX_BUCKETS 64
+#define KP_CQ_PAGE_ROWS 5000                         /* rows a SELECT without LIMIT answers per request */
 #define KP_CQ_MARKER_TABLE "keyplan_marker"
 
 typedef enum cq_role { CQ_REGULAR, CQ_PARTITION, CQ_CLUSTERING, CQ_STATIC } cq_role;

@@ -345,7 +345,7 @@ static int send_req(run *R, const cq_fetch *f, reqs *Q, const pair *at, int buck
     q->tie = R->tie;
     q->statics_only = statics_only;
     kp_cql_params params = {0};
-    params.page_size = page_size > 0 ? page_size : 5000;
+    params.page_size = page_size > 0 ? page_size : KP_CQ_PAGE_ROWS;
     params.paging_state = paging;
     params.paging_state_len = paging ? paging_len : 0;
     int rc = kp_cql_execute_async(R->client, prep, &v, &params, on_rows, q, R->err);

@@ -1248,6 +1248,13 @@ typedef struct opctx {
     kp_plan *plan;
 } opctx;
 
+/* Requests a SELECT without LIMIT takes for a partition of `rows`: pages of KP_CQ_PAGE_ROWS
+ * (execute.c). Expected: the pages the rows fill; at most: one more after a last page that
+ * is exactly full (Cassandra sends a paging state whenever a page is full, and the next
+ * page comes back empty). */
+static double pages_of(double rows) { return rows > KP_CQ_PAGE_ROWS ? ceil(rows / KP_CQ_PAGE_ROWS) : 1; }
+static double pages_at_most(double rows) { return rows >= KP_CQ_PAGE_ROWS ? floor(rows / KP_CQ_PAGE_ROWS) + 1 : 1; }
+
 /* The claims of one fetch, for the shared walker (backends/fetch.c): `in` holds the expected
  * number of inputs and the most there can be (the model's maxima along the way), and its
  * round trip: the expected figures come from the first, the bounds verify holds every page
@@ -1342,7 +1349,7 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
             o->bytes_max = inputs_max * 8;
         }
         if (reads_whole) {
-            double pages = ceil(read_per / buckets / 5000.0), pages_max = ceil(whole_max / buckets / 5000.0);
+            double pages = pages_of(read_per / buckets), pages_max = pages_at_most(whole_max / buckets);
             o->items = inputs * read_per;
             o->bytes = o->items * f->table->row_bytes;
             o->requests = inputs * buckets * (pages > 1 ? pages : 1);
@@ -1351,6 +1358,12 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
             o->requests_max = inputs_max * buckets * (pages_max > 1 ? pages_max : 1);
             /* more than one page of 5,000 rows: the request count follows the data */
             if (pages_max > 1) plan->is_requests_exact = 0;
+        } else if (f->kind == CQ_SELECT && !lim && !f->limit_param && !f->is_paged && !per_element && !f->is_by_key &&
+                   pages_at_most(per_max / buckets) > 1) {
+            /* no LIMIT: a partition larger than a page answers in several requests */
+            o->requests *= pages_of(per / buckets);
+            o->requests_max *= pages_at_most(per_max / buckets);
+            plan->is_requests_exact = 0;
         } else if ((buckets > 1 || f->is_merged) && lim > 0 && !per_element && (is_root_set || (f->rel && f->rel->is_many && f->rel->fanout))) {
             /* every bucket answers up to LIMIT rows (an offset page: offset + limit) before the
              * client merges them; a root set's bucket may hold any share of the root */

@@ -119,6 +119,25 @@ static void test_a_small_workspace_needs_no_bucket(void **state)
     kp_model_free(m);
 }
 
+/* A SELECT without LIMIT answers in pages of 5,000 rows: order-response's buy-again reads a
+ * user's every order (up to 20,000: four full pages and the empty one a full page is
+ * followed by) before one SELECT per order, so a page may take 1 + 5 + 20,000 requests; the
+ * bound said 20,002 and verify measured 20,006 for a user at the maximum. */
+static void test_a_partition_larger_than_a_page_counts_its_pages_in_the_bound(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/order-response/model.json", 1);
+    kp_design *d = propose(m);
+    const kp_plan *p = plan_of(d, "buy-again");
+    assert_int_equal((int)p->requests_max, 1 + 5 + 20000);
+    assert_int_equal(p->op_count, 3);
+    assert_int_equal((int)p->ops[1].requests_max, 5);
+    /* the expected figure follows the average user (20 orders: one page) */
+    assert_int_equal((int)p->ops[1].requests, 1);
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
 static void test_a_lookup_by_key_reads_the_table_by_key(void **state)
 {
     (void)state;
@@ -450,6 +469,7 @@ int main(void)
         cmocka_unit_test(test_projects_by_workspace_are_one_partition_newest_first_with_the_workspace_name_static),
         cmocka_unit_test(test_a_small_workspace_needs_no_bucket),
         cmocka_unit_test(test_a_lookup_by_key_reads_the_table_by_key),
+        cmocka_unit_test(test_a_partition_larger_than_a_page_counts_its_pages_in_the_bound),
         cmocka_unit_test(test_no_allow_filtering_secondary_index_or_view_in_any_example),
         cmocka_unit_test(test_a_root_set_without_equality_is_bucketed_when_large),
         cmocka_unit_test(test_children_keyed_by_the_root_key_go_out_with_the_root),
