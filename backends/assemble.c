@@ -103,28 +103,39 @@ static int compare_keys(const kp_frec *a, const kp_frec *b)
     return 0;
 }
 
-static void merge_by_key(kp_frec **items, kp_frec **tmp, size_t n)
+/* A stable merge sort of fetched records by a comparator (ctx: what it compares by). */
+typedef int (*frec_order)(const void *ctx, const kp_frec *a, const kp_frec *b);
+
+static void merge_frecs(frec_order cmp, const void *ctx, kp_frec **items, kp_frec **tmp, size_t n)
 {
     if (n < 2) return;
     size_t half = n / 2;
-    merge_by_key(items, tmp, half);
-    merge_by_key(items + half, tmp, n - half);
+    merge_frecs(cmp, ctx, items, tmp, half);
+    merge_frecs(cmp, ctx, items + half, tmp, n - half);
     size_t i = 0, j = half, o = 0;
-    while (i < half && j < n) tmp[o++] = compare_keys(items[j], items[i]) < 0 ? items[j++] : items[i++];
+    while (i < half && j < n) tmp[o++] = cmp(ctx, items[j], items[i]) < 0 ? items[j++] : items[i++];
     while (i < half) tmp[o++] = items[i++];
     while (j < n) tmp[o++] = items[j++];
     memcpy(items, tmp, n * sizeof *items);
 }
 
-int kp_fetched_sort_by_key(kp_frec **recs, size_t n)
+static int sort_frecs(frec_order cmp, const void *ctx, kp_frec **items, size_t n)
 {
     if (n < 2) return 0;
     kp_frec **tmp = malloc(n * sizeof *tmp);
     if (!tmp) return -1;
-    merge_by_key(recs, tmp, n);
+    merge_frecs(cmp, ctx, items, tmp, n);
     free(tmp);
     return 0;
 }
+
+static int by_key(const void *ctx, const kp_frec *a, const kp_frec *b)
+{
+    (void)ctx;
+    return compare_keys(a, b);
+}
+
+int kp_fetched_sort_by_key(kp_frec **recs, size_t n) { return sort_frecs(by_key, NULL, recs, n); }
 
 static int same_key(const kp_entity *e, const cJSON *a, const cJSON *b)
 {
@@ -400,9 +411,14 @@ static int compare_order(const kp_shape *s, const kp_frec *a, const kp_frec *b)
     return 0;
 }
 
+static int by_order(const void *ctx, const kp_frec *a, const kp_frec *b) { return compare_order(ctx, a, b); }
+
+/* By the shape's order, stably: a merge sort (a client-ordered list may be a whole partition
+ * of thousands of rows, sorted again for every page), or, when its buffer cannot be had, an
+ * insertion sort in place. */
 static void sort_records(const kp_shape *s, kp_frec **items, size_t n)
 {
-    /* insertion sort: stable, and client-ordered lists are one page of a few hundred */
+    if (sort_frecs(by_order, s, items, n) == 0) return;
     for (size_t i = 1; i < n; i++) {
         kp_frec *x = items[i];
         size_t j = i;
