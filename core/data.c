@@ -776,6 +776,7 @@ int kp_dataset_sort_by_key(const kp_dataset *ds, kp_record **recs, size_t n, kp_
 
 static int sort_tail_by_key(const kp_dataset *ds, kp_record_list *out, size_t from, kp_error *err)
 {
+    if (out->count < from + 2) return 0; /* nothing to order; items may be NULL */
     return kp_dataset_sort_by_key(ds, out->items + from, out->count - from, err);
 }
 

@@ -200,10 +200,13 @@ int kp_timestamp_parse(const char *t, int64_t *ms)
 
 void kp_timestamp_format(int64_t ms, char out[32])
 {
-    int64_t seconds = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
-    int frac = (int)(ms - seconds * 1000);
-    int64_t days = seconds >= 0 ? seconds / 86400 : -((-seconds + 86399) / 86400);
-    int rem = (int)(seconds - days * 86400);
+    /* floor division written so that no step overflows, whatever ms a server sends */
+    int64_t seconds = ms / 1000;
+    int frac = (int)(ms % 1000);
+    if (frac < 0) { seconds--; frac += 1000; }
+    int64_t days = seconds / 86400;
+    int rem = (int)(seconds % 86400);
+    if (rem < 0) { days--; rem += 86400; }
     char date[16];
     kp_date_format((int32_t)days, date);
     snprintf(out, 32, "%.11sT%02d:%02d:%02d.%03dZ", date, (rem / 3600) % 24, rem / 60 % 60, rem % 60, frac % 1000);

@@ -722,6 +722,26 @@ static void test_fast_time_formatting_matches_core_value(void **state)
     free(b.data);
 }
 
+/* A server may send any 64-bit millisecond count (fuzz_mongo_reply found one near INT64_MAX):
+ * the floor division must not overflow, and the seconds just before the epoch stay right. */
+static void test_a_timestamp_at_the_ends_of_int64_formats_without_overflow(void **state)
+{
+    (void)state;
+    char out[32];
+    kp_timestamp_format(-1, out);
+    assert_string_equal(out, "1969-12-31T23:59:59.999Z");
+    kp_timestamp_format(-1000, out);
+    assert_string_equal(out, "1969-12-31T23:59:59.000Z");
+    kp_timestamp_format(-86400001LL, out);
+    assert_string_equal(out, "1969-12-30T23:59:59.999Z");
+    int64_t ends[] = {INT64_MIN, INT64_MIN + 1, INT64_MAX, INT64_MAX - 41};
+    for (size_t i = 0; i < sizeof ends / sizeof *ends; i++) {
+        kp_timestamp_format(ends[i], out);
+        size_t n = strlen(out);
+        assert_true(n > 0 && out[n - 1] == 'Z');
+    }
+}
+
 /* ---- copies and aggregates ------------------------------------------------------------------ */
 
 static void test_copies_and_derived_aggregates_agree_with_the_records(void **state)
@@ -1051,6 +1071,7 @@ int main(void)
         cmocka_unit_test(test_fanout_vector_sums_exactly_and_respects_the_cap),
         cmocka_unit_test(test_every_type_is_written_in_its_canonical_form),
         cmocka_unit_test(test_fast_time_formatting_matches_core_value),
+        cmocka_unit_test(test_a_timestamp_at_the_ends_of_int64_formats_without_overflow),
         cmocka_unit_test(test_copies_and_derived_aggregates_agree_with_the_records),
         cmocka_unit_test(test_fresh_values_far_past_the_data_set_stay_defined),
         cmocka_unit_test(test_fresh_records_collide_with_nothing_and_reference_existing_records),
