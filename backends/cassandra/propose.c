@@ -23,6 +23,7 @@
 #include "backends/cassandra/cql.h"
 #include "backends/copies.h"
 #include "backends/emit.h"
+#include "backends/write_effects.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -1479,15 +1480,92 @@ static void plan_ops(builder *B, const kp_pattern *p, cq_fetch *root, kp_plan *p
 
 /* ---- write plans ---------------------------------------------------------------------------------------- */
 
-/* Per entity (by index): the tables (in table order) whose rows are its records or whose
- * partitions belong to it as a parent, so a write step reads only those. */
+/* What a write plan adds up while its effects are priced. */
+typedef struct write_sum {
+    kp_write_plan *wp;
+    double rows, copy_rows;
+    size_t tables_touched;
+} write_sum;
+
+static kp_write_touch *add_touch(builder *B, write_sum *S, const char *container, const char *what, double count, double bytes)
+{
+    kp_write_touch *x = kp_write_plan_touch(B->d, S->wp);
+    if (!x) return NULL;
+    x->container = container;
+    x->what = what;
+    x->count = count;
+    x->bytes = bytes;
+    S->rows += count;
+    S->tables_touched++;
+    return x;
+}
+
+/* Every table whose rows are the step's records (the base table and its query copies), and
+ * the static columns of the partitions that belong to a record as a parent. A step writes
+ * its rows once per operation. */
+static void price_records(builder *B, write_sum *S, const kp_write_effect *fx, const kp_index_list *tables_of)
+{
+    const kp_write_step *st = fx->step;
+    double per = st->rows > 0 ? st->rows : 1;
+    const kp_index_list *mine = &tables_of[st->entity->index];
+    for (size_t j = 0; j < mine->count; j++) {
+        const cq_table *t = B->L->tables[mine->at[j]];
+        if (t->entity == st->entity)
+            add_touch(B, S, t->name,
+                      kp_arena_printf(B->A, "%s row%s", st->entity->name,
+                                      t->is_base ? "" : kp_arena_printf(B->A, " (copy keyed by %s)", t->cols[0].name)),
+                      per, per * t->row_bytes);
+        int b = t->buckets > 1 ? t->buckets : 1;
+        if (t->parent == st->entity && st->op != KP_WRITE_INSERT)
+            add_touch(B, S, t->name, kp_arena_printf(B->A, "static columns of %s (%d partition%s)", st->entity->name, b, b == 1 ? "" : "s"),
+                      per * b, per * b * 64);
+        else if (t->parent == st->entity)
+            add_touch(B, S, t->name,
+                      kp_arena_printf(B->A, "static row of the new %s (%d partition%s)", st->entity->name, b, b == 1 ? "" : "s"), b,
+                      b * 64.0);
+    }
+}
+
+/* The tables whose rows copy the step's record's attributes (extended references; `copying`,
+ * in table order), given the step's reference effects (fx .. end): a table that copies a
+ * changed attribute is rewritten in every row that references the record, once per table
+ * (its first such column). */
+static void price_references(builder *B, write_sum *S, const kp_write_effect *fx, const kp_write_effect *end,
+                             const kp_index_list *copying)
+{
+    const kp_write_step *st = fx->step;
+    double per = st->rows > 0 ? st->rows : 1;
+    for (size_t j = 0; j < copying->count; j++) {
+        const cq_table *t = B->L->tables[copying->at[j]];
+        const cq_column *moved = NULL;
+        for (size_t k = 0; k < t->col_count && !moved; k++)
+            for (size_t a = 0; t->cols[k].via && t->cols[k].entity == st->entity && a < st->assign_count; a++)
+                if (st->assigns[a].attr == t->cols[k].attr) moved = &t->cols[k];
+        const kp_write_effect *via = fx;
+        while (moved && via < end && via->rel != moved->via) via++;
+        if (!moved || via == end) continue; /* via == end never: a copy is taken only over a reference (kp_copy_sites_add) */
+        double count = per * via->per_record;
+        add_touch(B, S, t->name, kp_arena_printf(B->A, "copy of %s.%s in the %s rows that reference it", st->entity->name,
+                                                 moved->attr->name, t->entity->name),
+                  count, count * t->row_bytes);
+        S->copy_rows += count;
+    }
+}
+
 static void plan_writes(builder *B)
 {
     const kp_model *m = B->m;
     size_t lists = m->entity_count ? m->entity_count : 1;
-    kp_index_list *tables_of = calloc(lists, sizeof *tables_of);
+    kp_write_effects effects = {0};
+    kp_error err;
+    kp_index_list *tables_of = calloc(lists, sizeof *tables_of); /* tables whose rows are the entity's records or its children's */
     kp_index_list *copies_of = calloc(lists, sizeof *copies_of); /* tables whose rows copy the entity's attributes */
-    if (!tables_of || !copies_of) { free(tables_of); free(copies_of); return; }
+    if (!tables_of || !copies_of || kp_write_effects_build(m, &effects, &err)) {
+        free(tables_of);
+        free(copies_of);
+        kp_write_effects_free(&effects);
+        return;
+    }
     for (size_t i = 0; i < B->L->table_count; i++) {
         const cq_table *t = B->L->tables[i];
         if (t->entity) kp_index_list_push(&tables_of[t->entity->index], i);
@@ -1497,101 +1575,49 @@ static void plan_writes(builder *B)
     }
     for (size_t w = 0; w < m->write_count; w++) {
         const kp_write *wr = m->writes[w];
-        kp_write_plan *wp = &B->d->write_plans[w];
-        wp->touches = NULL;
-        wp->touch_count = 0;
-        double rows = 0, copy_rows = 0;
-        size_t tables_touched = 0;
-        for (size_t s = 0; s < wr->step_count; s++) {
-            const kp_write_step *st = &wr->steps[s];
-            double per = st->rows > 0 ? st->rows : 1;
-            const kp_index_list *mine = &tables_of[st->entity->index];
-            for (size_t j = 0; j < mine->count; j++) {
-                const cq_table *t = B->L->tables[mine->at[j]];
-                if (t->entity == st->entity) {
-                    kp_write_touch *x = kp_write_plan_touch(B->d, wp);
-                    x->container = t->name;
-                    x->what = kp_arena_printf(B->A, "%s row%s", st->entity->name, t->is_base ? "" : kp_arena_printf(B->A, " (copy keyed by %s)", t->cols[0].name));
-                    x->count = per;
-                    x->bytes = per * t->row_bytes;
-                    rows += per;
-                    tables_touched++;
-                }
-                if (t->parent == st->entity && st->op != KP_WRITE_INSERT) {
-                    kp_write_touch *x = kp_write_plan_touch(B->d, wp);
-                    int b = t->buckets > 1 ? t->buckets : 1;
-                    x->container = t->name;
-                    x->what = kp_arena_printf(B->A, "static columns of %s (%d partition%s)", st->entity->name, b, b == 1 ? "" : "s");
-                    x->count = per * b;
-                    x->bytes = per * b * 64;
-                    rows += per * b;
-                    tables_touched++;
-                } else if (t->parent == st->entity) {
-                    kp_write_touch *x = kp_write_plan_touch(B->d, wp);
-                    int b = t->buckets > 1 ? t->buckets : 1;
-                    x->container = t->name;
-                    x->what = kp_arena_printf(B->A, "static row of the new %s (%d partition%s)", st->entity->name, b, b == 1 ? "" : "s");
-                    x->count = b;
-                    x->bytes = b * 64.0;
-                    rows += b;
-                    tables_touched++;
-                }
-            }
-            /* denormalised copies of the entity's attributes elsewhere */
-            for (size_t c = 0; c < st->entity->copied_by_count; c++) {
-                const kp_attr *at = st->entity->copied_by[c];
-                size_t e = at->entity->index;
-                if (at->copy_of && at->copy_of->source->entity == st->entity && st->op == KP_WRITE_UPDATE) {
-                    for (size_t k = 0; k < st->assign_count; k++)
-                        if (st->assigns[k].attr == at->copy_of->source) {
-                            kp_write_touch *x = kp_write_plan_touch(B->d, wp);
-                            x->container = B->L->base[e]->name;
-                            x->what = kp_arena_printf(B->A, "copy of %s.%s in %s rows (every table of %s)", st->entity->name, at->copy_of->source->name, m->entities[e]->name, m->entities[e]->name);
-                            x->count = 1;
-                            rows += 1;
-                            tables_touched++;
-                        }
-                }
-            }
-            /* copies of its attributes in the rows that reference it (extended references) */
-            const kp_index_list *copying = &copies_of[st->entity->index];
-            for (size_t j = 0; j < copying->count && (st->op == KP_WRITE_UPDATE || st->op == KP_WRITE_UPSERT); j++) {
-                const cq_table *t = B->L->tables[copying->at[j]];
-                const cq_column *moved = NULL;
-                for (size_t k = 0; k < t->col_count && !moved; k++)
-                    for (size_t a = 0; t->cols[k].via && t->cols[k].entity == st->entity && a < st->assign_count; a++)
-                        if (st->assigns[a].attr == t->cols[k].attr) moved = &t->cols[k];
-                if (!moved) continue;
-                double copies = moved->via->relation->fanout.avg > 0 ? moved->via->relation->fanout.avg : 1;
-                kp_write_touch *x = kp_write_plan_touch(B->d, wp);
-                x->container = t->name;
-                x->what = kp_arena_printf(B->A, "copy of %s.%s in the %s rows that reference it", st->entity->name, moved->attr->name,
-                                          t->entity->name);
-                x->count = per * copies;
-                x->bytes = x->count * t->row_bytes;
-                rows += x->count;
-                copy_rows += x->count;
-                tables_touched++;
+        write_sum S = {&B->d->write_plans[w], 0, 0, 0};
+        S.wp->touches = NULL;
+        S.wp->touch_count = 0;
+        const kp_write_effect_list *fxs = &effects.of_write[w];
+        /* pairings, aggregates, uniqueness and cascades are rows the model's own steps write */
+        for (size_t i = 0, end; i < fxs->count; i = end) {
+            const kp_write_effect *fx = &fxs->items[i];
+            end = i + 1;
+            if (fx->kind == KP_EFFECT_RECORDS) {
+                price_records(B, &S, fx, tables_of);
+            } else if (fx->kind == KP_EFFECT_COPY && fx->step->op == KP_WRITE_UPDATE) {
+                /* a copy the model declares: a column of the holder's rows in every table of it */
+                const kp_entity *holder = fx->entity;
+                add_touch(B, &S, B->L->base[holder->index]->name,
+                          kp_arena_printf(B->A, "copy of %s.%s in %s rows (every table of %s)", fx->step->entity->name,
+                                          fx->attr->copy_of->source->name, holder->name, holder->name),
+                          1, 0);
+            } else if (fx->kind == KP_EFFECT_REFERENCE) {
+                while (end < fxs->count && fxs->items[end].kind == KP_EFFECT_REFERENCE && fxs->items[end].step == fx->step) end++;
+                price_references(B, &S, fx, &fxs->items[end], &copies_of[fx->step->entity->index]);
             }
         }
-        wp->items = rows;
+        kp_write_plan *wp = S.wp;
+        wp->items = S.rows;
         wp->requests = 1;
-        if (tables_touched > 1 || wr->is_atomic) {
+        if (S.tables_touched > 1 || wr->is_atomic) {
             wp->mechanism = "logged batch";
             wp->why = kp_arena_printf(B->A, "%zu row write%s across tables that hold copies of the same records: one LOGGED BATCH "
-                                      "so the copies change together (atomic, not isolated)", tables_touched, tables_touched == 1 ? "" : "s");
+                                      "so the copies change together (atomic, not isolated)", S.tables_touched,
+                                      S.tables_touched == 1 ? "" : "s");
         } else {
             wp->mechanism = "INSERT / UPDATE";
             wp->why = "one row in one table";
         }
-        if (copy_rows > 20)
+        if (S.copy_rows > 20)
             wp->why = kp_arena_printf(B->A, "%s; the copies in the rows that reference the record (about %.0f) fill more than one "
                                       "batch (20 rows, 32 KiB): they follow in further batches, not atomic with the rest",
-                                      wp->why, copy_rows);
+                                      wp->why, S.copy_rows);
     }
     for (size_t i = 0; i < lists; i++) { kp_index_list_free(&tables_of[i]); kp_index_list_free(&copies_of[i]); }
     free(tables_of);
     free(copies_of);
+    kp_write_effects_free(&effects);
 }
 
 /* ---- containers, decisions ------------------------------------------------------------------------------- */

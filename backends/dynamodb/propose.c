@@ -31,6 +31,7 @@
 #include "backends/dynamodb/ddb.h"
 #include "backends/dynamodb/request.h"
 #include "backends/emit.h"
+#include "backends/write_effects.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -1825,232 +1826,207 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
 
 /* ---- write plans ---------------------------------------------------------------------------- */
 
-/* For each entity (index), the entities whose items hold copies of its attributes (ddb_copy)
- * and the adjacency lists over an N:M through it, in entity order: the write plans look
- * them up instead of scanning every entity per write step (quadratic in the model). */
-typedef struct write_index {
-    size_t *copier_first, *copiers;         /* copiers[copier_first[e] .. copier_first[e + 1]]: entity indexes */
-    size_t *paired_first, *paired_holder, *paired_k; /* element_items[k] of entity paired_holder[i] */
-} write_index;
+/* For each entity (index), the adjacency lists over an N:M through it, in entity order: the
+ * element items of the records a join record pairs, so a pairing effect looks them up
+ * instead of scanning every entity (quadratic in the model). */
+typedef struct paired_index {
+    size_t *first, *holder, *k; /* element_items[k[i]] of entity holder[i], i in first[e] .. first[e + 1] */
+} paired_index;
 
-static int index_writes(builder *B, write_index *X)
+static int index_paired(builder *B, paired_index *X)
 {
     const ddb_layout *L = B->L;
-    size_t n = L->entity_count, copies = 0, pairs = 0;
-    for (size_t e = 0; e < n; e++) copies += L->entities[e].copy_count, pairs += L->entities[e].element_count;
-    X->copier_first = kp_arena_alloc(B->arena, sizeof(size_t) * (n + 1));
-    X->paired_first = kp_arena_alloc(B->arena, sizeof(size_t) * (n + 1));
-    X->copiers = kp_arena_alloc(B->arena, sizeof(size_t) * (copies + 1));
-    X->paired_holder = kp_arena_alloc(B->arena, sizeof(size_t) * (pairs + 1));
-    X->paired_k = kp_arena_alloc(B->arena, sizeof(size_t) * (pairs + 1));
-    size_t *last = kp_arena_alloc(B->arena, sizeof(size_t) * (n + 1)), *fill = kp_arena_alloc(B->arena, sizeof(size_t) * (n + 1));
-    if (!X->copier_first || !X->paired_first || !X->copiers || !X->paired_holder || !X->paired_k || !last || !fill) return -1;
-    for (int pass = 0; pass < 2; pass++) {
-        for (size_t t = 0; t < n; t++) last[t] = SIZE_MAX;
-        if (pass == 1) {
-            for (size_t t = 0; t < n; t++) X->copier_first[t + 1] += X->copier_first[t], X->paired_first[t + 1] += X->paired_first[t];
-            for (size_t t = 0; t <= n; t++) fill[t] = X->copier_first[t];
+    size_t n = L->entity_count, pairs = 0;
+    for (size_t e = 0; e < n; e++) pairs += L->entities[e].element_count;
+    X->first = kp_arena_alloc(B->arena, sizeof(size_t) * (n + 1));
+    X->holder = kp_arena_alloc(B->arena, sizeof(size_t) * (pairs + 1));
+    X->k = kp_arena_alloc(B->arena, sizeof(size_t) * (pairs + 1));
+    size_t *fill = kp_arena_alloc(B->arena, sizeof(size_t) * (n + 1));
+    if (!X->first || !X->holder || !X->k || !fill) return -1;
+    for (size_t e = 0; e < n; e++)
+        for (size_t k = 0; k < L->entities[e].element_count; k++) {
+            const kp_entity *through = L->entities[e].element_items[k].elements->relation->through;
+            if (through) X->first[through->index + 1]++;
         }
-        for (size_t e = 0; e < n; e++) {
-            const ddb_entity *de = &L->entities[e];
-            for (size_t k = 0; k < de->copy_count; k++) {
-                size_t t = de->copies[k].rel->target->index;
-                if (last[t] == e) continue; /* each copier once per entity it copies */
-                last[t] = e;
-                if (pass == 0) X->copier_first[t + 1]++;
-                else X->copiers[fill[t]++] = e;
-            }
+    for (size_t t = 0; t < n; t++) X->first[t + 1] += X->first[t];
+    for (size_t t = 0; t <= n; t++) fill[t] = X->first[t];
+    for (size_t e = 0; e < n; e++)
+        for (size_t k = 0; k < L->entities[e].element_count; k++) {
+            const kp_entity *through = L->entities[e].element_items[k].elements->relation->through;
+            if (through) X->holder[fill[through->index]] = e, X->k[fill[through->index]++] = k;
         }
-        if (pass == 1)
-            for (size_t t = 0; t <= n; t++) fill[t] = X->paired_first[t];
-        for (size_t e = 0; e < n; e++) {
-            const ddb_entity *de = &L->entities[e];
-            for (size_t k = 0; k < de->element_count; k++) {
-                const kp_entity *through = de->element_items[k].elements->relation->through;
-                if (!through) continue;
-                if (pass == 0) X->paired_first[through->index + 1]++;
-                else X->paired_holder[fill[through->index]] = e, X->paired_k[fill[through->index]++] = k;
-            }
-        }
-    }
     return 0;
+}
+
+/* What a write plan adds up while its effects are priced. */
+typedef struct write_sum {
+    const kp_write *wr;
+    kp_write_plan *wp;
+    double items, units, requests;
+} write_sum;
+
+static kp_write_touch *add_touch(builder *B, write_sum *S, const char *what, double count, double bytes, double units)
+{
+    kp_write_touch *t = kp_write_plan_touch(B->d, S->wp);
+    if (!t) return NULL;
+    t->container = B->L->table;
+    t->what = what;
+    t->count = count;
+    t->bytes = bytes;
+    t->write_units = units;
+    S->items += count;
+    S->units += units;
+    return t;
+}
+
+/* The step's own item, its entries in every index it is in, and its element items. */
+static void price_records(builder *B, write_sum *S, const kp_write_effect *fx)
+{
+    const kp_write_step *st = fx->step;
+    const ddb_entity *e = entity_of(B, st->entity);
+    double rows = fx->count, size = item_bytes(B, st->entity), wcu = write_units(size);
+    add_touch(B, S, kp_design_printf(B->d, "%s item (%s)", st->entity->name,
+                                     st->op == KP_WRITE_INSERT ? "PutItem" : st->op == KP_WRITE_DELETE ? "DeleteItem" : "UpdateItem"),
+              rows, rows * size, rows * wcu * (S->wr->is_atomic ? 2 : 1));
+    S->requests += st->for_each ? rows : 1;
+    /* every index the item is in is one more write: a GSI's on its own capacity, an LSI's on
+     * the table's (DynamoDB charges both) */
+    for (size_t k = 1; k < e->placement_count; k++) {
+        if (e->placements[k].index->kind == DDB_BASE) continue;
+        double count = rows * (e->placements[k].only_when_count ? 0.5 : 1);
+        add_touch(B, S, kp_design_printf(B->d, "%s entry of the %s item", e->placements[k].index->name, st->entity->name), count,
+                  count * size, count * wcu);
+    }
+    /* element items (adjacency lists): written with the record, again when an update changes
+     * what they hold or the array itself */
+    for (size_t k = 0; k < e->element_count; k++) {
+        const ddb_placement *ep = &e->element_items[k];
+        const kp_relation *erel = ep->elements->relation;
+        const kp_attr *arr = erel->array_attr; /* NULL: an N:M through a join entity */
+        /* a new record has no join records yet: those come with them (pairing effects) */
+        int moved = st->op == KP_WRITE_DELETE || (st->op == KP_WRITE_INSERT && arr);
+        for (size_t x = 0; !moved && x < st->assign_count; x++) {
+            moved = arr && st->assigns[x].attr == arr;
+            for (size_t h = 0; !moved && h < ep->hold_count; h++) moved = st->assigns[x].attr == ep->holds[h];
+        }
+        if (!moved) continue;
+        double per = arr ? (arr->type.avg_items > 0 ? arr->type.avg_items : 1) : (erel->fanout.avg > 0 ? erel->fanout.avg : 1);
+        double bytes = element_item_bytes(ep, 0), count = rows * per;
+        add_touch(B, S, kp_design_printf(B->d, "%s element items of the %s item (one per element of %s)",
+                                         st->op == KP_WRITE_DELETE ? "deleted" : "put", st->entity->name, kp_ddb_elements_name(erel)),
+                  count, count * bytes, count * write_units(bytes) * (S->wr->is_atomic ? 2 : 1));
+        S->requests += S->wr->is_atomic ? 0 : count;
+    }
+}
+
+/* A join record added or removed adds or removes one element item of each record it pairs
+ * that keeps an adjacency list over the relation. */
+static void price_pairing(builder *B, write_sum *S, const kp_write_effect *fx, const paired_index *X)
+{
+    const kp_write_step *st = fx->step;
+    for (size_t i = X->first[st->entity->index]; i < X->first[st->entity->index + 1]; i++) {
+        const ddb_entity *holder = &B->L->entities[X->holder[i]];
+        const ddb_placement *ep = &holder->element_items[X->k[i]];
+        if (ep->elements->relation != fx->rel->relation) continue;
+        double bytes = element_item_bytes(ep, 0);
+        add_touch(B, S, kp_design_printf(B->d, "%s element item of the %s it pairs (%s)", st->op == KP_WRITE_DELETE ? "deleted" : "put",
+                                         holder->entity->name, ep->elements->relation->name),
+                  fx->count, fx->count * bytes, fx->count * write_units(bytes) * (S->wr->is_atomic ? 2 : 1));
+        S->requests += S->wr->is_atomic ? 0 : fx->count;
+    }
+}
+
+/* The references of one entity to the step's (fx .. end, consecutive in the list) move the
+ * copies its items hold (extended references): one touch per referencing entity, for the
+ * first of its copies (layout order) of a changed attribute, rewritten in each item that
+ * references the record. */
+static void price_references(builder *B, write_sum *S, const kp_write_effect *fx, const kp_write_effect *end)
+{
+    const kp_write_step *st = fx->step;
+    const ddb_entity *other = entity_of(B, fx->entity);
+    const ddb_copy *moved = NULL;
+    for (size_t k = 0; k < other->copy_count && !moved; k++)
+        for (size_t x = 0; other->copies[k].rel->target == st->entity && x < st->assign_count; x++)
+            if (st->assigns[x].attr == other->copies[k].attr) moved = &other->copies[k];
+    if (!moved) return;
+    while (fx < end && fx->rel != moved->rel) fx++;
+    if (fx == end) return; /* never: a copy is taken only over a reference (kp_copy_sites_add) */
+    double size = item_bytes(B, other->entity);
+    add_touch(B, S, kp_design_printf(B->d, "copy of %s.%s in the %s items that reference it (PutItem each)", st->entity->name,
+                                     moved->attr->name, other->entity->name),
+              fx->count, fx->count * size, fx->count * write_units(size));
+    S->requests += fx->count;
+}
+
+static void price_effect(builder *B, write_sum *S, const kp_write_effect *fx, const paired_index *X)
+{
+    const kp_write_step *st = fx->step;
+    switch (fx->kind) {
+    case KP_EFFECT_RECORDS: price_records(B, S, fx); break;
+    case KP_EFFECT_PAIRING: price_pairing(B, S, fx, X); break;
+    case KP_EFFECT_COPY: {
+        /* a denormalised copy of a changed attribute, elsewhere: found by a Query, then updated */
+        double size = item_bytes(B, fx->entity);
+        add_touch(B, S, kp_design_printf(B->d, "copy of %s.%s in %s items (Query, then UpdateItem each)", st->entity->name,
+                                         fx->attr->copy_of->source->name, fx->entity->name),
+                  fx->count, fx->count * size, fx->count * write_units(size));
+        S->requests += 1 + fx->count;
+        break;
+    }
+    case KP_EFFECT_AGGREGATE: {
+        double size = item_bytes(B, fx->entity);
+        add_touch(B, S, kp_design_printf(B->d, "%s.%s on the %s item (UpdateItem)", fx->entity->name, fx->attr->name, fx->entity->name),
+                  fx->count, fx->count * size, fx->count * write_units(size));
+        S->requests += 1;
+        break;
+    }
+    case KP_EFFECT_UNIQUE:
+        add_touch(B, S, kp_design_printf(B->d, "uniqueness item for %s.%s (conditional put)", st->entity->name, fx->attr->name),
+                  fx->count, fx->count * 64, fx->count);
+        break;
+    case KP_EFFECT_REFERENCE: /* priced by referencing entity: plan_writes */
+    case KP_EFFECT_CASCADE:   /* the items deleted are those the model's own steps name */
+        break;
+    }
 }
 
 static void plan_writes(builder *B)
 {
     const kp_model *m = B->m;
-    write_index X = {0};
-    if (index_writes(B, &X)) return;
+    paired_index X = {0};
+    kp_write_effects effects;
+    kp_error err;
+    if (kp_write_effects_build(m, &effects, &err) || index_paired(B, &X)) {
+        kp_write_effects_free(&effects);
+        return;
+    }
     for (size_t w = 0; w < m->write_count; w++) {
         const kp_write *wr = m->writes[w];
-        kp_write_plan *wp = &B->d->write_plans[w];
-        double items = 0, units = 0, requests = 0;
-        wp->touches = NULL;
-        wp->touch_count = 0;
-        for (size_t s = 0; s < wr->step_count; s++) {
-            const kp_write_step *st = &wr->steps[s];
-            const ddb_entity *e = entity_of(B, st->entity);
-            double rows = st->rows;
-            if (st->for_each) {
-                double fan = 1;
-                for (size_t h = 0; h < st->for_each_len; h++) fan *= st->for_each[h]->fanout ? st->for_each[h]->fanout->avg : 1;
-                rows *= fan;
+        write_sum S = {wr, &B->d->write_plans[w], 0, 0, 0};
+        S.wp->touches = NULL;
+        S.wp->touch_count = 0;
+        const kp_write_effect_list *fxs = &effects.of_write[w];
+        for (size_t i = 0, end; i < fxs->count; i = end) {
+            const kp_write_effect *fx = &fxs->items[i];
+            end = i + 1;
+            if (fx->kind != KP_EFFECT_REFERENCE) {
+                price_effect(B, &S, fx, &X);
+                continue;
             }
-            double size = item_bytes(B, st->entity);
-            double wcu = write_units(size);
-            kp_write_touch *t = kp_write_plan_touch(B->d, wp);
-            t->container = B->L->table;
-            t->what = kp_design_printf(B->d, "%s item (%s)", st->entity->name,
-                                       st->op == KP_WRITE_INSERT ? "PutItem" : st->op == KP_WRITE_DELETE ? "DeleteItem" : "UpdateItem");
-            t->count = rows;
-            t->bytes = rows * size;
-            t->write_units = rows * wcu * (wr->is_atomic ? 2 : 1);
-            items += rows;
-            units += t->write_units;
-            requests += st->for_each ? rows : 1;
-            /* every index the item is in is one more write: a GSI's on its own capacity, an
-             * LSI's on the table's (DynamoDB charges both) */
-            for (size_t k = 1; k < e->placement_count; k++) {
-                if (e->placements[k].index->kind == DDB_BASE) continue;
-                kp_write_touch *g = kp_write_plan_touch(B->d, wp);
-                g->container = B->L->table;
-                g->what = kp_design_printf(B->d, "%s entry of the %s item", e->placements[k].index->name, st->entity->name);
-                g->count = rows * (e->placements[k].only_when_count ? 0.5 : 1);
-                g->bytes = g->count * size;
-                g->write_units = g->count * wcu;
-                items += g->count;
-                units += g->write_units;
-            }
-            /* element items (adjacency lists): written with the record, again when an update
-             * changes what they hold or the array itself */
-            for (size_t k = 0; k < e->element_count; k++) {
-                const ddb_placement *ep = &e->element_items[k];
-                const kp_relation *erel = ep->elements->relation;
-                const kp_attr *arr = erel->array_attr; /* NULL: an N:M through a join entity */
-                /* a new record has no join records yet: those come with them (below) */
-                int moved = st->op == KP_WRITE_DELETE || (st->op == KP_WRITE_INSERT && arr);
-                for (size_t x = 0; !moved && x < st->assign_count; x++) {
-                    moved = arr && st->assigns[x].attr == arr;
-                    for (size_t h = 0; !moved && h < ep->hold_count; h++) moved = st->assigns[x].attr == ep->holds[h];
-                }
-                if (!moved) continue;
-                double per = arr ? (arr->type.avg_items > 0 ? arr->type.avg_items : 1) : (erel->fanout.avg > 0 ? erel->fanout.avg : 1);
-                double bytes = element_item_bytes(ep, 0);
-                kp_write_touch *g = kp_write_plan_touch(B->d, wp);
-                g->container = B->L->table;
-                g->what = kp_design_printf(B->d, "%s element items of the %s item (one per element of %s)",
-                                           st->op == KP_WRITE_DELETE ? "deleted" : "put", st->entity->name,
-                                           kp_ddb_elements_name(erel));
-                g->count = rows * per;
-                g->bytes = g->count * bytes;
-                g->write_units = g->count * write_units(bytes) * (wr->is_atomic ? 2 : 1);
-                items += g->count;
-                units += g->write_units;
-                requests += wr->is_atomic ? 0 : g->count;
-            }
-            /* a join record added or removed adds or removes one element item of the record it
-             * pairs (an adjacency list over an N:M through this entity) */
-            for (size_t i = X.paired_first[st->entity->index];
-                 (st->op == KP_WRITE_INSERT || st->op == KP_WRITE_DELETE) && i < X.paired_first[st->entity->index + 1]; i++) {
-                const ddb_entity *holder = &B->L->entities[X.paired_holder[i]];
-                {
-                    const ddb_placement *ep = &holder->element_items[X.paired_k[i]];
-                    double bytes = element_item_bytes(ep, 0);
-                    kp_write_touch *g = kp_write_plan_touch(B->d, wp);
-                    g->container = B->L->table;
-                    g->what = kp_design_printf(B->d, "%s element item of the %s it pairs (%s)",
-                                               st->op == KP_WRITE_DELETE ? "deleted" : "put", holder->entity->name,
-                                               ep->elements->relation->name);
-                    g->count = rows;
-                    g->bytes = g->count * bytes;
-                    g->write_units = g->count * write_units(bytes) * (wr->is_atomic ? 2 : 1);
-                    items += g->count;
-                    units += g->write_units;
-                    requests += wr->is_atomic ? 0 : g->count;
-                }
-            }
-            if (st->op == KP_WRITE_UPDATE || st->op == KP_WRITE_UPSERT || st->op == KP_WRITE_DELETE) {
-                /* denormalised copies of the changed attributes, elsewhere */
-                for (size_t i = 0; i < st->entity->copied_by_count; i++) {
-                    const kp_entity *other = st->entity->copied_by[i]->entity;
-                    const kp_copy *c = st->entity->copied_by[i]->copy_of;
-                    int changed = st->op == KP_WRITE_DELETE;
-                    for (size_t x = 0; x < st->assign_count; x++) changed |= st->assigns[x].attr == c->source;
-                    if (!changed || st->op == KP_WRITE_DELETE) continue;
-                    double fan = 1;
-                    for (size_t h = 0; h < c->path_len; h++) {
-                        const kp_relation *rel = c->path[h]->relation;
-                        fan *= c->path[h]->is_inverse ? rel->fanout.avg : 1;
-                    }
-                    kp_write_touch *cp = kp_write_plan_touch(B->d, wp);
-                    cp->container = B->L->table;
-                    cp->what = kp_design_printf(B->d, "copy of %s.%s in %s items (Query, then UpdateItem each)",
-                                                st->entity->name, c->source->name, other->name);
-                    cp->count = rows * fan;
-                    cp->bytes = cp->count * item_bytes(B, other);
-                    cp->write_units = cp->count * write_units(item_bytes(B, other));
-                    items += cp->count;
-                    units += cp->write_units;
-                    requests += 1 + cp->count;
-                }
-            }
-            /* copies of its attributes in the items that reference it (extended references) */
-            for (size_t i = X.copier_first[st->entity->index];
-                 (st->op == KP_WRITE_UPDATE || st->op == KP_WRITE_UPSERT) && i < X.copier_first[st->entity->index + 1]; i++) {
-                const ddb_entity *other = &B->L->entities[X.copiers[i]];
-                const ddb_copy *moved = NULL;
-                for (size_t k = 0; k < other->copy_count && !moved; k++)
-                    for (size_t x = 0; other->copies[k].rel->target == st->entity && x < st->assign_count; x++)
-                        if (st->assigns[x].attr == other->copies[k].attr) moved = &other->copies[k];
-                if (!moved) continue;
-                double fan = moved->rel->relation->fanout.avg > 0 ? moved->rel->relation->fanout.avg : 1;
-                kp_write_touch *cp = kp_write_plan_touch(B->d, wp);
-                cp->container = B->L->table;
-                cp->what = kp_design_printf(B->d, "copy of %s.%s in the %s items that reference it (PutItem each)", st->entity->name,
-                                            moved->attr->name, other->entity->name);
-                cp->count = rows * fan;
-                cp->bytes = cp->count * item_bytes(B, other->entity);
-                cp->write_units = cp->count * write_units(item_bytes(B, other->entity));
-                items += cp->count;
-                units += cp->write_units;
-                requests += cp->count;
-            }
-            /* derived aggregates on related items change with inserts and deletes */
-            for (size_t i = 0; i < st->entity->aggregated_by_count; i++) {
-                const kp_entity *other = st->entity->aggregated_by[i]->entity;
-                const kp_attr *aggregate = st->entity->aggregated_by[i];
-                kp_write_touch *dt = kp_write_plan_touch(B->d, wp);
-                dt->container = B->L->table;
-                dt->what = kp_design_printf(B->d, "%s.%s on the %s item (UpdateItem)", other->name, aggregate->name,
-                                            other->name);
-                dt->count = rows;
-                dt->bytes = rows * item_bytes(B, other);
-                dt->write_units = rows * write_units(item_bytes(B, other));
-                items += dt->count;
-                units += dt->write_units;
-                requests += 1;
-            }
-            for (size_t a = 0; a < st->entity->attr_count; a++)
-                if (st->entity->attrs[a]->is_unique && st->op == KP_WRITE_INSERT) {
-                    kp_write_touch *u = kp_write_plan_touch(B->d, wp);
-                    u->container = B->L->table;
-                    u->what = kp_design_printf(B->d, "uniqueness item for %s.%s (conditional put)", st->entity->name,
-                                               st->entity->attrs[a]->name);
-                    u->count = rows;
-                    u->bytes = rows * 64;
-                    u->write_units = rows;
-                    items += rows;
-                    units += rows;
-                }
+            while (end < fxs->count && fxs->items[end].kind == KP_EFFECT_REFERENCE && fxs->items[end].step == fx->step &&
+                   fxs->items[end].entity == fx->entity)
+                end++;
+            price_references(B, &S, fx, &fxs->items[end]);
         }
-        wp->items = items;
-        wp->write_units = units;
-        wp->requests = wr->is_atomic ? 1 : requests;
+        kp_write_plan *wp = S.wp;
+        wp->items = S.items;
+        wp->write_units = S.units;
+        wp->requests = wr->is_atomic ? 1 : S.requests;
         wp->mechanism = wr->is_atomic ? "TransactWriteItems (all steps or none; 2 WCU per KB)"
                       : wr->schedule_every_s > 0 ? "BatchWriteItem (25 items per request)"
-                      : requests > 1.5 ? "one request per item written, in order" : "one request";
-        if (wr->is_atomic) wp->requests = 1;
+                      : S.requests > 1.5 ? "one request per item written, in order" : "one request";
     }
+    kp_write_effects_free(&effects);
 }
 
 /* ---- containers and limits --------------------------------------------------------------------- */

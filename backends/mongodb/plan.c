@@ -14,6 +14,7 @@
  * exactly as execute.c measures them.
  */
 #include "backends/mongodb/propose.h"
+#include "backends/write_effects.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -1164,167 +1165,197 @@ static kp_write_touch *touch(builder *B, kp_write_plan *wp, const char *containe
 }
 
 /* Per entity (by index): the holders of a subset of it (entity index * 65536 + nested slot),
- * and the entities that hold extended references to it or copies of its attributes —
  * each in model order, so the touches come out in the order a full scan gives. */
-static void index_write_dependents(const builder *B, kp_index_list *subsets, kp_index_list *dependents)
+static void index_subsets(const builder *B, kp_index_list *subsets)
 {
     for (size_t e = 0; e < B->L->entity_count; e++) {
         const mg_entity *pe = &B->L->entities[e];
         for (size_t i = 0; i < pe->nested_count; i++)
             if (pe->nested[i].subset && i < 65536) kp_index_list_push(&subsets[pe->nested[i].child->entity->index], e * 65536 + i);
-        for (size_t i = 0; i < pe->extref_count; i++) kp_index_list_push(&dependents[pe->extrefs[i].rel->target->index], e);
-        for (size_t a = 0; a < pe->entity->attr_count; a++) {
-            const kp_copy *c = pe->entity->attrs[a]->copy_of;
-            if (c) kp_index_list_push(&dependents[c->source->entity->index], e);
+    }
+}
+
+/* What a write plan adds up while its effects are priced. */
+typedef struct write_sum {
+    const kp_write *wr;
+    kp_write_plan *wp;
+    double items, requests;
+    const char *only_doc;       /* every step writes this one document */
+    int one_doc;
+} write_sum;
+
+/* The step's own document (or the one that embeds its record), its index entries and the
+ * subsets that copy it. */
+static void price_records(builder *B, write_sum *S, const kp_write_effect *fx, const kp_index_list *subsets)
+{
+    static const char *const ops[] = {"insertOne", "updateOne", "updateOne (upsert)", "deleteOne"};
+    const kp_write_step *st = fx->step;
+    const mg_entity *me = mg_entity_of(B, st->entity);
+    double rows = fx->count;
+    const mg_collection *home = kp_mg_home(B->L, st->entity);
+    const char *home_name = home ? home->name : "?";
+    double doc = mg_document_bytes(home ? home->owner : me);
+    if (me->parent) {
+        const char *what = kp_design_printf(B->d, "the %s document holding the %s in '%s' (%s)", me->parent->entity->name,
+                                            st->entity->name, me->path,
+                                            me->is_single ? (st->op == KP_WRITE_DELETE ? "$unset" : "$set")
+                                            : st->op == KP_WRITE_INSERT ? "$push" : st->op == KP_WRITE_DELETE ? "$pull" : "positional $set");
+        const char *doc_id = kp_design_printf(B->d, "%s", me->parent->entity->name);
+        if (!S->only_doc) S->only_doc = doc_id;
+        else if (strcmp(S->only_doc, doc_id) != 0) S->one_doc = 0;
+        /* embedded children inserted with their parent in the same write go in its insertOne */
+        int with_parent = 0;
+        for (size_t k = 0; k < fx->step_index; k++)
+            with_parent |= S->wr->steps[k].entity == me->parent->entity && S->wr->steps[k].op == KP_WRITE_INSERT;
+        if (with_parent && st->op == KP_WRITE_INSERT) {
+            touch(B, S->wp, home_name, kp_design_printf(B->d, "%s embedded in the new %s document (same insertOne)",
+                                                        st->entity->name, me->parent->entity->name), rows, 0);
+        } else {
+            touch(B, S->wp, home_name, what, rows, doc);
+            S->items += rows;
+            S->requests += st->for_each ? rows : 1;
         }
+    } else {
+        touch(B, S->wp, home_name, kp_design_printf(B->d, "%s document (%s)", st->entity->name, ops[st->op]), rows, doc);
+        if (!S->only_doc) S->only_doc = st->entity->name;
+        else if (strcmp(S->only_doc, st->entity->name) != 0) S->one_doc = 0;
+        if (rows > 1.0001) S->one_doc = 0;
+        S->items += rows;
+        S->requests += st->for_each ? rows : 1;
+    }
+    /* index entries */
+    if (home) {
+        size_t live = 0;
+        for (size_t i = 0; i < home->index_count; i++) live += !home->indexes[i]->is_redundant;
+        if (live) touch(B, S->wp, home_name, kp_design_printf(B->d, "%zu secondary index entr%s of %s", live, live == 1 ? "y" : "ies",
+                                                              home_name), rows * (double)live, 0);
+    }
+    /* subsets that hold this entity */
+    const kp_index_list *holders = &subsets[st->entity->index];
+    for (size_t h = 0; h < holders->count; h++) {
+        const mg_entity *pe = &B->L->entities[holders->at[h] / 65536];
+        const mg_nested *n = &pe->nested[holders->at[h] % 65536];
+        if (n->child != me || !n->subset) continue;
+        touch(B, S->wp, pe->collection ? pe->collection->name : "?",
+              kp_design_printf(B->d, "the %s document's subset '%s' (re-read the first %lld %s, $set)", pe->entity->name, n->field,
+                               (long long)n->subset, st->entity->name),
+              rows, mg_document_bytes(pe));
+        S->items += rows;
+        S->requests += 2;
+        S->one_doc = 0;
+    }
+}
+
+/* The extended reference a referencing entity's documents hold over fx->rel, when it copies
+ * a changed field: rewritten in every document that references the record. */
+static void price_reference(builder *B, write_sum *S, const kp_write_effect *fx)
+{
+    const kp_write_step *st = fx->step;
+    const mg_entity *ce = mg_entity_of(B, fx->entity);
+    for (size_t i = 0; i < ce->extref_count; i++) {
+        const mg_extref *x = &ce->extrefs[i];
+        if (x->rel != fx->rel) continue;
+        int changed = 0;
+        for (size_t a = 0; a < st->assign_count; a++)
+            for (size_t k = 0; k < x->attr_count; k++) changed |= st->assigns[a].attr == x->attrs[k];
+        if (!changed) continue;
+        const mg_collection *cc = kp_mg_home(B->L, ce->entity);
+        touch(B, S->wp, cc ? cc->name : "?", kp_design_printf(B->d, "copies in '%s' of %s documents (updateMany)", x->field,
+                                                              ce->entity->name), fx->count, 0);
+        S->items += fx->count;
+        S->requests += 1;
+        S->one_doc = 0;
+    }
+}
+
+static void price_copy(builder *B, write_sum *S, const kp_write_effect *fx)
+{
+    const mg_collection *cc = kp_mg_home(B->L, fx->entity);
+    touch(B, S->wp, cc ? cc->name : "?", kp_design_printf(B->d, "%s.%s copies (updateMany)", fx->entity->name, fx->attr->name),
+          fx->count, 0);
+    S->items += fx->count;
+    S->requests += 1;
+    S->one_doc = 0;
+}
+
+/* The copies of a step's changed fields (fx .. end: its copy and reference effects, each kind
+ * in entity order), by the entity that holds them: its extended references, then its own
+ * copy_of attributes. */
+static void price_copies(builder *B, write_sum *S, const kp_write_effect *fx, const kp_write_effect *end)
+{
+    const kp_write_effect *copy = fx, *ref = fx;
+    while (ref < end && ref->kind == KP_EFFECT_COPY) ref++;
+    const kp_write_effect *copies_end = ref;
+    while (copy < copies_end || ref < end) {
+        const kp_entity *e = copy == copies_end ? ref->entity
+                           : ref == end || copy->entity->index < ref->entity->index ? copy->entity : ref->entity;
+        for (; ref < end && ref->entity == e; ref++) price_reference(B, S, ref);
+        for (; copy < copies_end && copy->entity == e; copy++) price_copy(B, S, copy);
     }
 }
 
 void mg_plan_writes(builder *B)
 {
     const kp_model *m = B->m;
-    static const char *const ops[] = {"insertOne", "updateOne", "updateOne (upsert)", "deleteOne"};
     size_t lists = m->entity_count ? m->entity_count : 1;
-    kp_index_list *subsets = calloc(lists, sizeof *subsets), *dependents = calloc(lists, sizeof *dependents);
-    if (!subsets || !dependents) { free(subsets); free(dependents); return; }
-    index_write_dependents(B, subsets, dependents);
+    kp_write_effects effects = {0};
+    kp_error err;
+    kp_index_list *subsets = calloc(lists, sizeof *subsets);
+    if (!subsets || kp_write_effects_build(m, &effects, &err)) {
+        free(subsets);
+        kp_write_effects_free(&effects);
+        return;
+    }
+    index_subsets(B, subsets);
     for (size_t w = 0; w < m->write_count; w++) {
         const kp_write *wr = m->writes[w];
-        kp_write_plan *wp = &B->d->write_plans[w];
-        wp->touches = NULL;
-        wp->touch_count = 0;
-        double items = 0, requests = 0;
-        const char *only_doc = NULL; /* every step writes this one document */
-        int one_doc = 1;
-        for (size_t s = 0; s < wr->step_count; s++) {
-            const kp_write_step *st = &wr->steps[s];
-            const mg_entity *me = mg_entity_of(B, st->entity);
-            double rows = st->rows;
-            for (size_t h = 0; h < st->for_each_len; h++) rows *= fanout_avg(st->for_each[h]);
-            const mg_collection *home = kp_mg_home(B->L, st->entity);
-            const char *home_name = home ? home->name : "?";
-            double doc = mg_document_bytes(home ? home->owner : me);
-            const char *what;
-            if (me->parent) {
-                what = kp_design_printf(B->d, "the %s document holding the %s in '%s' (%s)", me->parent->entity->name,
-                                        st->entity->name, me->path,
-                                        me->is_single ? (st->op == KP_WRITE_DELETE ? "$unset" : "$set")
-                                        : st->op == KP_WRITE_INSERT ? "$push" : st->op == KP_WRITE_DELETE ? "$pull" : "positional $set");
-                const char *doc_id = kp_design_printf(B->d, "%s", me->parent->entity->name);
-                if (!only_doc) only_doc = doc_id;
-                else if (strcmp(only_doc, doc_id) != 0) one_doc = 0;
-                /* embedded children inserted with their parent in the same write go in its insertOne */
-                int with_parent = 0;
-                for (size_t k = 0; k < s; k++) with_parent |= wr->steps[k].entity == me->parent->entity && wr->steps[k].op == KP_WRITE_INSERT;
-                if (with_parent && st->op == KP_WRITE_INSERT) {
-                    touch(B, wp, home_name, kp_design_printf(B->d, "%s embedded in the new %s document (same insertOne)",
-                                                                 st->entity->name, me->parent->entity->name), rows, 0);
-                } else {
-                    touch(B, wp, home_name, what, rows, doc);
-                    items += rows;
-                    requests += st->for_each ? rows : 1;
-                }
-            } else {
-                what = kp_design_printf(B->d, "%s document (%s)", st->entity->name, ops[st->op]);
-                touch(B, wp, home_name, what, rows, doc);
-                if (!only_doc) only_doc = st->entity->name;
-                else if (strcmp(only_doc, st->entity->name) != 0) one_doc = 0;
-                if (rows > 1.0001) one_doc = 0;
-                items += rows;
-                requests += st->for_each ? rows : 1;
+        write_sum S = {wr, &B->d->write_plans[w], 0, 0, NULL, 1};
+        S.wp->touches = NULL;
+        S.wp->touch_count = 0;
+        const kp_write_effect_list *fxs = &effects.of_write[w];
+        for (size_t i = 0, end; i < fxs->count; i = end) {
+            const kp_write_effect *fx = &fxs->items[i];
+            end = i + 1;
+            switch (fx->kind) {
+            case KP_EFFECT_RECORDS: price_records(B, &S, fx, subsets); break;
+            case KP_EFFECT_COPY:
+            case KP_EFFECT_REFERENCE:
+                while (end < fxs->count && fxs->items[end].step == fx->step &&
+                       (fxs->items[end].kind == KP_EFFECT_COPY || fxs->items[end].kind == KP_EFFECT_REFERENCE))
+                    end++;
+                price_copies(B, &S, fx, &fxs->items[end]);
+                break;
+            case KP_EFFECT_AGGREGATE: {
+                /* a computed value over this entity */
+                const mg_collection *cc = kp_mg_home(B->L, fx->entity), *home = kp_mg_home(B->L, fx->step->entity);
+                int same_doc = cc && home && cc == home;
+                touch(B, S.wp, cc ? cc->name : "?", kp_design_printf(B->d, "%s.%s (computed, $inc / $set)%s", fx->entity->name,
+                                                                     fx->attr->name, same_doc ? " in the same document" : ""),
+                      fx->count, 0);
+                if (!same_doc) { S.items += fx->count; S.requests += 1; S.one_doc = 0; }
+                break;
             }
-            /* index entries */
-            if (home) {
-                size_t live = 0;
-                for (size_t i = 0; i < home->index_count; i++) live += !home->indexes[i]->is_redundant;
-                if (live) touch(B, wp, home_name, kp_design_printf(B->d, "%zu secondary index entr%s of %s", live,
-                                                                       live == 1 ? "y" : "ies", home_name), rows * (double)live, 0);
+            case KP_EFFECT_CASCADE: {
+                /* the referenced children a delete takes with it, unless embedded (gone with the document) */
+                if (mg_entity_of(B, fx->entity)->parent == mg_entity_of(B, fx->step->entity)) break;
+                const mg_collection *cc = kp_mg_home(B->L, fx->entity);
+                touch(B, S.wp, cc ? cc->name : "?", kp_design_printf(B->d, "%s documents of the deleted %s (deleteMany)",
+                                                                     fx->entity->name, fx->step->entity->name), fx->count, 0);
+                S.items += fx->count;
+                S.requests += 1;
+                S.one_doc = 0;
+                break;
             }
-            /* subsets that hold this entity */
-            const kp_index_list *holders = &subsets[st->entity->index];
-            for (size_t h = 0; h < holders->count; h++) {
-                const mg_entity *pe = &B->L->entities[holders->at[h] / 65536];
-                {
-                    const mg_nested *n = &pe->nested[holders->at[h] % 65536];
-                    if (n->child != me || !n->subset) continue;
-                    touch(B, wp, pe->collection ? pe->collection->name : "?",
-                          kp_design_printf(B->d, "the %s document's subset '%s' (re-read the first %lld %s, $set)",
-                                           pe->entity->name, n->field, (long long)n->subset, st->entity->name),
-                          rows, mg_document_bytes(pe));
-                    items += rows;
-                    requests += 2;
-                    one_doc = 0;
-                }
+            case KP_EFFECT_PAIRING: /* a join record is a document of its own: its own records */
+            case KP_EFFECT_UNIQUE:  /* a unique index entry: one of the index entries */
+                break;
             }
-            if (st->op == KP_WRITE_UPDATE || st->op == KP_WRITE_UPSERT) {
-                /* extended references and copy_of attributes that copy a changed field */
-                const kp_index_list *deps = &dependents[st->entity->index];
-                for (size_t d = 0; d < deps->count; d++) {
-                    const mg_entity *ce = &B->L->entities[deps->at[d]];
-                    for (size_t i = 0; i < ce->extref_count; i++) {
-                        const mg_extref *x = &ce->extrefs[i];
-                        if (x->rel->target != st->entity) continue;
-                        int changed = 0;
-                        for (size_t a = 0; a < st->assign_count; a++)
-                            for (size_t k = 0; k < x->attr_count; k++) changed |= st->assigns[a].attr == x->attrs[k];
-                        if (!changed) continue;
-                        double copies = rows * (x->rel->relation->fanout.avg > 0 ? x->rel->relation->fanout.avg : 1);
-                        const mg_collection *cc = kp_mg_home(B->L, ce->entity);
-                        touch(B, wp, cc ? cc->name : "?", kp_design_printf(B->d, "copies in '%s' of %s documents (updateMany)",
-                                                                               x->field, ce->entity->name), copies, 0);
-                        items += copies;
-                        requests += 1;
-                        one_doc = 0;
-                    }
-                    for (size_t a = 0; a < ce->entity->attr_count; a++) {
-                        const kp_copy *c = ce->entity->attrs[a]->copy_of;
-                        if (!c || c->source->entity != st->entity) continue;
-                        int changed = 0;
-                        for (size_t k = 0; k < st->assign_count; k++) changed |= st->assigns[k].attr == c->source;
-                        if (!changed) continue;
-                        double fan = 1;
-                        for (size_t h = 0; h < c->path_len; h++) fan *= c->path[h]->is_inverse ? c->path[h]->relation->fanout.avg : 1;
-                        const mg_collection *cc = kp_mg_home(B->L, ce->entity);
-                        touch(B, wp, cc ? cc->name : "?", kp_design_printf(B->d, "%s.%s copies (updateMany)", ce->entity->name,
-                                                                               ce->entity->attrs[a]->name), rows * fan, 0);
-                        items += rows * fan;
-                        requests += 1;
-                        one_doc = 0;
-                    }
-                }
-            }
-            /* computed values over this entity */
-            for (size_t g = 0; g < st->entity->aggregated_by_count; g++) {
-                const kp_entity *other = st->entity->aggregated_by[g]->entity;
-                const kp_attr *aggregate = st->entity->aggregated_by[g];
-                {
-                    const mg_collection *cc = kp_mg_home(B->L, other);
-                    int same_doc = cc && home && cc == home;
-                    touch(B, wp, cc ? cc->name : "?", kp_design_printf(B->d, "%s.%s (computed, $inc / $set)%s", other->name,
-                                                                           aggregate->name, same_doc ? " in the same document" : ""),
-                          rows, 0);
-                    if (!same_doc) { items += rows; requests += 1; one_doc = 0; }
-                }
-            }
-            /* cascades into referenced children */
-            if (st->op == KP_WRITE_DELETE)
-                for (size_t r = 0; r < st->entity->rel_count; r++) {
-                    const kp_rel *rel = st->entity->rels[r];
-                    if (rel->is_inverse || rel->relation->on_delete != KP_DELETE_CASCADE) continue;
-                    const mg_entity *ce = mg_entity_of(B, rel->target);
-                    if (ce->parent == me) continue; /* embedded: gone with the document */
-                    const mg_collection *cc = kp_mg_home(B->L, rel->target);
-                    touch(B, wp, cc ? cc->name : "?", kp_design_printf(B->d, "%s documents of the deleted %s (deleteMany)",
-                                                                           rel->target->name, st->entity->name), rows * fanout_avg(rel), 0);
-                    items += rows * fanout_avg(rel);
-                    requests += 1;
-                    one_doc = 0;
-                }
         }
-        wp->items = items;
-        wp->requests = requests > 0 ? requests : 1;
-        if (one_doc && only_doc) {
-            wp->mechanism = kp_design_printf(B->d, "one write to one %s document: atomic without a transaction", only_doc);
+        kp_write_plan *wp = S.wp;
+        wp->items = S.items;
+        wp->requests = S.requests > 0 ? S.requests : 1;
+        if (S.one_doc && S.only_doc) {
+            wp->mechanism = kp_design_printf(B->d, "one write to one %s document: atomic without a transaction", S.only_doc);
             wp->requests = 1;
             wp->items = 1;
         } else if (wr->is_atomic) {
@@ -1333,12 +1364,12 @@ void mg_plan_writes(builder *B)
         } else if (wr->schedule_every_s > 0) {
             wp->mechanism = "bulkWrite, unordered, 500 operations per request";
         } else {
-            wp->mechanism = requests > 1.5 ? "one request per document group, in order" : "one request";
+            wp->mechanism = S.requests > 1.5 ? "one request per document group, in order" : "one request";
         }
     }
-    for (size_t i = 0; i < lists; i++) { kp_index_list_free(&subsets[i]); kp_index_list_free(&dependents[i]); }
+    for (size_t i = 0; i < lists; i++) kp_index_list_free(&subsets[i]);
     free(subsets);
-    free(dependents);
+    kp_write_effects_free(&effects);
 }
 
 /* ---- containers ------------------------------------------------------------------------------------------------- */

@@ -1,0 +1,161 @@
+/*
+ * write_effects.c — the effects of a model's writes (write_effects.h).
+ *
+ * Two reverse look-ups are built once per model (the relations that reference an entity by
+ * a foreign key, the N:M relations through a join entity); every other fact a step needs
+ * hangs off its entity already (copied_by, aggregated_by, rels, attrs). So the whole
+ * enumeration reads each write step and each thing it reaches once: linear in the model,
+ * which matters on the 10,000-entity models of the benchmarks.
+ */
+#include "backends/write_effects.h"
+
+/* For each entity (by index), a run of relation directions: items[first[e] .. first[e + 1]]. */
+typedef struct rel_runs {
+    size_t *first;
+    const kp_rel **items;
+} rel_runs;
+
+/* Sizes the runs from per-entity counts (first[e + 1] holds entity e's count on entry), then
+ * turns the counts into offsets; fill[e] is where entity e's next item goes. */
+static int start_runs(kp_arena *arena, rel_runs *runs, size_t *fill, size_t entity_count)
+{
+    for (size_t e = 0; e < entity_count; e++) runs->first[e + 1] += runs->first[e];
+    runs->items = kp_arena_alloc(arena, sizeof *runs->items * (runs->first[entity_count] + 1));
+    if (!runs->items) return -1;
+    for (size_t e = 0; e <= entity_count; e++) fill[e] = runs->first[e];
+    return 0;
+}
+
+/* The direction a record of `r->source` references its target by: a to-one foreign key the
+ * source holds, to another entity (the references a backend may copy from). */
+static int is_reference(const kp_rel *r)
+{
+    const kp_relation *rel = r->relation;
+    return !r->is_many && rel->link == KP_LINK_FOREIGN_KEY && rel->holder == r->source && r->target != r->source;
+}
+
+/* referencing: per entity, the references to it, in the referencing entities' model order
+ * and then in the order of their relations; pairing: per join entity, the forward direction
+ * of each N:M relation through it, in model order. */
+static int index_model(kp_arena *arena, const kp_model *m, rel_runs *referencing, rel_runs *pairing)
+{
+    size_t n = m->entity_count;
+    size_t *fill = kp_arena_alloc(arena, sizeof *fill * (n + 1));
+    referencing->first = kp_arena_alloc(arena, sizeof *referencing->first * (n + 1));
+    pairing->first = kp_arena_alloc(arena, sizeof *pairing->first * (n + 1));
+    if (!fill || !referencing->first || !pairing->first) return -1;
+    for (size_t e = 0; e < n; e++)
+        for (size_t r = 0; r < m->entities[e]->rel_count; r++)
+            if (is_reference(m->entities[e]->rels[r])) referencing->first[m->entities[e]->rels[r]->target->index + 1]++;
+    for (size_t i = 0; i < m->relation_count; i++)
+        if (m->relations[i]->link == KP_LINK_THROUGH) pairing->first[m->relations[i]->through->index + 1]++;
+    if (start_runs(arena, referencing, fill, n)) return -1;
+    for (size_t e = 0; e < n; e++)
+        for (size_t r = 0; r < m->entities[e]->rel_count; r++) {
+            const kp_rel *ref = m->entities[e]->rels[r];
+            if (is_reference(ref)) referencing->items[fill[ref->target->index]++] = ref;
+        }
+    if (start_runs(arena, pairing, fill, n)) return -1;
+    for (size_t i = 0; i < m->relation_count; i++)
+        if (m->relations[i]->link == KP_LINK_THROUGH) pairing->items[fill[m->relations[i]->through->index]++] = &m->relations[i]->forward;
+    return 0;
+}
+
+static int assigns(const kp_write_step *st, const kp_attr *a)
+{
+    for (size_t i = 0; i < st->assign_count; i++)
+        if (st->assigns[i].attr == a) return 1;
+    return 0;
+}
+
+/* Appends one effect of the step (records: the step's records per operation); NULL when out
+ * of memory. */
+static kp_write_effect *add(kp_arena *arena, kp_write_effect_list *list, kp_write_effect_kind kind, const kp_write_step *st,
+                            size_t step_index, const kp_entity *entity, double records, double per_record)
+{
+    kp_write_effect *fx = kp_arena_push(arena, (void **)&list->items, &list->count, &list->cap, sizeof *fx);
+    if (!fx) return NULL;
+    fx->kind = kind;
+    fx->step = st;
+    fx->step_index = step_index;
+    fx->entity = entity;
+    fx->records = records;
+    fx->per_record = per_record;
+    fx->count = records * per_record;
+    return fx;
+}
+
+/* Records reached back along a copy's path from its source: each inverse hop multiplies by
+ * the relation's fan-out; a to-one hop reaches one record. */
+static double copy_fanout(const kp_copy *c)
+{
+    double fan = 1;
+    for (size_t h = 0; h < c->path_len; h++) fan *= c->path[h]->is_inverse ? c->path[h]->relation->fanout.avg : 1;
+    return fan;
+}
+
+static int enumerate_step(kp_arena *arena, kp_write_effect_list *list, const kp_write_step *st, size_t s,
+                          const rel_runs *referencing, const rel_runs *pairing)
+{
+    const kp_entity *e = st->entity;
+    int is_update = st->op == KP_WRITE_UPDATE || st->op == KP_WRITE_UPSERT;
+    double fan = 1;
+    for (size_t h = 0; h < st->for_each_len; h++) fan *= st->for_each[h]->fanout ? st->for_each[h]->fanout->avg : 1;
+    double records = st->rows * fan;
+    kp_write_effect *fx = add(arena, list, KP_EFFECT_RECORDS, st, s, e, records, 1);
+    if (!fx) return -1;
+    for (size_t i = pairing->first[e->index];
+         (st->op == KP_WRITE_INSERT || st->op == KP_WRITE_DELETE) && i < pairing->first[e->index + 1]; i++) {
+        if (!(fx = add(arena, list, KP_EFFECT_PAIRING, st, s, e, records, 1))) return -1;
+        fx->rel = pairing->items[i];
+    }
+    for (size_t i = 0; is_update && i < e->copied_by_count; i++) {
+        const kp_attr *copy = e->copied_by[i];
+        if (!assigns(st, copy->copy_of->source)) continue;
+        if (!(fx = add(arena, list, KP_EFFECT_COPY, st, s, copy->entity, records, copy_fanout(copy->copy_of)))) return -1;
+        fx->attr = copy;
+    }
+    for (size_t i = referencing->first[e->index]; is_update && i < referencing->first[e->index + 1]; i++) {
+        const kp_rel *ref = referencing->items[i];
+        double avg = ref->relation->fanout.avg;
+        if (!(fx = add(arena, list, KP_EFFECT_REFERENCE, st, s, ref->source, records, avg > 0 ? avg : 1))) return -1;
+        fx->rel = ref;
+    }
+    for (size_t i = 0; i < e->aggregated_by_count; i++) {
+        if (!(fx = add(arena, list, KP_EFFECT_AGGREGATE, st, s, e->aggregated_by[i]->entity, records, 1))) return -1;
+        fx->attr = e->aggregated_by[i];
+    }
+    for (size_t a = 0; st->op == KP_WRITE_INSERT && a < e->attr_count; a++) {
+        if (!e->attrs[a]->is_unique) continue;
+        if (!(fx = add(arena, list, KP_EFFECT_UNIQUE, st, s, e, records, 1))) return -1;
+        fx->attr = e->attrs[a];
+    }
+    for (size_t r = 0; st->op == KP_WRITE_DELETE && r < e->rel_count; r++) {
+        const kp_rel *rel = e->rels[r];
+        if (rel->is_inverse || rel->relation->on_delete != KP_DELETE_CASCADE) continue;
+        if (!(fx = add(arena, list, KP_EFFECT_CASCADE, st, s, rel->target, records, rel->fanout ? rel->fanout->avg : 1))) return -1;
+        fx->rel = rel;
+    }
+    return 0;
+}
+
+int kp_write_effects_build(const kp_model *m, kp_write_effects *out, kp_error *err)
+{
+    rel_runs referencing = {0}, pairing = {0};
+    *out = (kp_write_effects){0};
+    out->of_write = kp_arena_alloc(&out->arena, sizeof *out->of_write * (m->write_count ? m->write_count : 1));
+    if (!out->of_write || index_model(&out->arena, m, &referencing, &pairing))
+        return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory while listing what the writes change");
+    out->write_count = m->write_count;
+    for (size_t w = 0; w < m->write_count; w++)
+        for (size_t s = 0; s < m->writes[w]->step_count; s++)
+            if (enumerate_step(&out->arena, &out->of_write[w], &m->writes[w]->steps[s], s, &referencing, &pairing))
+                return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory while listing what the writes change");
+    return 0;
+}
+
+void kp_write_effects_free(kp_write_effects *fx)
+{
+    kp_arena_free(&fx->arena);
+    *fx = (kp_write_effects){0};
+}

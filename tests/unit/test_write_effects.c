@@ -1,0 +1,178 @@
+/*
+ * test_write_effects.c — the enumerator of what a write changes (backends/write_effects.c),
+ * on a small chat model whose every count can be worked out by hand: an update that reaches
+ * a copy of its attribute and the records that reference it, a step fanned out by for_each,
+ * an insert into a join entity, a delete that cascades, an insert that claims a unique value.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "backends/write_effects.h"
+
+static const char model_text[] =
+    "{ \"model\": \"effects\",\n"
+    "  \"entities\": {\n"
+    "    \"User\": { \"key\": [\"id\"], \"count\": 200, \"attributes\": { \"id\": \"string\", \"name\": \"string\",\n"
+    "                \"email\": { \"type\": \"string\", \"unique\": true } } },\n"
+    "    \"Follow\": { \"key\": [\"followerId\", \"followeeId\"], \"attributes\": { \"followerId\": \"string\", \"followeeId\": \"string\" } },\n"
+    "    \"Room\": { \"key\": [\"id\"], \"count\": 10, \"attributes\": { \"id\": \"string\", \"name\": \"string\",\n"
+    "                \"messageCount\": { \"type\": \"int\", \"derived\": { \"count\": \"messages\" } } } },\n"
+    "    \"Message\": { \"key\": [\"roomId\", \"position\"], \"attributes\": { \"roomId\": \"string\", \"position\": \"int\",\n"
+    "                \"authorId\": \"string\", \"authorName\": { \"type\": \"string\", \"copy_of\": \"author.name\" }, \"text\": \"string\" } }\n"
+    "  },\n"
+    "  \"relations\": [\n"
+    "    { \"name\": \"following\", \"from\": \"User\", \"to\": \"User\", \"cardinality\": \"N:M\",\n"
+    "      \"through\": { \"entity\": \"Follow\", \"from\": \"followerId\", \"to\": \"followeeId\" }, \"inverse\": \"followers\",\n"
+    "      \"fanout\": { \"avg\": 10, \"max\": 100 }, \"inverse_fanout\": { \"avg\": 10, \"max\": 100 } },\n"
+    "    { \"name\": \"messages\", \"from\": \"Room\", \"to\": \"Message\", \"cardinality\": \"1:N\", \"on\": { \"Message.roomId\": \"Room.id\" },\n"
+    "      \"inverse\": \"room\", \"fanout\": { \"avg\": 400, \"max\": 1000 }, \"on_delete\": \"cascade\" },\n"
+    "    { \"name\": \"authored\", \"from\": \"User\", \"to\": \"Message\", \"cardinality\": \"1:N\", \"on\": { \"Message.authorId\": \"User.id\" },\n"
+    "      \"inverse\": \"author\", \"fanout\": { \"avg\": 20, \"max\": 100 } }\n"
+    "  ],\n"
+    "  \"access_patterns\": [ { \"name\": \"room\", \"rps\": 1, \"root\": \"Room\", \"where\": { \"id\": \"=\" }, \"returns\": { \"name\": \"Room.name\" } } ],\n"
+    "  \"writes\": [\n"
+    "    { \"name\": \"rename\", \"rps\": 1, \"entity\": \"User\", \"op\": \"update\", \"where\": { \"id\": \"=\" }, \"set\": [\"name\"] },\n"
+    "    { \"name\": \"clear-room\", \"rps\": 1, \"steps\": [\n"
+    "      { \"entity\": \"Room\", \"op\": \"update\", \"where\": { \"id\": \"=\" }, \"set\": [\"name\"] },\n"
+    "      { \"entity\": \"Message\", \"op\": \"update\", \"for_each\": \"messages\", \"set\": { \"text\": \"\" }, \"rows\": 2 } ] },\n"
+    "    { \"name\": \"follow\", \"rps\": 1, \"entity\": \"Follow\", \"op\": \"insert\" },\n"
+    "    { \"name\": \"delete-room\", \"rps\": 1, \"entity\": \"Room\", \"op\": \"delete\", \"where\": { \"id\": \"=\" } },\n"
+    "    { \"name\": \"signup\", \"rps\": 1, \"entity\": \"User\", \"op\": \"insert\" }\n"
+    "  ]\n"
+    "}\n";
+
+/* One expected effect: its kind, step, the entity it reaches, the relation (its name) or the
+ * attribute it names (NULL: none), and how many records. */
+typedef struct expected {
+    kp_write_effect_kind kind;
+    size_t step;
+    const char *entity, *rel, *attr;
+    double per_record, count;
+} expected;
+
+static kp_model *model;
+static kp_write_effects effects;
+
+static int setup(void **state)
+{
+    (void)state;
+    kp_error err;
+    if (kp_model_parse("effects.json", model_text, strlen(model_text), NULL, &model, &err)) {
+        kp_error_print(stderr, &err);
+        return -1;
+    }
+    return kp_write_effects_build(model, &effects, &err);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    kp_write_effects_free(&effects);
+    kp_model_free(model);
+    return 0;
+}
+
+static void assert_effects(const char *write, const expected *want, size_t count)
+{
+    const kp_write *w = kp_model_write(model, write);
+    assert_non_null(w);
+    const kp_write_effect_list *list = &effects.of_write[w->index];
+    assert_int_equal(list->count, count);
+    for (size_t i = 0; i < count; i++) {
+        const kp_write_effect *fx = &list->items[i];
+        assert_int_equal(fx->kind, want[i].kind);
+        assert_int_equal(fx->step_index, want[i].step);
+        assert_ptr_equal(fx->step, &w->steps[want[i].step]);
+        assert_string_equal(fx->entity->name, want[i].entity);
+        if (want[i].rel) {
+            assert_non_null(fx->rel);
+            assert_string_equal(fx->rel->name, want[i].rel);
+        } else {
+            assert_null(fx->rel);
+        }
+        if (want[i].attr) {
+            assert_non_null(fx->attr);
+            assert_string_equal(fx->attr->name, want[i].attr);
+        } else {
+            assert_null(fx->attr);
+        }
+        assert_true(fx->per_record == want[i].per_record);
+        assert_true(fx->count == want[i].count);
+    }
+}
+
+/* User.name is copied into each of the user's 20 messages (Message.authorName, back along
+ * the inverse of "authored"), and the messages reference the user by their author. */
+static void test_an_update_reaches_the_copies_of_its_attribute_and_the_records_that_reference_it(void **state)
+{
+    (void)state;
+    const expected want[] = {
+        {KP_EFFECT_RECORDS, 0, "User", NULL, NULL, 1, 1},
+        {KP_EFFECT_COPY, 0, "Message", NULL, "authorName", 20, 20},
+        {KP_EFFECT_REFERENCE, 0, "Message", "author", NULL, 20, 20},
+    };
+    assert_effects("rename", want, sizeof want / sizeof *want);
+}
+
+/* The second step updates 2 rows for each of the room's 400 messages: 800 records, and as
+ * many changes of the room's derived message count. */
+static void test_a_for_each_step_is_fanned_out_by_its_path(void **state)
+{
+    (void)state;
+    const expected want[] = {
+        {KP_EFFECT_RECORDS, 0, "Room", NULL, NULL, 1, 1},
+        {KP_EFFECT_REFERENCE, 0, "Message", "room", NULL, 400, 400},
+        {KP_EFFECT_RECORDS, 1, "Message", NULL, NULL, 1, 800},
+        {KP_EFFECT_AGGREGATE, 1, "Room", NULL, "messageCount", 1, 800},
+    };
+    assert_effects("clear-room", want, sizeof want / sizeof *want);
+    assert_true(effects.of_write[kp_model_write(model, "clear-room")->index].items[2].records == 800);
+}
+
+static void test_an_insert_into_a_join_entity_pairs_two_records(void **state)
+{
+    (void)state;
+    const expected want[] = {
+        {KP_EFFECT_RECORDS, 0, "Follow", NULL, NULL, 1, 1},
+        {KP_EFFECT_PAIRING, 0, "Follow", "following", NULL, 1, 1},
+    };
+    assert_effects("follow", want, sizeof want / sizeof *want);
+}
+
+static void test_a_delete_reaches_the_records_it_cascades_to(void **state)
+{
+    (void)state;
+    const expected want[] = {
+        {KP_EFFECT_RECORDS, 0, "Room", NULL, NULL, 1, 1},
+        {KP_EFFECT_CASCADE, 0, "Message", "messages", NULL, 400, 400},
+    };
+    assert_effects("delete-room", want, sizeof want / sizeof *want);
+}
+
+static void test_an_insert_claims_its_unique_values(void **state)
+{
+    (void)state;
+    const expected want[] = {
+        {KP_EFFECT_RECORDS, 0, "User", NULL, NULL, 1, 1},
+        {KP_EFFECT_UNIQUE, 0, "User", NULL, "email", 1, 1},
+    };
+    assert_effects("signup", want, sizeof want / sizeof *want);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_an_update_reaches_the_copies_of_its_attribute_and_the_records_that_reference_it),
+        cmocka_unit_test(test_a_for_each_step_is_fanned_out_by_its_path),
+        cmocka_unit_test(test_an_insert_into_a_join_entity_pairs_two_records),
+        cmocka_unit_test(test_a_delete_reaches_the_records_it_cascades_to),
+        cmocka_unit_test(test_an_insert_claims_its_unique_values),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
