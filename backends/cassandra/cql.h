@@ -32,6 +32,8 @@
 #define KP_CQ_PARTITION_ROWS 100000.0               /* rows per partition before bucketing */
 #define KP_CQ_PARTITION_BYTES (100.0 * 1024 * 1024)  /* bytes per partition before bucketing */
 #define KP_CQ_MAX_BUCKETS 64
+#define KP_CQ_MAX_BATCH 20                           /* statements per logged batch */
+#define KP_CQ_BATCH_BYTES 32768                      /* and bytes of rows, under Cassandra's 50 KiB batch_size_fail_threshold */
 #define KP_CQ_PAGE_ROWS 5000                         /* rows a SELECT without LIMIT answers per request */
 #define KP_CQ_MARKER_TABLE "keyplan_marker"
 

@@ -1502,11 +1502,11 @@ static kp_write_touch *add_touch(builder *B, write_sum *S, const char *container
 
 /* Every table whose rows are the step's records (the base table and its query copies), and
  * the static columns of the partitions that belong to a record as a parent. A step writes
- * its rows once per operation. */
+ * its records once per operation: its rows times the fan-out of its for_each path. */
 static void price_records(builder *B, write_sum *S, const kp_write_effect *fx, const kp_index_list *tables_of)
 {
     const kp_write_step *st = fx->step;
-    double per = st->rows > 0 ? st->rows : 1;
+    double per = fx->records > 0 ? fx->records : 1;
     const kp_index_list *mine = &tables_of[st->entity->index];
     for (size_t j = 0; j < mine->count; j++) {
         const cq_table *t = B->L->tables[mine->at[j]];
@@ -1534,7 +1534,7 @@ static void price_references(builder *B, write_sum *S, const kp_write_effect *fx
                              const kp_index_list *copying)
 {
     const kp_write_step *st = fx->step;
-    double per = st->rows > 0 ? st->rows : 1;
+    double per = fx->records > 0 ? fx->records : 1;
     for (size_t j = 0; j < copying->count; j++) {
         const cq_table *t = B->L->tables[copying->at[j]];
         const cq_column *moved = NULL;
@@ -1599,7 +1599,8 @@ static void plan_writes(builder *B)
         }
         kp_write_plan *wp = S.wp;
         wp->items = S.rows;
-        wp->requests = 1;
+        /* statements go in logged batches of KP_CQ_MAX_BATCH, in order (writes.c) */
+        wp->requests = S.rows > KP_CQ_MAX_BATCH ? ceil(S.rows / KP_CQ_MAX_BATCH) : 1;
         if (S.tables_touched > 1 || wr->is_atomic) {
             wp->mechanism = "logged batch";
             wp->why = kp_arena_printf(B->A, "%zu row write%s across tables that hold copies of the same records: one LOGGED BATCH "
@@ -1609,10 +1610,13 @@ static void plan_writes(builder *B)
             wp->mechanism = "INSERT / UPDATE";
             wp->why = "one row in one table";
         }
-        if (S.copy_rows > 20)
+        if (S.copy_rows > KP_CQ_MAX_BATCH)
             wp->why = kp_arena_printf(B->A, "%s; the copies in the rows that reference the record (about %.0f) fill more than one "
                                       "batch (20 rows, 32 KiB): they follow in further batches, not atomic with the rest",
                                       wp->why, S.copy_rows);
+        else if (S.rows > KP_CQ_MAX_BATCH)
+            wp->why = kp_arena_printf(B->A, "%s; its %.0f rows fill more than one batch (20 rows, 32 KiB): about %.0f batches in "
+                                      "order, not atomic together", wp->why, S.rows, wp->requests);
     }
     for (size_t i = 0; i < lists; i++) { kp_index_list_free(&tables_of[i]); kp_index_list_free(&copies_of[i]); }
     free(tables_of);

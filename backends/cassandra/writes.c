@@ -22,8 +22,6 @@
 #include "backends/copies.h"
 #include "core/data.h"
 
-#define KP_CQ_MAX_BATCH 20      /* statements per logged batch */
-#define KP_CQ_BATCH_BYTES 32768 /* and bytes of rows, under Cassandra's 50 KiB batch_size_fail_threshold */
 
 static int rows_of(const kp_design *d, const kp_dataset *data, const kp_record *r, kp_item_list *out, kp_error *err)
 {

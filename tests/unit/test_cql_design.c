@@ -138,6 +138,29 @@ static void test_a_partition_larger_than_a_page_counts_its_pages_in_the_bound(vo
     kp_model_free(m);
 }
 
+/* A step with for_each writes its rows once per record the path reaches (the write-effects
+ * enumerator's count, as on DynamoDB and MongoDB), and rows beyond one logged batch take
+ * further batches: leaderboard's share-match puts a FeedItem in each of 50 followers' feeds,
+ * in two tables, beside the match's three rows. */
+static void test_a_write_fanning_out_claims_every_row_and_its_batches(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/leaderboard/model.json", 1);
+    kp_design *d = propose(m);
+    const kp_write_plan *wp = NULL;
+    for (size_t i = 0; i < m->write_count; i++)
+        if (!strcmp(m->writes[i]->name, "share-match")) wp = &d->write_plans[i];
+    assert_non_null(wp);
+    double feed = 0;
+    for (size_t i = 0; i < wp->touch_count; i++)
+        if (strstr(wp->touches[i].what, "FeedItem row")) feed += wp->touches[i].count;
+    assert_int_equal((int)feed, 2 * 50);
+    assert_int_equal((int)wp->items, 3 + 100);
+    assert_int_equal((int)wp->requests, 6); /* 103 statements in batches of 20 */
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
 static void test_a_lookup_by_key_reads_the_table_by_key(void **state)
 {
     (void)state;
@@ -468,6 +491,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_projects_by_workspace_are_one_partition_newest_first_with_the_workspace_name_static),
         cmocka_unit_test(test_a_small_workspace_needs_no_bucket),
+        cmocka_unit_test(test_a_write_fanning_out_claims_every_row_and_its_batches),
         cmocka_unit_test(test_a_lookup_by_key_reads_the_table_by_key),
         cmocka_unit_test(test_a_partition_larger_than_a_page_counts_its_pages_in_the_bound),
         cmocka_unit_test(test_no_allow_filtering_secondary_index_or_view_in_any_example),
