@@ -199,6 +199,8 @@ typedef struct kp_write_plan {
     double write_units;
     const char *mechanism;      /* "TransactWriteItems", "BatchWriteItem", "logged batch", ... */
     const char *why;
+    const char **reads;         /* containers the write reads before writing (in the design's arena) */
+    size_t read_count, read_cap;
 } kp_write_plan;
 
 typedef struct kp_decision {

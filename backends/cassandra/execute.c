@@ -190,6 +190,27 @@ static int build(run *R, const cq_fetch *f, const kp_frec *parent, int bucket, c
             from_lower = !t->cols[t->pk_count].is_desc;
         }
     }
+    /* a later page of a merged bucketed read starts every bucket strictly after the token:
+     * one tuple slice over the clustering columns (all in one direction, see propose.c
+     * buckets_merge), whose values are the token's order values; NULL where the token has no
+     * value for one of them (the bucket is then read whole) */
+    int is_merged_after = limit > 0 && R->after && f->is_merged && !f->reads_ties && sh == R->pattern->paged;
+    const cJSON *slice_from = NULL;
+    if (is_merged_after) {
+        const cJSON *tv = R->after->child;
+        size_t c = t->pk_count;
+        slice_from = tv;
+        for (size_t k = 0; k < sh->order_count && c < t->pk_count + t->ck_count; k++, tv = tv ? tv->next : NULL) {
+            if (kp_cq_partition_binds(t, sh->order[k].attr)) continue;
+            if (!tv || cJSON_IsNull(tv)) { slice_from = NULL; limit = 0; break; }
+            c++;
+        }
+    }
+    /* Cassandra does not mix a tuple relation with single-column ones on clustering columns:
+     * beside the slice, a range on the first clustering column is written as 1-tuples, and its
+     * bound on the slice's side goes (the token's row met the range, so the slice is tighter) */
+    const cq_column *c0 = &t->cols[t->pk_count];
+    int is_tuple_range = slice_from && rc_col == c0;
     if (!R->statics_only) {
         /* the bounds on the range column: the range's, one side replaced by the token's */
         const char *lo_op = NULL, *hi_op = NULL;
@@ -219,13 +240,16 @@ static int build(run *R, const cq_fetch *f, const kp_frec *parent, int bucket, c
         }
         if (from && from_lower) lo_op = ">=", lo_v = from;
         else if (from) hi_op = "<=", hi_v = from;
+        if (is_tuple_range && c0->is_desc) hi_op = NULL;
+        else if (is_tuple_range) lo_op = NULL;
+        const char *open = is_tuple_range ? "(" : "", *close = is_tuple_range ? ")" : "";
         int rc = 0;
         if (lo_op) {
-            s = kp_arena_printf(&R->arena, "%s AND %s %s ?", s, col->quoted, lo_op);
+            s = kp_arena_printf(&R->arena, "%s AND %s%s%s %s %s?%s", s, open, col->quoted, close, lo_op, open, close);
             rc = add_value(R, v, col, lo_v);
         }
         if (hi_op && rc == 0) {
-            s = kp_arena_printf(&R->arena, "%s AND %s %s ?", s, col->quoted, hi_op);
+            s = kp_arena_printf(&R->arena, "%s AND %s%s%s %s %s?%s", s, open, col->quoted, close, hi_op, open, close);
             rc = add_value(R, v, col, hi_v);
         }
         cJSON_Delete(prefix_end);
@@ -236,23 +260,18 @@ static int build(run *R, const cq_fetch *f, const kp_frec *parent, int bucket, c
         *page_size = 0;
         return 0;
     }
-    /* a later page of a merged bucketed read starts every bucket strictly after the token:
-     * one tuple slice over the clustering columns (all in one direction, see
-     * propose.c buckets_merge), whose values are the token's order values */
-    if (limit > 0 && R->after && f->is_merged && !f->reads_ties && sh == R->pattern->paged) {
+    if (slice_from) {
         const char *cols = "", *marks = "";
-        const cJSON *tv = R->after->child;
+        const cJSON *tv = slice_from;
         size_t c = t->pk_count;
-        for (size_t k = 0; k < sh->order_count && c < t->pk_count + t->ck_count && limit > 0; k++, tv = tv ? tv->next : NULL) {
+        for (size_t k = 0; k < sh->order_count && c < t->pk_count + t->ck_count && tv; k++, tv = tv->next) {
             if (kp_cq_partition_binds(t, sh->order[k].attr)) continue;
-            if (!tv || cJSON_IsNull(tv)) { limit = 0; break; } /* no slice: the bucket is read whole */
             cols = kp_arena_printf(&R->arena, "%s%s%s", cols, *cols ? ", " : "", t->cols[c].quoted);
             marks = kp_arena_printf(&R->arena, "%s%s?", marks, *marks ? ", " : "");
             if (add_value(R, v, &t->cols[c], tv)) return -1;
             c++;
         }
-        if (limit > 0 && *cols)
-            s = kp_arena_printf(&R->arena, "%s AND (%s) %s (%s)", s, cols, t->cols[t->pk_count].is_desc ? "<" : ">", marks);
+        if (*cols) s = kp_arena_printf(&R->arena, "%s AND (%s) %s (%s)", s, cols, c0->is_desc ? "<" : ">", marks);
     }
     if (limit > 0) {
         s = kp_arena_printf(&R->arena, "%s LIMIT %lld", s, (long long)limit);

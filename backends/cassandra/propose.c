@@ -393,7 +393,9 @@ static int buckets_merge(cq_fetch *f, const kp_shape *s, const kp_pattern *p)
         return 1;
     }
     if (s != p->paged || s->page != KP_PAGE_TOKEN) return 1;
-    if (f->range) return 0;
+    /* a later page is a tuple slice after the token (execute.c); a range beside it must be on
+     * the first clustering column, written as 1-tuples */
+    if (f->range && f->range_col != &t->cols[t->pk_count]) return 0;
     for (size_t c = t->pk_count; c < t->pk_count + t->ck_count; c++)
         if (t->cols[c].is_desc != t->cols[t->pk_count].is_desc) return 0;
     return 1;
@@ -1375,7 +1377,13 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
                 skip_max = kp_shape_offset_max(f->shape) > skip ? kp_shape_offset_max(f->shape) : skip;
             }
             double cut = (double)lim + skip, cut_max = (lim_max > 0 ? lim_max : (double)lim) + skip_max;
-            double each = part_rows / buckets, each_max = is_root_set ? cut_max : f->rel->fanout->max / buckets;
+            double total = part_rows, total_max = is_root_set ? 0 : f->rel->fanout->max;
+            if (f->range && f->shape && f->shape->expect.is_given) {
+                /* a clustering range: the rows in it, by the model's $expect */
+                total = f->shape->expect.avg;
+                total_max = f->shape->expect.max > total ? f->shape->expect.max : total;
+            }
+            double each = total / buckets, each_max = is_root_set ? cut_max : total_max / buckets;
             o->items = inputs * buckets * (each < cut ? each : cut);
             o->items_max = inputs_max * buckets * (each_max < cut_max ? each_max : cut_max);
             o->bytes = o->items * f->table->row_bytes;
@@ -1485,7 +1493,31 @@ typedef struct write_sum {
     kp_write_plan *wp;
     double rows, copy_rows;
     size_t tables_touched;
+    double reads;               /* rows read by key before the write (read_first) */
+    const char *read_why;       /* the tables read, and why */
 } write_sum;
+
+/* An update or delete names its rows in every table that holds them by primary key: a key
+ * column the step's where does not give by equality, or one the step assigns (the old row
+ * goes), must first be read from the entity's table by key. NULL, or the first column that
+ * needs it. (A for_each step's records come from the read that reaches them.) */
+static const cq_column *read_first(const kp_write_step *st, const cq_table *t)
+{
+    if (st->op == KP_WRITE_INSERT || st->for_each_len) return NULL;
+    for (size_t k = 0; k < t->pk_count + t->ck_count; k++) {
+        const cq_column *c = &t->cols[k];
+        if (!c->attr) continue; /* the bucket: a hash of the key */
+        const kp_attr *a = t->entity == st->entity ? c->attr : NULL;
+        if (!a && t->parent == st->entity && k < t->pk_count && t->parent_keys) a = t->parent_keys[k];
+        if (!a) continue;       /* a child's own key under a parent's statics: not this step's row */
+        int given = 0;
+        for (size_t w = 0; w < st->where_count && !given; w++)
+            given = !st->where[w].path_len && st->where[w].attr == a && st->where[w].op == KP_OP_EQ;
+        for (size_t i = 0; i < st->assign_count && given; i++) given = st->assigns[i].attr != a;
+        if (!given) return c;
+    }
+    return NULL;
+}
 
 static kp_write_touch *add_touch(builder *B, write_sum *S, const char *container, const char *what, double count, double bytes)
 {
@@ -1507,9 +1539,19 @@ static void price_records(builder *B, write_sum *S, const kp_write_effect *fx, c
 {
     const kp_write_step *st = fx->step;
     double per = fx->records > 0 ? fx->records : 1;
+    int read_counted = 0;
     const kp_index_list *mine = &tables_of[st->entity->index];
     for (size_t j = 0; j < mine->count; j++) {
         const cq_table *t = B->L->tables[mine->at[j]];
+        const cq_column *unknown = t->entity == st->entity || t->parent == st->entity ? read_first(st, t) : NULL;
+        if (unknown && !read_counted) {
+            S->reads += per;
+            read_counted = 1;
+            const char **slot = kp_arena_push(B->A, (void **)&S->wp->reads, &S->wp->read_count, &S->wp->read_cap, sizeof *slot);
+            if (slot) *slot = B->L->base[st->entity->index]->name;
+            S->read_why = kp_arena_printf(B->A, "%s%s%s (%s is keyed by %s)", S->read_why ? S->read_why : "", S->read_why ? ", " : "",
+                                          B->L->base[st->entity->index]->name, t->name, unknown->name);
+        }
         if (t->entity == st->entity)
             add_touch(B, S, t->name,
                       kp_arena_printf(B->A, "%s row%s", st->entity->name,
@@ -1575,9 +1617,11 @@ static void plan_writes(builder *B)
     }
     for (size_t w = 0; w < m->write_count; w++) {
         const kp_write *wr = m->writes[w];
-        write_sum S = {&B->d->write_plans[w], 0, 0, 0};
+        write_sum S = {.wp = &B->d->write_plans[w]};
         S.wp->touches = NULL;
         S.wp->touch_count = 0;
+        S.wp->reads = NULL;
+        S.wp->read_count = S.wp->read_cap = 0;
         const kp_write_effect_list *fxs = &effects.of_write[w];
         /* pairings, aggregates, uniqueness and cascades are rows the model's own steps write */
         for (size_t i = 0, end; i < fxs->count; i = end) {
@@ -1599,8 +1643,9 @@ static void plan_writes(builder *B)
         }
         kp_write_plan *wp = S.wp;
         wp->items = S.rows;
-        /* statements go in logged batches of KP_CQ_MAX_BATCH, in order (writes.c) */
-        wp->requests = S.rows > KP_CQ_MAX_BATCH ? ceil(S.rows / KP_CQ_MAX_BATCH) : 1;
+        /* statements go in logged batches of KP_CQ_MAX_BATCH, in order (writes.c), after the
+         * reads that find the rows' keys */
+        wp->requests = (S.rows > KP_CQ_MAX_BATCH ? ceil(S.rows / KP_CQ_MAX_BATCH) : 1) + S.reads;
         if (S.tables_touched > 1 || wr->is_atomic) {
             wp->mechanism = "logged batch";
             wp->why = kp_arena_printf(B->A, "%zu row write%s across tables that hold copies of the same records: one LOGGED BATCH "
@@ -1616,7 +1661,10 @@ static void plan_writes(builder *B)
                                       wp->why, S.copy_rows);
         else if (S.rows > KP_CQ_MAX_BATCH)
             wp->why = kp_arena_printf(B->A, "%s; its %.0f rows fill more than one batch (20 rows, 32 KiB): about %.0f batches in "
-                                      "order, not atomic together", wp->why, S.rows, wp->requests);
+                                      "order, not atomic together", wp->why, S.rows, ceil(S.rows / KP_CQ_MAX_BATCH));
+        if (S.read_why)
+            wp->why = kp_arena_printf(B->A, "%s; first reads the changed records by key (%.0f request%s, in parallel), for the key "
+                                      "columns the write does not give: %s", wp->why, S.reads, S.reads == 1 ? "" : "s", S.read_why);
     }
     for (size_t i = 0; i < lists; i++) { kp_index_list_free(&tables_of[i]); kp_index_list_free(&copies_of[i]); }
     free(tables_of);
