@@ -133,6 +133,7 @@ cJSON *kp_design_to_json(const kp_design *d)
         add_num(wo, "items_written", w->items);
         if (d->backend->limits->write_unit) add_num(wo, "write_units", w->write_units);
         if (w->mechanism) add_str(wo, "mechanism", w->mechanism);
+        if (w->why) add_str(wo, "why", w->why);
         cJSON *touches = add_array(wo, "touches");
         for (size_t k = 0; k < w->touch_count; k++) {
             cJSON *t = cJSON_CreateObject();
@@ -265,12 +266,15 @@ void kp_advise_print_text(FILE *out, const cJSON *doc, int use_color)
         const cJSON *writes = cJSON_GetObjectItem(d, "writes");
         if (writes && writes->child) fprintf(out, "\n%sWrites%s\n", bold, reset);
         for (const cJSON *w = writes ? writes->child : NULL; w; w = w->next) {
-            fprintf(out, "  %s%s%s  %g rps: %.1f items written", bold, kp_json_str(w, "name"), reset, kp_json_num(w, "rps"), kp_json_num(w, "items_written"));
+            double requests = kp_json_num(w, "requests");
+            fprintf(out, "  %s%s%s  %g rps: %.4g request%s, %.1f items written", bold, kp_json_str(w, "name"), reset, kp_json_num(w, "rps"),
+                    requests, requests == 1 ? "" : "s", kp_json_num(w, "items_written"));
             if (cJSON_GetObjectItem(w, "write_units")) fprintf(out, ", %.1f WCU", kp_json_num(w, "write_units"));
             fprintf(out, "  (%s)\n", kp_json_str(w, "mechanism"));
             const cJSON *touches = cJSON_GetObjectItem(w, "touches");
             for (const cJSON *t = touches ? touches->child : NULL; t; t = t->next)
                 fprintf(out, "    %s%.1f x %s%s\n", dim, kp_json_num(t, "count"), kp_json_str(t, "what"), reset);
+            if (kp_json_str(w, "why")[0]) fprintf(out, "    %swhy: %s%s\n", dim, kp_json_str(w, "why"), reset);
         }
         const cJSON *defects = cJSON_GetObjectItem(d, "defects");
         fprintf(out, "\n%sDefects%s\n", bold, reset);

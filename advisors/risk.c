@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "advisors/cost.h"
+#include "backends/write_effects.h"
 #include "core/params.h"
 #include "core/sample.h"
 
@@ -492,13 +493,51 @@ static void check_indexes(const kp_design *d, kp_risks *out)
     }
 }
 
+/* A container that no access pattern reads and no write reads before writing costs every
+ * write that keeps it and serves nothing the model asks for. */
+static void check_unread(const kp_design *d, const kp_mix *mix, kp_risks *out)
+{
+    for (size_t i = 0; i < d->container_count; i++) {
+        const kp_container *c = &d->containers[i];
+        int is_read = 0;
+        for (size_t p = 0; p < d->plan_count && !is_read; p++)
+            for (size_t k = 0; k < d->plans[p].op_count && !is_read; k++) is_read = !strcmp(d->plans[p].ops[k].container, c->name);
+        for (size_t w = 0; w < d->write_plan_count && !is_read; w++)
+            for (size_t k = 0; k < d->write_plans[w].read_count && !is_read; k++) is_read = !strcmp(d->write_plans[w].reads[k], c->name);
+        if (is_read) continue;
+        double per_s = 0;
+        char writes[200] = "", cost[260] = "";
+        size_t used = 0;
+        for (size_t w = 0; w < d->write_plan_count; w++) {
+            const kp_write_plan *wp = &d->write_plans[w];
+            double n = 0;
+            for (size_t k = 0; k < wp->touch_count; k++)
+                if (!strcmp(wp->touches[k].container, c->name)) n += wp->touches[k].count;
+            if (n <= 0) continue;
+            per_s += n * kp_write_rps(wp->write, mix);
+            if (used < sizeof writes - 1) {
+                int k = snprintf(writes + used, sizeof writes - used, "%s'%s'", used ? ", " : "", wp->write->name);
+                used = k < 0 ? sizeof writes - 1 : used + (size_t)k < sizeof writes ? used + (size_t)k : sizeof writes - 1;
+            }
+        }
+        if (per_s > 0) snprintf(cost, sizeof cost, ": it costs %.3g item writes/s (%s)", per_s, writes);
+        add(out, "unread-container", KP_RISK_WARNING, c->name,
+            "%s %s is read by no access pattern and by no write%s; drop it unless something outside the model reads it", c->kind,
+            c->name, cost);
+    }
+}
+
 static void check_amplification(const kp_design *d, const kp_mix *mix, kp_risks *out)
 {
     for (size_t i = 0; i < d->write_plan_count; i++) {
         const kp_write_plan *w = &d->write_plans[i];
         double rps = kp_write_rps(w->write, mix);
         double rows = 0;
-        for (size_t s = 0; s < w->write->step_count; s++) rows += w->write->steps[s].rows > 0 ? w->write->steps[s].rows : 1;
+        /* records changed: a for_each step's once per record it reaches (the model's fan-out, not a copy) */
+        for (size_t s = 0; s < w->write->step_count; s++) {
+            double n = kp_write_step_records(&w->write->steps[s]);
+            rows += n > 0 ? n : 1;
+        }
         if (rows <= 0) rows = 1;
         double amplification = w->items / rows;
         if (amplification < AMPLIFICATION_WARN || rps * w->items < AMPLIFIED_ITEMS_PER_S) continue;
@@ -520,6 +559,7 @@ int kp_risk_check(const kp_design *d, const kp_mix *mix, const kp_risk_options *
     check_hot_reads(d, mix, o, sampler, out);
     check_hot_writes(d, mix, o, sampler, out);
     check_indexes(d, out);
+    check_unread(d, mix, out);
     check_amplification(d, mix, out);
     kp_sampler_free(sampler);
     return 0;

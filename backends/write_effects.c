@@ -94,14 +94,19 @@ static double copy_fanout(const kp_copy *c)
     return fan;
 }
 
+double kp_write_step_records(const kp_write_step *st)
+{
+    double fan = 1;
+    for (size_t h = 0; h < st->for_each_len; h++) fan *= st->for_each[h]->fanout ? st->for_each[h]->fanout->avg : 1;
+    return st->rows * fan;
+}
+
 static int enumerate_step(kp_arena *arena, kp_write_effect_list *list, const kp_write_step *st, size_t s,
                           const rel_runs *referencing, const rel_runs *pairing)
 {
     const kp_entity *e = st->entity;
     int is_update = st->op == KP_WRITE_UPDATE || st->op == KP_WRITE_UPSERT;
-    double fan = 1;
-    for (size_t h = 0; h < st->for_each_len; h++) fan *= st->for_each[h]->fanout ? st->for_each[h]->fanout->avg : 1;
-    double records = st->rows * fan;
+    double records = kp_write_step_records(st);
     kp_write_effect *fx = add(arena, list, KP_EFFECT_RECORDS, st, s, e, records, 1);
     if (!fx) return -1;
     for (size_t i = pairing->first[e->index];

@@ -348,6 +348,44 @@ static void test_forced_embedding_passes_16_mb(void **state)
     kp_model_free(m);
 }
 
+/* A container no pattern reads and no write reads before writing is a warning with what it
+ * costs. ecommerce on Cassandra: order_item is only ever written (place-order); the order
+ * table is read by key before update-order-status rewrites the order's rows in the tables
+ * keyed by its status, so it stays unflagged. A share-match fanning out to 50 feeds is the
+ * model's fan-out, not an amplification by copies. */
+static void test_a_container_nobody_reads_is_a_warning_with_its_write_cost(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/ecommerce-single-table/model.json");
+    kp_design_list list;
+    kp_design *d = design_of(m, "cassandra", NULL, &list);
+    kp_risks risks = {0};
+    kp_error err;
+    assert_int_equal(kp_risk_check(d, NULL, NULL, &risks, &err), 0);
+    const kp_risk *r = kp_risks_find(&risks, "unread-container", "order_item");
+    assert_non_null(r);
+    assert_int_equal(r->severity, KP_RISK_WARNING);
+    assert_non_null(strstr(r->message, "'place-order'"));
+    assert_null(kp_risks_find(&risks, "unread-container", "order"));
+    kp_risks_free(&risks);
+    kp_design_list_free(&list);
+    d = design_of(m, "dynamodb", NULL, &list);
+    assert_int_equal(kp_risk_check(d, NULL, NULL, &risks, &err), 0);
+    assert_null(kp_risks_find(&risks, "unread-container", NULL));
+    kp_risks_free(&risks);
+    kp_design_list_free(&list);
+    kp_model_free(m);
+    m = load("examples/leaderboard/model.json");
+    for (int k = 0; k < 3; k++) {
+        d = design_of(m, (const char *[]){"dynamodb", "mongodb", "cassandra"}[k], NULL, &list);
+        assert_int_equal(kp_risk_check(d, NULL, NULL, &risks, &err), 0);
+        assert_null(kp_risks_find(&risks, "write-amplification", "share-match"));
+        kp_risks_free(&risks);
+        kp_design_list_free(&list);
+    }
+    kp_model_free(m);
+}
+
 static cJSON *compare_all(const kp_model *m, const char *mix)
 {
     const kp_backend *backends[9] = {0};
@@ -494,6 +532,7 @@ int main(void)
         cmocka_unit_test(test_saas_active_listing_is_hot_without_shards),
         cmocka_unit_test(test_active_listing_share_on_databases_without_a_partition_limit),
         cmocka_unit_test(test_forced_embedding_passes_16_mb),
+        cmocka_unit_test(test_a_container_nobody_reads_is_a_warning_with_its_write_cost),
         cmocka_unit_test(test_recommendation_per_example),
         cmocka_unit_test(test_auction_mixes_disagree),
         cmocka_unit_test(test_markdown_fits_a_pull_request_comment),
