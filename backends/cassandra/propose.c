@@ -566,7 +566,8 @@ static cq_fetch *hop_fetch(walk *W, const kp_rel *r, const kp_shape *s, int is_l
         f->table = finish_table(B, t, W->p, rows);
         const kp_entity *src = r->source;
         for (size_t k = 0; k < nmine && k < src->key_count; k++) add_bind(B, f, col_of(f->table, mine[k]), CQ_SRC_PARENT, NULL, src->key[k]);
-        f->is_server_ordered = ordered && is_served_order(f->table, NULL, NULL);
+        /* hash buckets come back in no common order: a page needs them all, merged in the client */
+        f->is_server_ordered = ordered && is_served_order(f->table, NULL, NULL) && f->table->buckets <= 1;
         cq_fetch *target;
         if (os && needs_only_key(os)) {
             target = new_fetch(B, CQ_KEYS, r->target);
