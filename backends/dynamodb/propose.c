@@ -1863,6 +1863,8 @@ typedef struct write_sum {
     const kp_write *wr;
     kp_write_plan *wp;
     double items, units, requests;
+    double reads;               /* Queries that find an item's key before it is written */
+    const char *read_why;
 } write_sum;
 
 static kp_write_touch *add_touch(builder *B, write_sum *S, const char *what, double count, double bytes, double units)
@@ -1879,11 +1881,54 @@ static kp_write_touch *add_touch(builder *B, write_sum *S, const char *what, dou
     return t;
 }
 
+/* An update or delete names its item by the table's key: the attribute of PK or SK that the
+ * step's where does not give by equality (the item cannot be found without it; no index
+ * answers a lookup by the where), or NULL. A for_each step's items come from the read that
+ * reaches them. */
+static const kp_attr *unaddressed(const kp_write_step *st, const ddb_placement *base)
+{
+    if (st->op == KP_WRITE_INSERT || st->for_each_len) return NULL;
+    const ddb_format *parts[2] = {&base->pk, &base->sk};
+    for (int f = 0; f < (base->sentinel_sk ? 1 : 2); f++) /* a header's fixed SK needs nothing */
+        for (size_t k = 0; k < parts[f]->count; k++) {
+            const kp_attr *a = parts[f]->segs[k].attr;
+            int given = !a;
+            for (size_t w = 0; w < st->where_count && !given; w++)
+                given = !st->where[w].path_len && st->where[w].attr == a && st->where[w].op == KP_OP_EQ;
+            if (!given) return a;
+        }
+    return NULL;
+}
+
 /* The step's own item, its entries in every index it is in, and its element items. */
 static void price_records(builder *B, write_sum *S, const kp_write_effect *fx)
 {
     const kp_write_step *st = fx->step;
     const ddb_entity *e = entity_of(B, st->entity);
+    const kp_attr *missing = e->placement_count ? unaddressed(st, &e->placements[0]) : NULL;
+    const ddb_placement *via = NULL;
+    for (size_t k = 1; missing && !via && k < e->placement_count; k++) {
+        /* a global index keyed by what the where gives finds the item's key: one Query first
+         * (every item is in it: not sparse; one partition: not sharded) */
+        const ddb_placement *x = &e->placements[k];
+        if (x->index->kind == DDB_GSI && !x->only_when_count && x->shards <= 1 && !unaddressed(st, x)) via = x;
+    }
+    if (via) {
+        S->requests += fx->count;
+        S->reads += fx->count;
+        S->read_why = kp_design_printf(B->d, "%s%sfinds each %s item's key first with a Query on %s (%s = %s): its key needs %s, "
+                                       "which the write does not give (the index is eventually consistent)",
+                                       S->read_why ? S->read_why : "", S->read_why ? "; " : "", st->entity->name,
+                                       via->index->name, via->index->pk_attr, kp_ddb_format_describe(&B->d->arena, &via->pk),
+                                       missing->name);
+        const char **slot = kp_arena_push(&B->d->arena, (void **)&S->wp->reads, &S->wp->read_count, &S->wp->read_cap, sizeof *slot);
+        if (slot) *slot = B->L->table;
+    } else if (missing)
+        kp_design_defect(B->d, NULL, "'%s' %s %s by its where, but a %s item's key (PK = %s, SK = %s) needs %s.%s, which the write "
+                         "does not give: add it to the step's where (the caller knows it), or the item can only be found by a Scan",
+                         S->wr->name, st->op == KP_WRITE_DELETE ? "deletes" : "updates", st->entity->name, st->entity->name,
+                         kp_ddb_format_describe(&B->d->arena, &e->placements[0].pk),
+                         kp_ddb_format_describe(&B->d->arena, &e->placements[0].sk), st->entity->name, missing->name);
     double rows = fx->count, size = item_bytes(B, st->entity), wcu = write_units(size);
     add_touch(B, S, kp_design_printf(B->d, "%s item (%s)", st->entity->name,
                                      st->op == KP_WRITE_INSERT ? "PutItem" : st->op == KP_WRITE_DELETE ? "DeleteItem" : "UpdateItem"),
@@ -2002,9 +2047,11 @@ static void plan_writes(builder *B)
     }
     for (size_t w = 0; w < m->write_count; w++) {
         const kp_write *wr = m->writes[w];
-        write_sum S = {wr, &B->d->write_plans[w], 0, 0, 0};
+        write_sum S = {.wr = wr, .wp = &B->d->write_plans[w]};
         S.wp->touches = NULL;
         S.wp->touch_count = 0;
+        S.wp->reads = NULL;
+        S.wp->read_count = S.wp->read_cap = 0;
         const kp_write_effect_list *fxs = &effects.of_write[w];
         for (size_t i = 0, end; i < fxs->count; i = end) {
             const kp_write_effect *fx = &fxs->items[i];
@@ -2021,10 +2068,11 @@ static void plan_writes(builder *B)
         kp_write_plan *wp = S.wp;
         wp->items = S.items;
         wp->write_units = S.units;
-        wp->requests = wr->is_atomic ? 1 : S.requests;
+        wp->requests = wr->is_atomic ? 1 + S.reads : S.requests;
         wp->mechanism = wr->is_atomic ? "TransactWriteItems (all steps or none; 2 WCU per KB)"
                       : wr->schedule_every_s > 0 ? "BatchWriteItem (25 items per request)"
                       : S.requests > 1.5 ? "one request per item written, in order" : "one request";
+        wp->why = S.read_why;
     }
     kp_write_effects_free(&effects);
 }

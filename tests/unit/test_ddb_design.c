@@ -669,6 +669,35 @@ static void test_every_example_has_a_design_without_unexpected_defects(void **st
     }
 }
 
+/* An update names its item by the table's key. ecommerce's update-order-status gives the
+ * order id alone, and the order item lives under its user (PK = USER#<username>): the
+ * write first finds the key with a Query on the index keyed by the order id (GSI1), claimed
+ * as a request and a read of the table. every-feature's purge deletes reactions by id, and
+ * no index has them by id: a defect that says what to add. */
+static void test_an_update_without_the_items_key_reads_it_first_or_is_a_defect(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/ecommerce-single-table/model.json");
+    kp_design *d = propose(m);
+    const kp_write_plan *wp = NULL;
+    for (size_t i = 0; i < m->write_count; i++)
+        if (!strcmp(m->writes[i]->name, "update-order-status")) wp = &d->write_plans[i];
+    assert_non_null(wp);
+    assert_int_equal((int)wp->requests, 2);
+    assert_int_equal(wp->read_count, 1);
+    assert_non_null(wp->why);
+    assert_non_null(strstr(wp->why, "Query on GSI1 (GSI1PK = ORDER#<orderId>)"));
+    kp_design_free(d);
+    kp_model_free(m);
+    m = load("tests/fixtures/models/every-feature.json");
+    d = propose(m);
+    int found = 0;
+    for (size_t k = 0; k < d->defect_count; k++) found |= strstr(d->defects[k], "'purge' deletes Reaction by its where") != NULL;
+    assert_true(found);
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
 /* Both bounds of a range on the sort key's attribute make one BETWEEN (issue #14, my-bids:
  * placedAt >= :from and <= :until, newest first): no FilterExpression, the Limit kept, and a
  * page claims a page (it claimed ~60 items read, up to every bid of the user). */
@@ -812,6 +841,7 @@ int main(void)
         cmocka_unit_test(test_the_response_is_reassembled_in_the_declared_shape),
         cmocka_unit_test(test_an_unordered_listing_gathered_by_the_client_comes_in_key_order),
         cmocka_unit_test(test_every_example_has_a_design_without_unexpected_defects),
+        cmocka_unit_test(test_an_update_without_the_items_key_reads_it_first_or_is_a_defect),
         cmocka_unit_test(test_a_referenced_attribute_is_copied_into_the_referencing_items),
         cmocka_unit_test(test_two_bounds_on_the_sort_key_are_one_between),
         cmocka_unit_test(test_a_listing_through_a_join_entity_reads_an_adjacency_list),
