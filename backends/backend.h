@@ -200,7 +200,7 @@ typedef struct kp_write_plan {
     const char *mechanism;      /* "TransactWriteItems", "BatchWriteItem", "logged batch", ... */
     const char *why;
     const char **reads;         /* containers the write reads before writing (in the design's arena) */
-    size_t read_count, read_cap;
+    size_t read_count;
 } kp_write_plan;
 
 typedef struct kp_decision {
@@ -257,6 +257,8 @@ kp_decision *kp_design_decide(kp_design *design, const char *subject, const char
 void kp_design_undecide(kp_design *design, const char *subject);
 /* One more touch of a write plan (zeroed; wp->touches grows, as many as the write makes). */
 kp_write_touch *kp_write_plan_touch(kp_design *design, kp_write_plan *wp);
+/* Notes that the write reads `container` before it writes (kp_write_plan.reads). */
+void kp_write_plan_read(kp_design *design, kp_write_plan *wp, const char *container);
 void kp_decision_add_pattern(kp_design *design, kp_decision *decision, const kp_pattern *pattern);
 /* A defect of the design: a sentence, and the access pattern it is about (NULL: the
  * design as a whole), which the advisors read instead of searching the sentence. */

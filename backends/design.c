@@ -75,6 +75,12 @@ kp_write_touch *kp_write_plan_touch(kp_design *d, kp_write_plan *wp)
     return grow(d, (void **)&wp->touches, &wp->touch_count, sizeof *wp->touches);
 }
 
+void kp_write_plan_read(kp_design *d, kp_write_plan *wp, const char *container)
+{
+    const char **slot = grow(d, (void **)&wp->reads, &wp->read_count, sizeof *wp->reads);
+    if (slot) *slot = container;
+}
+
 kp_container *kp_design_add_container(kp_design *d, const char *name, const char *kind)
 {
     kp_container *c = grow(d, (void **)&d->containers, &d->container_count, sizeof *c);

@@ -1548,8 +1548,7 @@ static void price_records(builder *B, write_sum *S, const kp_write_effect *fx, c
         if (unknown && !read_counted) {
             S->reads += per;
             read_counted = 1;
-            const char **slot = kp_arena_push(B->A, (void **)&S->wp->reads, &S->wp->read_count, &S->wp->read_cap, sizeof *slot);
-            if (slot) *slot = B->L->base[st->entity->index]->name;
+            kp_write_plan_read(B->d, S->wp, B->L->base[st->entity->index]->name);
             S->read_why = kp_arena_printf(B->A, "%s%s%s (%s is keyed by %s)", S->read_why ? S->read_why : "", S->read_why ? ", " : "",
                                           B->L->base[st->entity->index]->name, t->name, unknown->name);
         }
@@ -1622,7 +1621,7 @@ static void plan_writes(builder *B)
         S.wp->touches = NULL;
         S.wp->touch_count = 0;
         S.wp->reads = NULL;
-        S.wp->read_count = S.wp->read_cap = 0;
+        S.wp->read_count = 0;
         const kp_write_effect_list *fxs = &effects.of_write[w];
         /* pairings, aggregates, uniqueness and cascades are rows the model's own steps write */
         for (size_t i = 0, end; i < fxs->count; i = end) {

@@ -1921,8 +1921,7 @@ static void price_records(builder *B, write_sum *S, const kp_write_effect *fx)
                                        S->read_why ? S->read_why : "", S->read_why ? "; " : "", st->entity->name,
                                        via->index->name, via->index->pk_attr, kp_ddb_format_describe(&B->d->arena, &via->pk),
                                        missing->name);
-        const char **slot = kp_arena_push(&B->d->arena, (void **)&S->wp->reads, &S->wp->read_count, &S->wp->read_cap, sizeof *slot);
-        if (slot) *slot = B->L->table;
+        kp_write_plan_read(B->d, S->wp, B->L->table);
     } else if (missing)
         kp_design_defect(B->d, NULL, "'%s' %s %s by its where, but a %s item's key (PK = %s, SK = %s) needs %s.%s, which the write "
                          "does not give: add it to the step's where (the caller knows it), or the item can only be found by a Scan",
@@ -2051,7 +2050,7 @@ static void plan_writes(builder *B)
         S.wp->touches = NULL;
         S.wp->touch_count = 0;
         S.wp->reads = NULL;
-        S.wp->read_count = S.wp->read_cap = 0;
+        S.wp->read_count = 0;
         const kp_write_effect_list *fxs = &effects.of_write[w];
         for (size_t i = 0, end; i < fxs->count; i = end) {
             const kp_write_effect *fx = &fxs->items[i];
