@@ -1758,8 +1758,10 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
     o->bytes = bytes;
     double requests = f->kind == DDB_BATCH_GET || batched ? ceil(parents * per / 100.0) : parents * f->shards;
     if (requests < 1) requests = 1;
-    /* pages: a Query page stops at 1 MB */
-    if (f->kind == DDB_QUERY && bytes / (parents > 0 ? parents : 1) > 1048576) requests *= ceil(bytes / parents / 1048576);
+    /* pages: a Query page stops at 1 MB of items read, a COUNT's too (it follows
+     * LastEvaluatedKey to the end of its key range: execute.c) */
+    int is_query = f->kind == DDB_QUERY || f->kind == DDB_COUNT;
+    if (is_query && bytes / (parents > 0 ? parents : 1) > 1048576) requests *= ceil(bytes / parents / 1048576);
     if (needed > 0) requests = parents * ceil(per / (double)needed); /* each page evaluates `needed` items */
     o->requests = requests;
     o->read_units = f->kind == DDB_GET || f->kind == DDB_BATCH_GET ? count * read_units(item_bytes(B, f->entity->entity))
@@ -1773,7 +1775,7 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
     double per_parent = bytes_max / (parents_max > 0 ? parents_max : 1);
     int is_batched_max = f->kind == DDB_BATCH_GET || (f->kind == DDB_GET && parents_max > 1);
     o->requests_max = is_batched_max ? ceil(max_count / 100.0)
-                                     : parents_max * f->shards * (f->kind == DDB_QUERY && per_parent > 1048576 ? ceil(per_parent / 1048576) : 1);
+                                     : parents_max * f->shards * (is_query && per_parent > 1048576 ? ceil(per_parent / 1048576) : 1);
     if (needed > 0) o->requests_max = parents_max * ceil(per_max / (double)needed);
     if (o->requests_max < 1) o->requests_max = 1;
     /* a later page's Query starts past the header item, which a GetItem then reads (execute.c) */

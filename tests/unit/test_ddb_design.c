@@ -362,6 +362,30 @@ static void test_a_client_sorted_listing_claims_the_whole_partition_it_reads(voi
     kp_model_free(m);
 }
 
+/* A Query (COUNT) reads every item it counts, in pages of 1 MB like any Query (it follows
+ * LastEvaluatedKey to the end: execute.c): counting a streamer's 1.5 million followers is
+ * hundreds of requests at the bound, not one. */
+static void test_a_count_claims_the_pages_it_reads_to_the_end(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/leaderboard/model.json");
+    kp_design *d = propose(m);
+    const kp_plan *p = plan_of(d, "player-profile");
+    const kp_operation *count = NULL;
+    for (size_t i = 0; i < p->op_count; i++)
+        if (strcmp(p->ops[i].op, "Query (COUNT)") == 0 && strstr(p->ops[i].condition, "followeeId")) count = &p->ops[i];
+    assert_non_null(count);
+    assert_true(count->items_max >= 1500000);
+    double pages = 0;
+    for (size_t i = 0; i < p->op_count; i++) pages += p->ops[i].requests_max;
+    /* 1.5 million Follow items of about 140 bytes: 200 MB, 1 MB a page */
+    assert_true(count->requests_max > 100);
+    assert_true(p->requests_max >= pages - 0.5 && p->requests_max > 100);
+    assert_true(count->requests >= 1 && count->requests < 5); /* the average follower count fits one page */
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
 /* A child keyed (parent, commenter, time) and listed by time (issue #14, "key order and
  * local indexes"): the base sort key puts the time first — SK=COMMENT#<createdAt>#<authorId>
  * — so no LSI (and no 10 GB bound) is needed. Two leaves through one relation (post.id,
@@ -834,6 +858,7 @@ int main(void)
         cmocka_unit_test(test_orders_of_a_day_use_a_gsi_and_recent_orders_one_query),
         cmocka_unit_test(test_a_walk_back_through_an_array_reads_an_adjacency_list),
         cmocka_unit_test(test_a_client_sorted_listing_claims_the_whole_partition_it_reads),
+        cmocka_unit_test(test_a_count_claims_the_pages_it_reads_to_the_end),
         cmocka_unit_test(test_an_order_of_mixed_directions_and_nulls_is_held_by_the_sort_key),
         cmocka_unit_test(test_the_base_sort_key_follows_the_listing_and_a_relation_is_read_once),
         cmocka_unit_test(test_an_index_entry_no_fetch_reads_is_not_written),
