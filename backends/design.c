@@ -12,6 +12,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int reads_count(const kp_shape *s, const kp_derived *kept)
+{
+    if (!s) return 0;
+    if (s->kind == KP_SHAPE_COUNT && s->hop_count == 1 && s->hops[0] == kept->path[0]) return 1;
+    for (size_t i = 0; i < s->member_count; i++)
+        if (reads_count(s->members[i], kept)) return 1;
+    return 0;
+}
+
+static void decide_kept_counts(kp_design *d, const kp_model *m);
+
 kp_design *kp_design_new(const kp_backend *backend, const kp_model *model, const kp_mix *mix, const char *candidate)
 {
     kp_design *d = calloc(1, sizeof *d);
@@ -27,6 +38,7 @@ kp_design *kp_design_new(const kp_backend *backend, const kp_model *model, const
     if (!d->candidate || !d->plans || !d->write_plans) { kp_design_free(d); return NULL; }
     for (size_t i = 0; i < model->pattern_count; i++) d->plans[i].pattern = model->patterns[i];
     for (size_t i = 0; i < model->write_count; i++) d->write_plans[i].write = model->writes[i];
+    decide_kept_counts(d, model);
     return d;
 }
 
@@ -106,6 +118,24 @@ void kp_design_undecide(kp_design *d, const char *subject)
     for (size_t i = 0; i < d->decision_count; i++)
         if (strcmp(d->decisions[i].subject, subject) != 0) d->decisions[w++] = d->decisions[i];
     d->decision_count = w;
+}
+
+/* The counts keyplan keeps on parent records (core/kept_counts.c) are the same choice on
+ * every database: each design states it, with the patterns that read it. */
+static void decide_kept_counts(kp_design *d, const kp_model *m)
+{
+    for (size_t e = 0; e < m->entity_count; e++)
+        for (size_t a = 0; a < m->entities[e]->attr_count; a++) {
+            const kp_attr *k = m->entities[e]->attrs[a];
+            if (!k->is_kept) continue;
+            kp_decision *x = kp_design_decide(
+                d, kp_design_printf(d, "%s.%s", k->entity->name, k->name),
+                kp_design_printf(d, "a count of %s kept on each %s record by the writes, read instead of counted",
+                                 k->derived->path[0]->name, k->entity->name),
+                k->kept_why);
+            for (size_t p = 0; x && p < m->pattern_count; p++)
+                if (reads_count(m->patterns[p]->returns, k->derived)) kp_decision_add_pattern(d, x, m->patterns[p]);
+        }
 }
 
 void kp_decision_add_pattern(kp_design *d, kp_decision *x, const kp_pattern *p)

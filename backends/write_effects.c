@@ -101,7 +101,7 @@ double kp_write_step_records(const kp_write_step *st)
     return st->rows * fan;
 }
 
-static int enumerate_step(kp_arena *arena, kp_write_effect_list *list, const kp_write_step *st, size_t s,
+static int enumerate_step(kp_arena *arena, kp_write_effect_list *list, const kp_write *w, const kp_write_step *st, size_t s,
                           const rel_runs *referencing, const rel_runs *pairing)
 {
     const kp_entity *e = st->entity;
@@ -127,7 +127,15 @@ static int enumerate_step(kp_arena *arena, kp_write_effect_list *list, const kp_
         fx->rel = ref;
     }
     for (size_t i = 0; i < e->aggregated_by_count; i++) {
-        if (!(fx = add(arena, list, KP_EFFECT_AGGREGATE, st, s, e->aggregated_by[i]->entity, records, 1))) return -1;
+        if (!kp_derived_moved_by(e->aggregated_by[i]->derived, st)) continue;
+        const kp_entity *holder = e->aggregated_by[i]->entity;
+        /* the records that hold the value: none to update when the write inserts the holder
+         * itself (the value goes in with it); without for_each, a step's rows change the
+         * value of one holder (an order's lines, its one order); with it, one per record */
+        int inserted = 0;
+        for (size_t k = 0; k < w->step_count; k++) inserted |= w->steps[k].entity == holder && w->steps[k].op == KP_WRITE_INSERT;
+        double holders = inserted ? 0 : st->for_each_len || records < 1 ? records : 1;
+        if (!(fx = add(arena, list, KP_EFFECT_AGGREGATE, st, s, holder, records, records > 0 ? holders / records : 0))) return -1;
         fx->attr = e->aggregated_by[i];
     }
     for (size_t a = 0; st->op == KP_WRITE_INSERT && a < e->attr_count; a++) {
@@ -154,7 +162,7 @@ int kp_write_effects_build(const kp_model *m, kp_write_effects *out, kp_error *e
     out->write_count = m->write_count;
     for (size_t w = 0; w < m->write_count; w++)
         for (size_t s = 0; s < m->writes[w]->step_count; s++)
-            if (enumerate_step(&out->arena, &out->of_write[w], &m->writes[w]->steps[s], s, &referencing, &pairing))
+            if (enumerate_step(&out->arena, &out->of_write[w], m->writes[w], &m->writes[w]->steps[s], s, &referencing, &pairing))
                 return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory while listing what the writes change");
     return 0;
 }

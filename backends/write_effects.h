@@ -34,7 +34,8 @@ typedef enum kp_write_effect_kind {
                                entity: the referencing records), where a backend may keep copies
                                of the changed attributes (extended references) */
     KP_EFFECT_AGGREGATE,    /* a derived aggregate over the step's entity (attr: the aggregate;
-                               entity: the record that holds it) */
+                               entity: the record that holds it; count: the holders to update,
+                               0 when the write inserts the holder with the value) */
     KP_EFFECT_UNIQUE,       /* an insert claims a value of a unique attribute (attr) */
     KP_EFFECT_CASCADE       /* a delete reaches the records its relation cascades to (rel: the
                                step entity's relation; entity: its target) */

@@ -1115,9 +1115,8 @@ static int link_reverse(kp_parser *P)
                     if (pass == 1) to->copied_by[to->copied_by_count] = attr;
                     to->copied_by_count++;
                 }
-                const kp_derived *d = attr->derived;
-                if (d && d->path_len > 0 && d->path[d->path_len - 1]->target) {
-                    kp_entity *to = d->path[d->path_len - 1]->target;
+                kp_entity *to = attr->derived ? kp_derived_changed_by(attr->derived) : NULL;
+                if (to) {
                     if (pass == 1) to->aggregated_by[to->aggregated_by_count] = attr;
                     to->aggregated_by_count++;
                 }
@@ -1224,6 +1223,10 @@ int kp_derive_counts(kp_parser *P, double scale)
                 r->inverse_fanout.max = r->inverse_fanout.avg * 10 > 1 ? ceil(r->inverse_fanout.avg * 10) : 1;
         }
     }
+    for (size_t i = 0; i < m->relation_count; i++) {
+        m->relations[i]->unscaled_fanout = m->relations[i]->fanout;
+        m->relations[i]->unscaled_inverse_fanout = m->relations[i]->inverse_fanout;
+    }
     /* --scale: counts multiplied; fan-outs kept, capped by the scaled child count */
     if (scale > 0 && scale != 1) {
         for (size_t i = 0; i < m->entity_count; i++) {
@@ -1278,7 +1281,8 @@ static int parse_model(kp_parser *P, const kp_model_options *options)
     if (!patterns) return kp_perr(P, root, 0, "the model needs \"access_patterns\": what each screen or API reads");
     if (kp_parse_patterns(P, patterns) || kp_parse_writes(P, cJSON_GetObjectItemCaseSensitive(root, "writes")) ||
         kp_parse_workload(P, cJSON_GetObjectItemCaseSensitive(root, "workload")) ||
-        kp_parse_hints(P, cJSON_GetObjectItemCaseSensitive(root, "hints")) || index_write_steps(P))
+        kp_parse_hints(P, cJSON_GetObjectItemCaseSensitive(root, "hints")) || index_write_steps(P) ||
+        kp_keep_counts(P))
         return -1;
     return 0;
 }
@@ -1368,6 +1372,34 @@ kp_mix *kp_model_mix(const kp_model *m, const char *name)
     for (size_t i = 0; i < m->mix_count; i++)
         if (strcmp(m->mixes[i]->name, name) == 0) return m->mixes[i];
     return NULL;
+}
+
+kp_entity *kp_derived_changed_by(const kp_derived *d)
+{
+    if (!d || !d->path_len) return NULL;
+    const kp_rel *last = d->path[d->path_len - 1];
+    /* a count through a join entity changes with the join records, not with the far side */
+    if (d->fn == KP_AGG_COUNT && last->relation->link == KP_LINK_THROUGH) return last->relation->through;
+    return last->target;
+}
+
+int kp_derived_moved_by(const kp_derived *d, const kp_write_step *st)
+{
+    if (st->op != KP_WRITE_UPDATE) return 1; /* a record comes or goes */
+    const kp_relation *r = d->path_len ? d->path[d->path_len - 1]->relation : NULL;
+    for (size_t k = 0; k < st->assign_count; k++) {
+        const kp_attr *a = st->assigns[k].attr;
+        if (a == d->of) return 1;
+        for (size_t j = 0; j < d->where_count; j++)
+            if (d->where[j].attr == a) return 1;
+        for (size_t j = 0; r && j < r->fk_count; j++)
+            if (r->fk_attrs[j] == a) return 1;
+        for (size_t j = 0; r && j < r->through_from_count; j++)
+            if (r->through_from[j] == a) return 1;
+        for (size_t j = 0; r && j < r->through_to_count; j++)
+            if (r->through_to[j] == a) return 1;
+    }
+    return 0;
 }
 
 double kp_pattern_rps(const kp_pattern *p, const kp_mix *mix)

@@ -118,6 +118,8 @@ struct kp_attr {
     const cJSON *min, *max;     /* generator range for numbers/timestamps/dates; NULL if absent */
     kp_copy *copy_of;           /* NULL unless a denormalised copy */
     kp_derived *derived;        /* NULL unless a derived aggregate */
+    int is_kept;                /* a derived count keyplan keeps on the record (kept_counts.c), not the model's */
+    const char *kept_why;       /* is_kept: the reads it saves against the writes that keep it */
     const char *description;
     const char *renamed_from;   /* model versions: the name it had in the previous version, or NULL */
     const cJSON *backfill;      /* model versions: the value records of the previous version get, or NULL */
@@ -195,6 +197,9 @@ struct kp_relation {
     kp_attr *array_attr;
     kp_fanout fanout;           /* `to` records per `from` record */
     kp_fanout inverse_fanout;   /* `from` records per `to` record */
+    kp_fanout unscaled_fanout, unscaled_inverse_fanout; /* the same before --scale capped them: what
+                                                           choices that must not change with the
+                                                           sample's size read (kept_counts.c) */
     double skew;                /* Zipf exponent of how targets spread over sources */
     int has_skew;
     kp_on_delete on_delete;
@@ -457,6 +462,13 @@ kp_write *kp_model_write(const kp_model *model, const char *name);
 kp_mix *kp_model_mix(const kp_model *model, const char *name);
 
 /* The rate of a pattern or write under a mix (NULL: the declared rates). */
+/* The entity whose records' writes change a derived value (entity->aggregated_by lists it
+ * there): the path's last target, or the join entity of a count through one. */
+kp_entity *kp_derived_changed_by(const kp_derived *d);
+/* Whether a write step on the records a derived value aggregates can change it: an insert
+ * or delete, or an update that assigns the aggregated attribute, one its where tests or a
+ * link of its last relation. */
+int kp_derived_moved_by(const kp_derived *d, const kp_write_step *st);
 double kp_pattern_rps(const kp_pattern *pattern, const kp_mix *mix);
 double kp_write_rps(const kp_write *write, const kp_mix *mix);
 /* The skew that applies to a pattern's / write's keys (its own, else the workload's). */

@@ -75,5 +75,7 @@ int kp_parse_patterns(kp_parser *P, const cJSON *patterns);
 int kp_parse_writes(kp_parser *P, const cJSON *writes);
 int kp_parse_workload(kp_parser *P, const cJSON *workload);
 int kp_parse_hints(kp_parser *P, const cJSON *hints);
+/* After the writes are indexed: the derived counts keyplan keeps on parent records (kept_counts.c). */
+int kp_keep_counts(kp_parser *P);
 
 #endif

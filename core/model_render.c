@@ -209,7 +209,11 @@ void kp_model_print_summary(FILE *out, const kp_model *m)
         format_count(e->count, a, sizeof a);
         fprintf(out, "  %-*s %14s records%s  key (", (int)width, e->name, a, e->is_count_given ? "" : " (derived)");
         for (size_t k = 0; k < e->key_count; k++) fprintf(out, "%s%s", k ? ", " : "", e->key[k]->name);
-        fprintf(out, ")  %zu attributes\n", e->attr_count);
+        size_t kept = 0;
+        for (size_t k = 0; k < e->attr_count; k++) kept += e->attrs[k]->is_kept != 0;
+        fprintf(out, ")  %zu attributes", e->attr_count);
+        if (kept) fprintf(out, " (%zu of them count%s keyplan keeps: advise says why)", kept, kept == 1 ? "" : "s");
+        fputc('\n', out);
     }
     fprintf(out, "\nrelations (%zu)\n", m->relation_count);
     for (size_t i = 0; i < m->relation_count; i++) {
@@ -462,6 +466,7 @@ cJSON *kp_model_to_json(const kp_model *m)
                 cJSON_AddItemToObject(d, fns[a->derived->fn], path_json(a->derived->path, a->derived->path_len, a->derived->of));
                 if (a->derived->where_count)
                     cJSON_AddItemToObject(d, "where", conditions_json(a->derived->where, a->derived->where_count));
+                if (a->is_kept) cJSON_AddStringToObject(d, "kept", a->kept_why);
             }
             cJSON_AddItemToArray(attrs, ao);
         }

@@ -1149,6 +1149,7 @@ static int record_into(kp_generator *g, kp_gen_entity *ge, int64_t i, kp_gen_buf
     kp_gen_putc(out, '{');
     for (size_t a = 0; a < ge->entity->attr_count; a++) {
         kp_gen_attr *ga = &ge->attrs[a];
+        if (ga->attr->is_kept) continue; /* keyplan's, not the model's: the loader computes it */
         size_t mark = out->len;
         if (!first) kp_gen_putc(out, ',');
         kp_gen_putn(out, ga->json_name, ga->json_name_len);

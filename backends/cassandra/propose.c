@@ -1495,7 +1495,10 @@ typedef struct write_sum {
     double rows, copy_rows;
     size_t tables_touched;
     double reads;               /* rows read by key before the write (read_first) */
-    const char *read_why;       /* the tables read, and why */
+    const char *read_why;       /* the tables read for key columns, and why */
+    const char *value_why;      /* the derived values read before they are rewritten */
+    const kp_write_step *value_step; /* the last step and path whose values were read: the */
+    const kp_derived *value_path;    /* other aggregates over that path come with the same row */
 } write_sum;
 
 /* An update or delete names its rows in every table that holds them by primary key: a key
@@ -1594,6 +1597,52 @@ static void price_references(builder *B, write_sum *S, const kp_write_effect *fx
     }
 }
 
+/* A derived value the step's records change (KP_EFFECT_AGGREGATE): its column in every
+ * row that holds it — the holder's own rows in each of its tables, and the static columns
+ * of the partitions it is the parent of. A regular column has no increment, so the writer
+ * first reads the holder's current value by key (one request per holder, in parallel) and
+ * writes it in the batch; a counter table would not lose a concurrent increment but cannot
+ * join a logged batch, and the plan says so. */
+static void price_aggregate(builder *B, write_sum *S, const kp_write_effect *fx, const kp_index_list *tables_of)
+{
+    const kp_entity *holder = fx->entity;
+    const kp_index_list *theirs = &tables_of[holder->index];
+    double per = fx->count;
+    if (per <= 0) return; /* the write inserts the holder with the value */
+    int any = 0;
+    for (size_t j = 0; j < theirs->count; j++) {
+        const cq_table *t = B->L->tables[theirs->at[j]];
+        for (size_t k = 0; k < t->col_count; k++) {
+            const cq_column *c = &t->cols[k];
+            if (c->attr != fx->attr || c->via) continue;
+            int b = t->buckets > 1 ? t->buckets : 1;
+            if (c->role == CQ_STATIC)
+                add_touch(B, S, t->name, kp_arena_printf(B->A, "%s.%s in the static columns of %s (%d partition%s)", holder->name,
+                                                         fx->attr->name, holder->name, b, b == 1 ? "" : "s"),
+                          per * b, per * b * 64);
+            else
+                add_touch(B, S, t->name,
+                          kp_arena_printf(B->A, "%s.%s in the %s row%s", holder->name, fx->attr->name, holder->name,
+                                          t->is_base ? "" : kp_arena_printf(B->A, " (copy keyed by %s)", t->cols[0].name)),
+                          per, per * t->row_bytes);
+            any = 1;
+            break;
+        }
+    }
+    if (!any) return;
+    const kp_derived *d = fx->attr->derived, *last = S->value_path;
+    int same = S->value_step == fx->step && last && last->path_len == d->path_len;
+    for (size_t i = 0; same && i < d->path_len; i++) same = last->path[i] == d->path[i];
+    if (!same) {
+        S->reads += per;
+        kp_write_plan_read(B->d, S->wp, B->L->base[holder->index]->name);
+        S->value_step = fx->step;
+        S->value_path = d;
+    }
+    S->value_why = kp_arena_printf(B->A, "%s%s%s.%s from %s", S->value_why ? S->value_why : "", S->value_why ? ", " : "",
+                                   holder->name, fx->attr->name, B->L->base[holder->index]->name);
+}
+
 static void plan_writes(builder *B)
 {
     const kp_model *m = B->m;
@@ -1623,7 +1672,7 @@ static void plan_writes(builder *B)
         S.wp->reads = NULL;
         S.wp->read_count = 0;
         const kp_write_effect_list *fxs = &effects.of_write[w];
-        /* pairings, aggregates, uniqueness and cascades are rows the model's own steps write */
+        /* pairings, uniqueness and cascades are rows the model's own steps write */
         for (size_t i = 0, end; i < fxs->count; i = end) {
             const kp_write_effect *fx = &fxs->items[i];
             end = i + 1;
@@ -1636,6 +1685,8 @@ static void plan_writes(builder *B)
                           kp_arena_printf(B->A, "copy of %s.%s in %s rows (every table of %s)", fx->step->entity->name,
                                           fx->attr->copy_of->source->name, holder->name, holder->name),
                           1, 0);
+            } else if (fx->kind == KP_EFFECT_AGGREGATE) {
+                price_aggregate(B, &S, fx, tables_of);
             } else if (fx->kind == KP_EFFECT_REFERENCE) {
                 while (end < fxs->count && fxs->items[end].kind == KP_EFFECT_REFERENCE && fxs->items[end].step == fx->step) end++;
                 price_references(B, &S, fx, &fxs->items[end], &copies_of[fx->step->entity->index]);
@@ -1662,9 +1713,15 @@ static void plan_writes(builder *B)
         else if (S.rows > KP_CQ_MAX_BATCH)
             wp->why = kp_arena_printf(B->A, "%s; its %.0f rows fill more than one batch (20 rows, 32 KiB): about %.0f batches in "
                                       "order, not atomic together", wp->why, S.rows, ceil(S.rows / KP_CQ_MAX_BATCH));
-        if (S.read_why)
-            wp->why = kp_arena_printf(B->A, "%s; first reads the changed records by key (%.0f request%s, in parallel), for the key "
-                                      "columns the write does not give: %s", wp->why, S.reads, S.reads == 1 ? "" : "s", S.read_why);
+        if (S.read_why || S.value_why)
+            wp->why = kp_arena_printf(
+                B->A, "%s; first reads the changed records by key (%.0f request%s, in parallel)%s%s%s%s", wp->why, S.reads,
+                S.reads == 1 ? "" : "s", S.read_why ? ", for the key columns the write does not give: " : "",
+                S.read_why ? S.read_why : "", S.value_why ? ", for the current value of what it keeps: " : "",
+                S.value_why ? kp_arena_printf(B->A, "%s (a regular column has no increment and a counter table cannot join the "
+                                                    "logged batch, so concurrent writers to one record can lose an update)",
+                                              S.value_why)
+                            : "");
     }
     for (size_t i = 0; i < lists; i++) { kp_index_list_free(&tables_of[i]); kp_index_list_free(&copies_of[i]); }
     free(tables_of);

@@ -2020,6 +2020,7 @@ static void price_effect(builder *B, write_sum *S, const kp_write_effect *fx, co
         break;
     }
     case KP_EFFECT_AGGREGATE: {
+        if (fx->count <= 0) break; /* the write inserts the holder with the value */
         double size = item_bytes(B, fx->entity);
         add_touch(B, S, kp_design_printf(B->d, "%s.%s on the %s item (UpdateItem)", fx->entity->name, fx->attr->name, fx->entity->name),
                   fx->count, fx->count * size, fx->count * write_units(size));

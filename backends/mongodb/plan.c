@@ -1326,7 +1326,8 @@ void mg_plan_writes(builder *B)
                 price_copies(B, &S, fx, &fxs->items[end]);
                 break;
             case KP_EFFECT_AGGREGATE: {
-                /* a computed value over this entity */
+                /* a computed value over this entity (none to update when the write inserts its holder) */
+                if (fx->count <= 0) break;
                 const mg_collection *cc = kp_mg_home(B->L, fx->entity), *home = kp_mg_home(B->L, fx->step->entity);
                 int same_doc = cc && home && cc == home;
                 touch(B, S.wp, cc ? cc->name : "?", kp_design_printf(B->d, "%s.%s (computed, $inc / $set)%s", fx->entity->name,

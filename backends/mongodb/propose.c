@@ -825,11 +825,11 @@ static void decide_computed(builder *B)
     for (size_t e = 0; e < m->entity_count; e++)
         for (size_t a = 0; a < m->entities[e]->attr_count; a++) {
             const kp_attr *attr = m->entities[e]->attrs[a];
-            if (!attr->derived) continue;
+            if (!attr->derived || attr->is_kept) continue; /* a kept count is every design's decision (design.c) */
             const kp_derived *dv = attr->derived;
             const char *path = "";
             for (size_t h = 0; h < dv->path_len; h++) path = mg_bprintf(B, "%s%s%s", path, h ? "." : "", dv->path[h]->name ? dv->path[h]->name : "?");
-            const kp_entity *source = dv->path_len ? dv->path[dv->path_len - 1]->target : m->entities[e];
+            const kp_entity *source = dv->path_len ? kp_derived_changed_by(dv) : m->entities[e];
             kp_decision *x = kp_design_decide(
                 B->d, mg_bprintf(B, "%s.%s", m->entities[e]->name, attr->name),
                 mg_bprintf(B, "computed: the %s of %s stored on the %s document", fns[dv->fn], path, m->entities[e]->name),

@@ -281,6 +281,37 @@ static void test_check_prints_a_summary_and_json(void **state)
     free(out);
 }
 
+/* A $count that every profile read would take over up to 1.5 million follows is kept on
+ * the player by the follow and unfollow writes (core/kept_counts.c), the same at any
+ * --scale; a small count (an order's 50 lines at most) is counted where it is read. */
+static void test_a_count_read_more_than_written_is_kept_on_the_parent(void **state)
+{
+    (void)state;
+    double scales[] = {1, 0.00001};
+    for (size_t k = 0; k < 2; k++) {
+        kp_model *m = load("examples/leaderboard/model.json", scales[k]);
+        const kp_entity *player = kp_model_entity(m, "Player"), *follow = kp_model_entity(m, "Follow");
+        const kp_attr *kept = NULL;
+        for (size_t a = 0; a < player->attr_count; a++)
+            if (!strcmp(player->attrs[a]->name, "followersCount")) kept = player->attrs[a];
+        assert_non_null(kept);
+        assert_true(kept->is_kept && kept->derived && kept->derived->fn == KP_AGG_COUNT);
+        assert_string_equal(kept->derived->path[0]->name, "followers");
+        assert_int_equal((int)kept->index, (int)player->attr_count - 2); /* after the model's own, then followingCount */
+        assert_non_null(strstr(kept->kept_why, "player-profile 400/s"));
+        assert_non_null(strstr(kept->kept_why, "follow 30/s, unfollow 6/s"));
+        /* a follow or unfollow changes it: the write-effects enumerator finds it on Follow */
+        int on_follow = 0;
+        for (size_t i = 0; i < follow->aggregated_by_count; i++) on_follow |= follow->aggregated_by[i] == kept;
+        assert_true(on_follow);
+        kp_model_free(m);
+    }
+    kp_model *m = load("examples/order-response/model.json", 1);
+    for (size_t e = 0; e < m->entity_count; e++)
+        for (size_t a = 0; a < m->entities[e]->attr_count; a++) assert_false(m->entities[e]->attrs[a]->is_kept);
+    kp_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -289,6 +320,7 @@ int main(void)
         cmocka_unit_test(test_scale_multiplies_counts_and_caps_fanout),
         cmocka_unit_test(test_every_example_loads_and_renders_as_json),
         cmocka_unit_test(test_check_prints_a_summary_and_json),
+        cmocka_unit_test(test_a_count_read_more_than_written_is_kept_on_the_parent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -43,7 +43,10 @@ static const char model_text[] =
     "      { \"entity\": \"Message\", \"op\": \"update\", \"for_each\": \"messages\", \"set\": { \"text\": \"\" }, \"rows\": 2 } ] },\n"
     "    { \"name\": \"follow\", \"rps\": 1, \"entity\": \"Follow\", \"op\": \"insert\" },\n"
     "    { \"name\": \"delete-room\", \"rps\": 1, \"entity\": \"Room\", \"op\": \"delete\", \"where\": { \"id\": \"=\" } },\n"
-    "    { \"name\": \"signup\", \"rps\": 1, \"entity\": \"User\", \"op\": \"insert\" }\n"
+    "    { \"name\": \"signup\", \"rps\": 1, \"entity\": \"User\", \"op\": \"insert\" },\n"
+    "    { \"name\": \"post\", \"rps\": 1, \"entity\": \"Message\", \"op\": \"insert\", \"rows\": 3 },\n"
+    "    { \"name\": \"open-room\", \"rps\": 1, \"steps\": [ { \"entity\": \"Room\", \"op\": \"insert\" },\n"
+    "      { \"entity\": \"Message\", \"op\": \"insert\" } ] }\n"
     "  ]\n"
     "}\n";
 
@@ -129,10 +132,29 @@ static void test_a_for_each_step_is_fanned_out_by_its_path(void **state)
         {KP_EFFECT_RECORDS, 0, "Room", NULL, NULL, 1, 1},
         {KP_EFFECT_REFERENCE, 0, "Message", "room", NULL, 400, 400},
         {KP_EFFECT_RECORDS, 1, "Message", NULL, NULL, 1, 800},
-        {KP_EFFECT_AGGREGATE, 1, "Room", NULL, "messageCount", 1, 800},
+        /* no AGGREGATE: emptying the text changes no message count */
     };
     assert_effects("clear-room", want, sizeof want / sizeof *want);
     assert_true(effects.of_write[kp_model_write(model, "clear-room")->index].items[2].records == 800);
+}
+
+/* A derived value changes with the records it aggregates coming or going, once per holder:
+ * three messages posted together change one room's count; a room opened with its first
+ * message gets its count with the insert, nothing to update. */
+static void test_an_aggregate_is_updated_once_per_holder_and_not_when_inserted_with_it(void **state)
+{
+    (void)state;
+    const expected post[] = {
+        {KP_EFFECT_RECORDS, 0, "Message", NULL, NULL, 1, 3},
+        {KP_EFFECT_AGGREGATE, 0, "Room", NULL, "messageCount", 1.0 / 3, 1},
+    };
+    assert_effects("post", post, sizeof post / sizeof *post);
+    const expected open[] = {
+        {KP_EFFECT_RECORDS, 0, "Room", NULL, NULL, 1, 1},
+        {KP_EFFECT_RECORDS, 1, "Message", NULL, NULL, 1, 1},
+        {KP_EFFECT_AGGREGATE, 1, "Room", NULL, "messageCount", 0, 0},
+    };
+    assert_effects("open-room", open, sizeof open / sizeof *open);
 }
 
 static void test_an_insert_into_a_join_entity_pairs_two_records(void **state)
@@ -170,6 +192,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_an_update_reaches_the_copies_of_its_attribute_and_the_records_that_reference_it),
         cmocka_unit_test(test_a_for_each_step_is_fanned_out_by_its_path),
+        cmocka_unit_test(test_an_aggregate_is_updated_once_per_holder_and_not_when_inserted_with_it),
         cmocka_unit_test(test_an_insert_into_a_join_entity_pairs_two_records),
         cmocka_unit_test(test_a_delete_reaches_the_records_it_cascades_to),
         cmocka_unit_test(test_an_insert_claims_its_unique_values),
