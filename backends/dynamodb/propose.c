@@ -1090,6 +1090,18 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
         f->shape = NULL;
         f->source = DDB_FROM_PARENT;
         f->sk_prefix = join->prefix;
+        /* the partition value is the source's key, held by the join items' side of it: a
+         * source read by the parameters' key need not answer first (mark_independent) */
+        kp_attr *const *side = r->is_inverse ? rel->through_to : rel->through_from;
+        size_t side_count = r->is_inverse ? rel->through_to_count : rel->through_from_count, n = fmt_attr_count(&pl->pk), k = 0;
+        f->pk_from = kp_arena_alloc(B->arena, sizeof *f->pk_from * (n ? n : 1));
+        for (size_t i = 0; f->pk_from && i < pl->pk.count; i++) {
+            if (!pl->pk.segs[i].attr) continue;
+            const kp_attr *from = NULL;
+            for (size_t x = 0; x < side_count && x < r->source->key_count; x++)
+                if (side[x] == pl->pk.segs[i].attr) from = r->source->key[x];
+            f->pk_from[k++] = from;
+        }
         ddb_entity *target = entity_of(B, r->target);
         if (unkeyed) {
             const ddb_placement *tp = &target->placements[0];
