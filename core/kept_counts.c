@@ -78,7 +78,7 @@ static int can_keep(const kp_shape *s)
 
 /* Writes a second of the records that move the count: inserts and deletes of counted
  * records, and updates that assign a link attribute or one the conditions test. */
-static double upkeep_rate(const kp_model *m, const kp_shape *s, char *names, size_t size)
+static double upkeep_rate(const kp_shape *s, char *names, size_t size)
 {
     const kp_entity *e = counted_entity(s->hops[0]);
     kp_rel *path[1] = {s->hops[0]};
@@ -97,7 +97,6 @@ static double upkeep_rate(const kp_model *m, const kp_shape *s, char *names, siz
         if (len + 64 < size && !strstr(names, e->step_writes[i]->name))
             len += (size_t)snprintf(names + len, size - len, "%s%s %.0f/s", len ? ", " : "", e->step_writes[i]->name, w);
     }
-    (void)m;
     return rate;
 }
 
@@ -133,7 +132,7 @@ static int name_taken(const kp_entity *e, const char *name)
 
 /* The reads a second that would count through `s`'s relation and conditions, over every
  * pattern, and their names. */
-static double reading_rate(const kp_model *m, const kp_shape *like, const kp_shape **found, size_t found_count,
+static double reading_rate(const kp_shape *like, const kp_shape **found, size_t found_count,
                            const kp_pattern **owners, char *names, size_t size)
 {
     double rate = 0;
@@ -147,7 +146,6 @@ static double reading_rate(const kp_model *m, const kp_shape *like, const kp_sha
         if (len + 64 < size && !strstr(names, owners[i]->name))
             len += (size_t)snprintf(names + len, size - len, "%s%s %.0f/s", len ? ", " : "", owners[i]->name, r);
     }
-    (void)m;
     return rate;
 }
 
@@ -196,8 +194,8 @@ int kp_keep_counts(kp_parser *P)
         const kp_fanout *f = s->hops[0]->is_inverse ? &rel->unscaled_inverse_fanout : &rel->unscaled_fanout;
         if (f->max < KEEP_MIN_FANOUT) continue;
         char readers[256], writers[256];
-        double reads = reading_rate(m, s, l.shapes, l.count, l.owners, readers, sizeof readers);
-        double writes = upkeep_rate(m, s, writers, sizeof writers);
+        double reads = reading_rate(s, l.shapes, l.count, l.owners, readers, sizeof readers);
+        double writes = upkeep_rate(s, writers, sizeof writers);
         double items = reads * f->avg;
         if (items <= KEEP_WRITE_WEIGHT * writes) continue;
         kp_entity *e = s->hops[0]->source;
