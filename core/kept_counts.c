@@ -41,13 +41,15 @@ static kp_entity *counted_entity(const kp_rel *hop)
     return r->link == KP_LINK_THROUGH ? r->through : hop->target;
 }
 
+/* Two literals, either absent (cJSON_Compare calls two NULLs different). */
+static int same_literal(const cJSON *a, const cJSON *b) { return (!a && !b) || (a && b && cJSON_Compare(a, b, 1)); }
+
 static int same_conditions(const kp_cond *a, size_t na, const kp_cond *b, size_t nb)
 {
     if (na != nb) return 0;
     for (size_t i = 0; i < na; i++)
         if (a[i].attr != b[i].attr || a[i].op != b[i].op || a[i].path_len || b[i].path_len ||
-            !cJSON_Compare(a[i].value.literal, b[i].value.literal, 1) ||
-            !cJSON_Compare(a[i].upper.literal, b[i].upper.literal, 1))
+            !same_literal(a[i].value.literal, b[i].value.literal) || !same_literal(a[i].upper.literal, b[i].upper.literal))
             return 0;
     return 1;
 }

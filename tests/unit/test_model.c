@@ -312,6 +312,55 @@ static void test_a_count_read_more_than_written_is_kept_on_the_parent(void **sta
     kp_model_free(m);
 }
 
+/* A count with a literal $where is kept with that where; a declared derived count with the
+ * same where is what the reads use, and nothing is added. */
+static kp_model *room_model(const char *declared)
+{
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{ \"model\": \"rooms\",\n"
+             "  \"entities\": {\n"
+             "    \"Room\": { \"key\": [\"id\"], \"count\": 100, \"attributes\": { \"id\": \"string\"%s } },\n"
+             "    \"Message\": { \"key\": [\"roomId\", \"n\"], \"attributes\": { \"roomId\": \"string\", \"n\": \"int\", \"flagged\": \"bool\", \"text\": \"string\" } }\n"
+             "  },\n"
+             "  \"relations\": [ { \"name\": \"messages\", \"from\": \"Room\", \"to\": \"Message\", \"cardinality\": \"1:N\",\n"
+             "      \"on\": { \"Message.roomId\": \"Room.id\" }, \"inverse\": \"room\", \"fanout\": { \"avg\": 400, \"max\": 5000 } } ],\n"
+             "  \"access_patterns\": [ { \"name\": \"room\", \"rps\": 100, \"root\": \"Room\", \"where\": { \"id\": \"=\" },\n"
+             "      \"returns\": { \"id\": \"Room.id\", \"flagged\": { \"$count\": \"messages\", \"$where\": { \"flagged\": { \"=\": true } } } } } ],\n"
+             "  \"writes\": [ { \"name\": \"post\", \"rps\": 5, \"entity\": \"Message\", \"op\": \"insert\" },\n"
+             "    { \"name\": \"reword\", \"rps\": 500, \"entity\": \"Message\", \"op\": \"update\", \"where\": { \"roomId\": \"=\", \"n\": \"=\" }, \"set\": [\"text\"] } ]\n"
+             "}\n",
+             declared);
+    kp_model *m = NULL;
+    kp_error err;
+    if (kp_model_parse("rooms.json", text, strlen(text), NULL, &m, &err)) {
+        kp_error_print(stderr, &err);
+        fail_msg("rooms.json did not parse");
+    }
+    return m;
+}
+
+static void test_a_count_with_a_where_is_kept_with_it_unless_declared(void **state)
+{
+    (void)state;
+    kp_model *m = room_model("");
+    const kp_entity *room = kp_model_entity(m, "Room");
+    assert_int_equal((int)room->attr_count, 2);
+    const kp_attr *kept = room->attrs[1];
+    assert_true(kept->is_kept);
+    assert_string_equal(kept->name, "messagesCount");
+    assert_int_equal((int)kept->derived->where_count, 1);
+    assert_string_equal(kept->derived->where[0].attr->name, "flagged");
+    /* rewording a message does not move it (500 a second): only post's inserts, 5 a second */
+    assert_non_null(strstr(kept->kept_why, "(post 5/s)"));
+    kp_model_free(m);
+    m = room_model(", \"flaggedCount\": { \"type\": \"int\", \"derived\": { \"count\": \"messages\", \"where\": { \"flagged\": { \"=\": true } } } }");
+    room = kp_model_entity(m, "Room");
+    assert_int_equal((int)room->attr_count, 2);
+    assert_false(room->attrs[1]->is_kept);
+    kp_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -321,6 +370,7 @@ int main(void)
         cmocka_unit_test(test_every_example_loads_and_renders_as_json),
         cmocka_unit_test(test_check_prints_a_summary_and_json),
         cmocka_unit_test(test_a_count_read_more_than_written_is_kept_on_the_parent),
+        cmocka_unit_test(test_a_count_with_a_where_is_kept_with_it_unless_declared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
