@@ -94,13 +94,6 @@ static double copy_fanout(const kp_copy *c)
     return fan;
 }
 
-double kp_write_step_records(const kp_write_step *st)
-{
-    double fan = 1;
-    for (size_t h = 0; h < st->for_each_len; h++) fan *= st->for_each[h]->fanout ? st->for_each[h]->fanout->avg : 1;
-    return st->rows * fan;
-}
-
 static int enumerate_step(kp_arena *arena, kp_write_effect_list *list, const kp_write *w, const kp_write_step *st, size_t s,
                           const rel_runs *referencing, const rel_runs *pairing)
 {

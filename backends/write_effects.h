@@ -66,9 +66,6 @@ typedef struct kp_write_effects {
     size_t write_count;
 } kp_write_effects;
 
-/* The records one operation's step touches: its rows times the average fan-out of its
- * for_each path (what KP_EFFECT_RECORDS counts). */
-double kp_write_step_records(const kp_write_step *st);
 
 /* Fills *out (which the caller frees with kp_write_effects_free, also after a failure) in
  * time linear in the model. 0, or -1 when out of memory. */

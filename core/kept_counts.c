@@ -92,9 +92,7 @@ static double upkeep_rate(const kp_shape *s, char *names, size_t size)
     for (size_t i = 0; i < e->write_step_count; i++) {
         const kp_write_step *st = e->write_steps[i];
         if (!kp_derived_moved_by(like, st)) continue;
-        double records = st->rows > 0 ? st->rows : 1;
-        for (size_t j = 0; j < st->for_each_len; j++) records *= st->for_each[j]->fanout ? st->for_each[j]->fanout->avg : 1;
-        double w = kp_write_rps(e->step_writes[i], NULL) * records;
+        double w = kp_write_rps(e->step_writes[i], NULL) * kp_write_step_records(st);
         rate += w;
         if (len + 64 < size && !strstr(names, e->step_writes[i]->name))
             len += (size_t)snprintf(names + len, size - len, "%s%s %.0f/s", len ? ", " : "", e->step_writes[i]->name, w);
@@ -102,24 +100,14 @@ static double upkeep_rate(const kp_shape *s, char *names, size_t size)
     return rate;
 }
 
-static int add_attr(kp_parser *P, kp_entity *e, kp_attr *a)
+/* Appends a to an entity's list the parser sized exactly (attrs, aggregated_by). */
+static int append(kp_parser *P, kp_attr ***list, size_t *count, kp_attr *a)
 {
-    kp_attr **attrs = ALLOC_N(P, kp_attr *, e->attr_count + 1);
-    if (!attrs) return kp_perr(P, NULL, 0, "out of memory");
-    if (e->attr_count) memcpy(attrs, e->attrs, e->attr_count * sizeof *attrs);
-    a->index = e->attr_count;
-    attrs[e->attr_count++] = a;
-    e->attrs = attrs;
-    return 0;
-}
-
-static int add_aggregated_by(kp_parser *P, kp_entity *e, kp_attr *a)
-{
-    kp_attr **list = ALLOC_N(P, kp_attr *, e->aggregated_by_count + 1);
-    if (!list) return kp_perr(P, NULL, 0, "out of memory");
-    if (e->aggregated_by_count) memcpy(list, e->aggregated_by, e->aggregated_by_count * sizeof *list);
-    list[e->aggregated_by_count++] = a;
-    e->aggregated_by = list;
+    kp_attr **longer = ALLOC_N(P, kp_attr *, *count + 1);
+    if (!longer) return kp_perr(P, NULL, 0, "out of memory");
+    if (*count) memcpy(longer, *list, *count * sizeof *longer);
+    longer[(*count)++] = a;
+    *list = longer;
     return 0;
 }
 
@@ -134,48 +122,41 @@ static int name_taken(const kp_entity *e, const char *name)
 
 /* The reads a second that would count through `s`'s relation and conditions, over every
  * pattern, and their names. */
-static double reading_rate(const kp_shape *like, const kp_shape **found, size_t found_count,
-                           const kp_pattern **owners, char *names, size_t size)
+/* A $count a kept attribute could hold, and the pattern that reads it. */
+typedef struct count_site {
+    const kp_shape *shape;
+    const kp_pattern *owner;
+} count_site;
+
+typedef struct count_list {
+    count_site *items;
+    size_t count, cap;
+} count_list;
+
+static double reading_rate(const kp_shape *like, const count_list *l, char *names, size_t size)
 {
     double rate = 0;
     size_t len = 0;
     names[0] = 0;
-    for (size_t i = 0; i < found_count; i++) {
-        const kp_shape *s = found[i];
+    for (size_t i = 0; i < l->count; i++) {
+        const kp_shape *s = l->items[i].shape;
+        const kp_pattern *p = l->items[i].owner;
         if (s->hops[0] != like->hops[0] || !same_conditions(s->where, s->where_count, like->where, like->where_count)) continue;
-        double r = kp_pattern_rps(owners[i], NULL);
+        double r = kp_pattern_rps(p, NULL);
         rate += r;
-        if (len + 64 < size && !strstr(names, owners[i]->name))
-            len += (size_t)snprintf(names + len, size - len, "%s%s %.0f/s", len ? ", " : "", owners[i]->name, r);
+        if (len + 64 < size && !strstr(names, p->name))
+            len += (size_t)snprintf(names + len, size - len, "%s%s %.0f/s", len ? ", " : "", p->name, r);
     }
     return rate;
 }
-
-typedef struct count_list {
-    const kp_shape **shapes;
-    const kp_pattern **owners;
-    size_t count, cap;
-} count_list;
 
 static int collect(kp_parser *P, count_list *l, const kp_pattern *p, const kp_shape *s)
 {
     if (!s) return 0;
     if (can_keep(s)) {
-        if (l->count == l->cap) {
-            size_t cap = l->cap ? l->cap * 2 : 16;
-            const kp_shape **shapes = ALLOC_N(P, const kp_shape *, cap);
-            const kp_pattern **owners = ALLOC_N(P, const kp_pattern *, cap);
-            if (!shapes || !owners) return kp_perr(P, NULL, 0, "out of memory");
-            if (l->count) {
-                memcpy(shapes, l->shapes, l->count * sizeof *shapes);
-                memcpy(owners, l->owners, l->count * sizeof *owners);
-            }
-            l->shapes = shapes;
-            l->owners = owners;
-            l->cap = cap;
-        }
-        l->shapes[l->count] = s;
-        l->owners[l->count++] = p;
+        count_site *site = kp_arena_push(&P->m->arena, (void **)&l->items, &l->count, &l->cap, sizeof *site);
+        if (!site) return kp_perr(P, NULL, 0, "out of memory");
+        *site = (count_site){s, p};
     }
     for (size_t i = 0; i < s->member_count; i++)
         if (collect(P, l, p, s->members[i])) return -1;
@@ -189,14 +170,14 @@ int kp_keep_counts(kp_parser *P)
     for (size_t i = 0; i < m->pattern_count; i++)
         if (collect(P, &l, m->patterns[i], m->patterns[i]->returns)) return -1;
     for (size_t i = 0; i < l.count; i++) {
-        const kp_shape *s = l.shapes[i];
+        const kp_shape *s = l.items[i].shape;
         if (holder(s)) continue; /* declared, or kept for an earlier pattern */
         /* the model's fan-out, not the one --scale caps: a design seeded small is the design */
         const kp_relation *rel = s->hops[0]->relation;
         const kp_fanout *f = s->hops[0]->is_inverse ? &rel->unscaled_inverse_fanout : &rel->unscaled_fanout;
         if (f->max < KEEP_MIN_FANOUT) continue;
         char readers[256], writers[256];
-        double reads = reading_rate(s, l.shapes, l.count, l.owners, readers, sizeof readers);
+        double reads = reading_rate(s, &l, readers, sizeof readers);
         double writes = upkeep_rate(s, writers, sizeof writers);
         double items = reads * f->avg;
         if (items <= KEEP_WRITE_WEIGHT * writes) continue;
@@ -232,7 +213,10 @@ int kp_keep_counts(kp_parser *P)
                                       "second",
                                       readers, items, counted->name, f->avg, f->max, e->name, *writers ? writers : "none",
                                       writes);
-        if (!a->name || !a->kept_why || add_attr(P, e, a) || add_aggregated_by(P, counted, a)) return -1;
+        a->index = e->attr_count;
+        if (!a->name || !a->kept_why || append(P, &e->attrs, &e->attr_count, a) ||
+            append(P, &counted->aggregated_by, &counted->aggregated_by_count, a))
+            return -1;
     }
     return 0;
 }

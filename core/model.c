@@ -1374,6 +1374,13 @@ kp_mix *kp_model_mix(const kp_model *m, const char *name)
     return NULL;
 }
 
+double kp_write_step_records(const kp_write_step *st)
+{
+    double fan = 1;
+    for (size_t h = 0; h < st->for_each_len; h++) fan *= st->for_each[h]->fanout ? st->for_each[h]->fanout->avg : 1;
+    return st->rows * fan;
+}
+
 kp_entity *kp_derived_changed_by(const kp_derived *d)
 {
     if (!d || !d->path_len) return NULL;

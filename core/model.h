@@ -462,6 +462,9 @@ kp_write *kp_model_write(const kp_model *model, const char *name);
 kp_mix *kp_model_mix(const kp_model *model, const char *name);
 
 /* The rate of a pattern or write under a mix (NULL: the declared rates). */
+/* The records one operation's step touches: its rows times the average fan-out of its
+ * for_each path (what the write-effects enumerator's KP_EFFECT_RECORDS counts). */
+double kp_write_step_records(const kp_write_step *st);
 /* The entity whose records' writes change a derived value (entity->aggregated_by lists it
  * there): the path's last target, or the join entity of a count through one. */
 kp_entity *kp_derived_changed_by(const kp_derived *d);

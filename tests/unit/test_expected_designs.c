@@ -23,23 +23,29 @@ static const char *const examples[] = {"saas-control-plane", "ecommerce-single-t
                                        "leaderboard"};
 static const char *const databases[][2] = {{"dynamodb", "DynamoDB"}, {"mongodb", "MongoDB"}, {"cassandra", "Cassandra"}};
 
-/* The row of `pattern` in the README's table for `heading` (### DynamoDB ...), copied
- * into row; 0 when found. */
-static int readme_row(const char *text, const char *heading, const char *pattern, char *row, size_t size)
+/* The README's table for `heading` (### DynamoDB ...) in its "Expected design" section:
+ * [*start, *end) from the heading to the next heading; -1 when there is none. */
+static int table_of(const char *text, const char *heading, const char **start, const char **end)
 {
     const char *section = strstr(text, "\n## Expected design");
-    if (!section) return -1;
     char h[64];
     snprintf(h, sizeof h, "\n### %s\n", heading);
-    const char *start = strstr(section, h);
-    if (!start) return -1;
-    const char *end = strstr(start + strlen(h), "\n### ");
-    const char *next_h2 = strstr(start + strlen(h), "\n## ");
-    if (!end || (next_h2 && next_h2 < end)) end = next_h2;
+    *start = section ? strstr(section, h) : NULL;
+    if (!*start) return -1;
+    *end = strstr(*start + strlen(h), "\n#");
+    if (!*end) *end = *start + strlen(*start);
+    return 0;
+}
+
+/* The row of `pattern` in that table, after its name, copied into row; 0 when found. */
+static int readme_row(const char *text, const char *heading, const char *pattern, char *row, size_t size)
+{
+    const char *start, *end;
+    if (table_of(text, heading, &start, &end)) return -1;
     char key[256];
     snprintf(key, sizeof key, "\n| `%s` |", pattern);
     const char *at = strstr(start, key);
-    if (!at || (end && at > end)) return -1;
+    if (!at || at > end) return -1;
     at += strlen(key);
     const char *nl = strchr(at, '\n');
     size_t n = nl ? (size_t)(nl - at) : strlen(at);
@@ -63,17 +69,10 @@ static void plan_row(const kp_plan *p, char *out, size_t size)
 
 static int rows_in_section(const char *text, const char *heading)
 {
-    const char *section = strstr(text, "\n## Expected design");
-    char h[64];
-    snprintf(h, sizeof h, "\n### %s\n", heading);
-    const char *start = section ? strstr(section, h) : NULL;
-    if (!start) return -1;
+    const char *start, *end;
+    if (table_of(text, heading, &start, &end)) return -1;
     int rows = 0;
-    for (const char *at = strstr(start, "\n| `"); at; at = strstr(at + 1, "\n| `")) {
-        const char *between = strstr(start + 1, "\n#");
-        if (between && between < at) break;
-        rows++;
-    }
+    for (const char *at = strstr(start, "\n| `"); at && at < end; at = strstr(at + 1, "\n| `")) rows++;
     return rows;
 }
 
