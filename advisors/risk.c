@@ -529,14 +529,22 @@ static void check_unread(const kp_design *d, const kp_mix *mix, kp_risks *out)
 
 static void check_amplification(const kp_design *d, const kp_mix *mix, kp_risks *out)
 {
+    kp_write_effects fx;
+    kp_error err;
+    int have_effects = kp_write_effects_build(d->model, &fx, &err) == 0;
     for (size_t i = 0; i < d->write_plan_count; i++) {
         const kp_write_plan *w = &d->write_plans[i];
         double rps = kp_write_rps(w->write, mix);
         double rows = 0;
-        /* records changed: a for_each step's once per record it reaches (the model's fan-out, not a copy) */
+        /* records changed: a for_each step's once per record it reaches (the model's fan-out, not a copy),
+         * and the records its deletes take with them or detach */
         for (size_t s = 0; s < w->write->step_count; s++) {
             double n = kp_write_step_records(&w->write->steps[s]);
             rows += n > 0 ? n : 1;
+        }
+        for (size_t k = 0; have_effects && w->write->index < fx.write_count && k < fx.of_write[w->write->index].count; k++) {
+            const kp_write_effect *e = &fx.of_write[w->write->index].items[k];
+            if (e->kind == KP_EFFECT_CASCADE || e->kind == KP_EFFECT_DETACH) rows += e->count;
         }
         if (rows <= 0) rows = 1;
         double amplification = w->items / rows;
@@ -546,6 +554,7 @@ static void check_amplification(const kp_design *d, const kp_mix *mix, kp_risks 
             "keeps in step costs a write; weigh the reads the copies save against this",
             w->write->name, w->items, rows, rows == 1 ? "" : "s", amplification, rps * w->items, rps);
     }
+    kp_write_effects_free(&fx);
 }
 
 int kp_risk_check(const kp_design *d, const kp_mix *mix, const kp_risk_options *options, kp_risks *out, kp_error *err)

@@ -190,10 +190,25 @@ typedef struct kp_write_touch {
     double write_units;         /* DynamoDB WCU; 0 elsewhere */
 } kp_write_touch;
 
+/* The part of a write plan's items that goes with the records of one entity the write
+ * changes: `count` items for the `records` records of `per` it expects to change (a record's
+ * item and its index entries, a row in each table holding it, ...). verify evaluates the
+ * claim on an operation's own records with it; `per` NULL: a fixed `count` per operation
+ * (records the neutral data does not change, such as the documents that keep extended
+ * references). */
+typedef struct kp_write_share {
+    const kp_entity *per;
+    double count;
+    double records;             /* each effect's records once */
+    const void *last;           /* the effect counted last (building only) */
+} kp_write_share;
+
 typedef struct kp_write_plan {
     const kp_write *write;
     kp_write_touch *touches;
     size_t touch_count;
+    kp_write_share *shares;     /* what `items` is made of; their expected sum is `items` */
+    size_t share_count;
     double requests;            /* requests per operation */
     double items;               /* items / documents / rows written per operation (amplification) */
     double write_units;
@@ -202,6 +217,13 @@ typedef struct kp_write_plan {
     const char **reads;         /* containers the write reads before writing (in the design's arena) */
     size_t read_count;
 } kp_write_plan;
+
+/* What one apply_write sent: verify holds it against the write plan's claim. */
+typedef struct kp_write_sent {
+    long items;                 /* items / documents / rows written or deleted (the plan's `items`) */
+    long requests;              /* requests sent */
+    int is_atomic;              /* the steps went in as one atomic request */
+} kp_write_sent;
 
 typedef struct kp_decision {
     const char *subject;        /* "Workspace.projects", "GSI1", "Project key" */
@@ -257,6 +279,13 @@ kp_decision *kp_design_decide(kp_design *design, const char *subject, const char
 void kp_design_undecide(kp_design *design, const char *subject);
 /* One more touch of a write plan (zeroed; wp->touches grows, as many as the write makes). */
 kp_write_touch *kp_write_plan_touch(kp_design *design, kp_write_plan *wp);
+/* Adds `items` written for an effect of the write (kp_write_effects) to wp->items and to
+ * the share of the entity whose records the effect reaches. */
+struct kp_write_effect;
+void kp_write_plan_items(kp_design *design, kp_write_plan *wp, const struct kp_write_effect *fx, double items);
+/* The items the plan claims for one operation that changed changed[e] records of the
+ * model's entity e (what the neutral data's change log shows). */
+double kp_write_plan_items_for(const kp_write_plan *wp, const double *changed);
 /* Notes that the write reads `container` before it writes (kp_write_plan.reads). */
 void kp_write_plan_read(kp_design *design, kp_write_plan *wp, const char *container);
 void kp_decision_add_pattern(kp_design *design, kp_decision *decision, const kp_pattern *pattern);
@@ -404,10 +433,10 @@ struct kp_backend {
                    kp_result *out, kp_error *);
     /* Applies one write operation through the design's write plan. `before` is the
      * neutral data before the write, `after` after it (the oracle's view), so a plan can
-     * find the items it must touch; `atomic_exercised` is set when the backend applied
-     * the steps atomically. */
+     * find the items it must touch; *out (zeroed by the backend) says what it sent: the
+     * items written and whether the steps went in atomically. */
     int (*apply_write)(kp_conn *, const kp_design *, const kp_dataset *before, const kp_dataset *after,
-                       const void *request, int *atomic_exercised, kp_error *);
+                       const void *request, kp_write_sent *out, kp_error *);
     int (*read_back)(kp_conn *, const kp_design *, kp_readback *out, kp_error *);
     /* The checksum of one transformed item body that read_back's checksums are built
      * from (XOR over a container's items), so seeding and read-back compare. */

@@ -6,6 +6,7 @@
  * listed in it), so kp_design_free releases a design completely.
  */
 #include "backends/backend.h"
+#include "backends/write_effects.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -85,6 +86,31 @@ static void *grow(kp_design *d, void **items, size_t *count, size_t size)
 kp_write_touch *kp_write_plan_touch(kp_design *d, kp_write_plan *wp)
 {
     return grow(d, (void **)&wp->touches, &wp->touch_count, sizeof *wp->touches);
+}
+
+void kp_write_plan_items(kp_design *d, kp_write_plan *wp, const kp_write_effect *fx, double items)
+{
+    wp->items += items;
+    /* the documents of extended references are not records the write changes */
+    const kp_entity *per = fx->kind == KP_EFFECT_REFERENCE || fx->count <= 0 ? NULL : fx->entity;
+    kp_write_share *x = NULL;
+    for (size_t i = 0; i < wp->share_count && !x; i++)
+        if (wp->shares[i].per == per) x = &wp->shares[i];
+    if (!x) x = grow(d, (void **)&wp->shares, &wp->share_count, sizeof *wp->shares);
+    if (!x) return;
+    x->per = per;
+    x->count += items;
+    if (per && x->last != fx) x->records += fx->count;
+    x->last = fx;
+}
+
+double kp_write_plan_items_for(const kp_write_plan *wp, const double *changed)
+{
+    double items = 0;
+    for (size_t i = 0; i < wp->share_count; i++)
+        items += wp->shares[i].per ? wp->shares[i].count * changed[wp->shares[i].per->index] / wp->shares[i].records
+                                   : wp->shares[i].count;
+    return items;
 }
 
 void kp_write_plan_read(kp_design *d, kp_write_plan *wp, const char *container)

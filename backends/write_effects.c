@@ -94,6 +94,25 @@ static double copy_fanout(const kp_copy *c)
     return fan;
 }
 
+/* The records a delete of `records` records of `e` takes with it along the relations that
+ * cascade, and theirs in turn (depth first; a cycle of cascades stops after 8 hops), and
+ * those it leaves without their reference along the relations that detach. */
+static int cascade(kp_arena *arena, kp_write_effect_list *list, const kp_write_step *st, size_t s, const kp_entity *e,
+                   double records, int depth)
+{
+    for (size_t r = 0; depth < 8 && r < e->rel_count; r++) {
+        const kp_rel *rel = e->rels[r];
+        kp_on_delete on = rel->relation->on_delete;
+        if (rel->is_inverse || on == KP_DELETE_RESTRICT) continue;
+        kp_write_effect *fx = add(arena, list, on == KP_DELETE_CASCADE ? KP_EFFECT_CASCADE : KP_EFFECT_DETACH, st, s, rel->target,
+                                  records, rel->fanout ? rel->fanout->avg : 1);
+        if (!fx) return -1;
+        fx->rel = rel;
+        if (on == KP_DELETE_CASCADE && cascade(arena, list, st, s, rel->target, fx->count, depth + 1)) return -1;
+    }
+    return 0;
+}
+
 static int enumerate_step(kp_arena *arena, kp_write_effect_list *list, const kp_write *w, const kp_write_step *st, size_t s,
                           const rel_runs *referencing, const rel_runs *pairing)
 {
@@ -136,13 +155,7 @@ static int enumerate_step(kp_arena *arena, kp_write_effect_list *list, const kp_
         if (!(fx = add(arena, list, KP_EFFECT_UNIQUE, st, s, e, records, 1))) return -1;
         fx->attr = e->attrs[a];
     }
-    for (size_t r = 0; st->op == KP_WRITE_DELETE && r < e->rel_count; r++) {
-        const kp_rel *rel = e->rels[r];
-        if (rel->is_inverse || rel->relation->on_delete != KP_DELETE_CASCADE) continue;
-        if (!(fx = add(arena, list, KP_EFFECT_CASCADE, st, s, rel->target, records, rel->fanout ? rel->fanout->avg : 1))) return -1;
-        fx->rel = rel;
-    }
-    return 0;
+    return st->op == KP_WRITE_DELETE ? cascade(arena, list, st, s, e, records, 0) : 0;
 }
 
 int kp_write_effects_build(const kp_model *m, kp_write_effects *out, kp_error *err)

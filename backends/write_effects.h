@@ -37,8 +37,12 @@ typedef enum kp_write_effect_kind {
                                entity: the record that holds it; count: the holders to update,
                                0 when the write inserts the holder with the value) */
     KP_EFFECT_UNIQUE,       /* an insert claims a value of a unique attribute (attr) */
-    KP_EFFECT_CASCADE       /* a delete reaches the records its relation cascades to (rel: the
-                               step entity's relation; entity: its target) */
+    KP_EFFECT_CASCADE,      /* a delete reaches the records its relation cascades to (rel: the
+                               relation of the step's entity, or of a record a cascade reached
+                               before, depth first; entity: its target; records: the deleted
+                               records of rel's source) */
+    KP_EFFECT_DETACH        /* a delete leaves the records of a relation that detaches without
+                               their reference (rel, entity, records: as CASCADE) */
 } kp_write_effect_kind;
 
 typedef struct kp_write_effect {
@@ -46,7 +50,7 @@ typedef struct kp_write_effect {
     const kp_write_step *step;  /* the step that causes it; its op and assigns say what changed */
     size_t step_index;
     const kp_entity *entity;    /* whose records it reaches */
-    const kp_rel *rel;          /* PAIRING, REFERENCE, CASCADE; else NULL */
+    const kp_rel *rel;          /* PAIRING, REFERENCE, CASCADE, DETACH; else NULL */
     const kp_attr *attr;        /* COPY, AGGREGATE, UNIQUE; else NULL */
     double records;             /* the step's records per operation: rows times the average fan-out
                                    of its for_each path */

@@ -166,6 +166,12 @@ typedef struct kp_verify_write {
     int not_generated;              /* operations the generator could not make valid */
     int applied, partial, skipped, refused;   /* the oracle's outcomes */
     int atomic_exercised;           /* operations the backend applied atomically */
+    const kp_write_plan *plan;      /* the design's plan of the write (NULL: none) */
+    double claimed_items;           /* its items per operation, expected (-1: no plan) */
+    int sent_ops;                   /* applied operations whose items were counted */
+    long sent_items_min, sent_items_max, sent_items_sum;   /* items each of them wrote */
+    double claimed_sum;             /* the claim evaluated on each of them (kp_write_plan_items_for) */
+    int is_items_mismatch;
     int reads_checked, reads_failed;
     int has_difference;
     kp_verify_difference difference;

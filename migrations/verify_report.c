@@ -102,14 +102,23 @@ void kp_verify_report_print(FILE *out, const kp_verify_report *r)
         if (p->note[0]) fprintf(out, "      %s\n", p->note);
     }
     if (r->writes) {
-        fprintf(out, "\n  %-*s %-7s %5s %8s %8s %8s %8s %7s\n", w, "write", "result", "ops", "applied", "partial",
-                "skipped", "refused", "reads");
+        fprintf(out, "\n  %-*s %-7s %5s %8s %8s %8s %8s %7s %13s %8s\n", w, "write", "result", "ops", "applied", "partial",
+                "skipped", "refused", "reads", "items sent", "claimed");
         for (size_t i = 0; i < r->write_count; i++) {
             const kp_verify_write *x = &r->write_results[i];
-            char reads[32];
+            char reads[32], sent[48] = "-", claimed[32] = "-";
             snprintf(reads, sizeof reads, "%d/%d", x->reads_checked - x->reads_failed, x->reads_checked);
-            fprintf(out, "  %-*s %-7s %5d %8d %8d %8d %8d %7s\n", w, x->write->name, x->is_pass ? "pass" : "FAIL",
-                    x->ops, x->applied, x->partial, x->skipped, x->refused, reads);
+            if (x->sent_ops) {
+                if (x->sent_items_min == x->sent_items_max) snprintf(sent, sizeof sent, "%ld", x->sent_items_min);
+                else snprintf(sent, sizeof sent, "%ld-%ld (%.3g)", x->sent_items_min, x->sent_items_max,
+                              (double)x->sent_items_sum / x->sent_ops);
+            }
+            if (x->claimed_items >= 0) {
+                double on = x->sent_ops ? x->claimed_sum / x->sent_ops : 0;
+                snprintf(claimed, sizeof claimed, on >= 1000 ? "%.0f" : "%.3g", on);
+            }
+            fprintf(out, "  %-*s %-7s %5d %8d %8d %8d %8d %7s %13s %8s\n", w, x->write->name, x->is_pass ? "pass" : "FAIL",
+                    x->ops, x->applied, x->partial, x->skipped, x->refused, reads, sent, claimed);
             if (x->has_difference && x->difference.message) fprintf(out, "      %s\n", x->difference.message);
             if (x->note[0]) fprintf(out, "      %s\n", x->note);
         }
@@ -272,6 +281,18 @@ cJSON *kp_verify_report_to_json(const kp_verify_report *r)
                 cJSON_AddNumberToObject(outcomes, "refused", w->refused);
             }
             cJSON_AddNumberToObject(x, "atomic_exercised", w->atomic_exercised);
+            cJSON *items = cJSON_AddObjectToObject(x, "items_written");
+            if (items && w->sent_ops) {
+                cJSON_AddNumberToObject(items, "operations", w->sent_ops);
+                cJSON_AddNumberToObject(items, "min", (double)w->sent_items_min);
+                cJSON_AddNumberToObject(items, "max", (double)w->sent_items_max);
+                cJSON_AddNumberToObject(items, "avg", (double)w->sent_items_sum / w->sent_ops);
+            }
+            if (items && w->plan) {
+                if (w->sent_ops) cJSON_AddNumberToObject(items, "claimed", w->claimed_sum / w->sent_ops);
+                cJSON_AddNumberToObject(items, "claimed_expected", w->claimed_items);
+                cJSON_AddBoolToObject(items, "claim_holds", !w->is_items_mismatch);
+            }
             cJSON_AddNumberToObject(x, "reads_checked", w->reads_checked);
             cJSON_AddNumberToObject(x, "reads_failed", w->reads_failed);
             if (w->has_difference) cJSON_AddItemToObject(x, "difference", difference_json(&w->difference));

@@ -12,6 +12,7 @@
  */
 #include "migrations/verify_internal.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -481,6 +482,61 @@ static void note(kp_verify_write *vw, const char *fmt, ...)
     va_end(ap);
 }
 
+static int by_record(const void *a, const void *b)
+{
+    const uint64_t *x = a, *y = b;
+    return x[0] != y[0] ? (x[0] < y[0] ? -1 : 1) : x[1] != y[1] ? (x[1] < y[1] ? -1 : 1) : 0;
+}
+
+/* The items one applied operation wrote (its changes: log[mark..]), against the plan's claim
+ * evaluated on the records the operation changed, each record once. */
+static int count_sent(const kp_model *m, kp_verify_write *vw, const kp_write_sent *sent, const kp_change_log *log, size_t mark,
+                      kp_error *err)
+{
+    size_t n = log->count - mark;
+    uint64_t *keys = malloc((n ? n : 1) * 2 * sizeof *keys);
+    double *changed = calloc(m->entity_count ? m->entity_count : 1, sizeof *changed);
+    if (!keys || !changed) {
+        free(keys);
+        free(changed);
+        return nomem(err);
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const kp_change *c = &log->items[mark + i];
+        if (c->before && c->after && kp_data_equal(c->before, c->after, NULL)) continue; /* written as it was */
+        keys[2 * k] = c->entity->index;
+        keys[2 * k + 1] = c->serial;
+        k++;
+    }
+    n = k;
+    qsort(keys, n, 2 * sizeof *keys, by_record);
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || by_record(&keys[2 * i], &keys[2 * i - 2])) changed[keys[2 * i]] += 1;
+    if (vw->plan) vw->claimed_sum += kp_write_plan_items_for(vw->plan, changed);
+    free(keys);
+    free(changed);
+
+    if (vw->sent_ops == 0 || sent->items < vw->sent_items_min) vw->sent_items_min = sent->items;
+    if (vw->sent_ops == 0 || sent->items > vw->sent_items_max) vw->sent_items_max = sent->items;
+    vw->sent_items_sum += sent->items;
+    vw->sent_ops++;
+    return 0;
+}
+
+/* The items the operations wrote against the plan's claim on the same records: the claim's
+ * expected parts (a sparse index holds about half of the items) allow a quarter, and at least
+ * one item per operation. */
+static void judge_items(kp_verify_write *vw)
+{
+    if (!vw->plan || vw->sent_ops == 0) return;
+    double sent = (double)vw->sent_items_sum / vw->sent_ops, claimed = vw->claimed_sum / vw->sent_ops;
+    if (fabs(sent - claimed) <= fmax(1, 0.25 * claimed)) return;
+    vw->is_items_mismatch = 1;
+    note(vw, "the plan claims %.3g item%s written per operation on the records these operations changed; they wrote %.3g on "
+         "average (%ld-%ld)", claimed, claimed == 1 ? "" : "s", sent, vw->sent_items_min, vw->sent_items_max);
+}
+
 static int run_write(kp_vctx *v, wgen *g, kp_dataset *shadow, const fingerprints *seeded, kp_verify_write *vw,
                      kp_error *err)
 {
@@ -518,10 +574,10 @@ static int run_write(kp_vctx *v, wgen *g, kp_dataset *shadow, const fingerprints
             if (vw->not_generated == 1) note(vw, "a generated operation did not fit the data: %s", apply_err.message);
             continue;
         }
-        int atomic = 0;
+        kp_write_sent sent = {0};
         kp_error backend_err;
         kp_error_clear(&backend_err);
-        int brc = v->b->apply_write(v->conn, v->design, shadow, v->data, &req, &atomic, &backend_err);
+        int brc = v->b->apply_write(v->conn, v->design, shadow, v->data, &req, &sent, &backend_err);
         kp_write_result shadow_result;
         kp_error shadow_err;
         if (kp_write_apply(shadow, &req, &shadow_log, &shadow_result, &shadow_err) ||
@@ -538,7 +594,12 @@ static int run_write(kp_vctx *v, wgen *g, kp_dataset *shadow, const fingerprints
         case KP_WRITE_SKIPPED: vw->skipped++; break;
         case KP_WRITE_REFUSED: vw->refused++; break;
         }
-        if (atomic) vw->atomic_exercised++;
+        if (sent.is_atomic) vw->atomic_exercised++;
+        if (brc == 0 && result.outcome == KP_WRITE_APPLIED && count_sent(v->o->model, vw, &sent, &log, mark, err)) {
+            kp_write_request_free(&req);
+            rc = -1;
+            break;
+        }
         if (brc) {
             kp_write_request_free(&req);
             if (backend_err.code == KP_ERR_TARGET || backend_err.code == KP_ERR_NOMEM || backend_err.code == KP_OK) {
@@ -565,6 +626,7 @@ static int run_write(kp_vctx *v, wgen *g, kp_dataset *shadow, const fingerprints
         anchors_free(&a);
     }
     if (rc == 0 && vw->ops > 0 && !vw->has_difference) rc = check_all(v, g, vw, err);
+    judge_items(vw);
 
     /* undo: the target first (it needs the changed data's fingerprints), then the data */
     fingerprints changed = {0};
@@ -589,7 +651,7 @@ static int run_write(kp_vctx *v, wgen *g, kp_dataset *shadow, const fingerprints
     if (urc == 0 && (puts || deletes)) note(vw, "undone: %ld item%s put back, %ld deleted", puts, puts == 1 ? "" : "s",
                                             deletes);
     if (vw->ops == 0 && !vw->has_difference) note(vw, "not exercised: no operation could be generated");
-    vw->is_pass = rc == 0 && urc == 0 && vw->ops > 0 && vw->reads_failed == 0;
+    vw->is_pass = rc == 0 && urc == 0 && vw->ops > 0 && vw->reads_failed == 0 && !vw->is_items_mismatch;
     if (urc) {
         if (rc == 0) *err = undo_err;
         return -1;
@@ -631,7 +693,15 @@ int kp_verify_writes(kp_vctx *v, kp_error *err)
     r->write_count = m->write_count;
     r->write_results = calloc(m->write_count ? m->write_count : 1, sizeof *r->write_results);
     if (!r->write_results) return nomem(err);
-    for (size_t i = 0; i < m->write_count; i++) r->write_results[i].write = m->writes[i];
+    for (size_t i = 0; i < m->write_count; i++) {
+        r->write_results[i].write = m->writes[i];
+        r->write_results[i].claimed_items = -1;
+        for (size_t k = 0; k < v->design->write_plan_count; k++)
+            if (v->design->write_plans[k].write == m->writes[i]) {
+                r->write_results[i].plan = &v->design->write_plans[k];
+                r->write_results[i].claimed_items = v->design->write_plans[k].items;
+            }
+    }
     if (m->write_count == 0) { r->is_undone = 1; return 0; }
 
     wgen g;

@@ -1523,7 +1523,8 @@ static const cq_column *read_first(const kp_write_step *st, const cq_table *t)
     return NULL;
 }
 
-static kp_write_touch *add_touch(builder *B, write_sum *S, const char *container, const char *what, double count, double bytes)
+static kp_write_touch *add_touch(builder *B, write_sum *S, const kp_write_effect *fx, const char *container, const char *what,
+                                 double count, double bytes)
 {
     kp_write_touch *x = kp_write_plan_touch(B->d, S->wp);
     if (!x) return NULL;
@@ -1532,6 +1533,7 @@ static kp_write_touch *add_touch(builder *B, write_sum *S, const char *container
     x->count = count;
     x->bytes = bytes;
     S->rows += count;
+    kp_write_plan_items(B->d, S->wp, fx, count);
     S->tables_touched++;
     return x;
 }
@@ -1556,18 +1558,37 @@ static void price_records(builder *B, write_sum *S, const kp_write_effect *fx, c
                                           B->L->base[st->entity->index]->name, t->name, unknown->name);
         }
         if (t->entity == st->entity)
-            add_touch(B, S, t->name,
+            add_touch(B, S, fx, t->name,
                       kp_arena_printf(B->A, "%s row%s", st->entity->name,
                                       t->is_base ? "" : kp_arena_printf(B->A, " (copy keyed by %s)", t->cols[0].name)),
                       per, per * t->row_bytes);
         int b = t->buckets > 1 ? t->buckets : 1;
         if (t->parent == st->entity && st->op != KP_WRITE_INSERT)
-            add_touch(B, S, t->name, kp_arena_printf(B->A, "static columns of %s (%d partition%s)", st->entity->name, b, b == 1 ? "" : "s"),
+            add_touch(B, S, fx, t->name, kp_arena_printf(B->A, "static columns of %s (%d partition%s)", st->entity->name, b, b == 1 ? "" : "s"),
                       per * b, per * b * 64);
         else if (t->parent == st->entity)
-            add_touch(B, S, t->name,
+            add_touch(B, S, fx, t->name,
                       kp_arena_printf(B->A, "static row of the new %s (%d partition%s)", st->entity->name, b, b == 1 ? "" : "s"), b,
                       b * 64.0);
+    }
+}
+
+/* The rows of the records an effect reaches (fx->entity, fx->count of them) in every table
+ * whose rows they are. */
+static void price_rows(builder *B, write_sum *S, const kp_write_effect *fx, const kp_index_list *tables_of, const char *what)
+{
+    const kp_index_list *theirs = &tables_of[fx->entity->index];
+    for (size_t j = 0; j < theirs->count; j++) {
+        const cq_table *t = B->L->tables[theirs->at[j]];
+        if (t->entity != fx->entity) continue;
+        int moves = 0;  /* a detached reference that keys the row: a delete and an insert */
+        for (size_t k = 0; fx->kind == KP_EFFECT_DETACH && k < t->pk_count + t->ck_count; k++)
+            for (size_t f = 0; f < fx->rel->relation->fk_count; f++) moves |= t->cols[k].attr == fx->rel->relation->fk_attrs[f];
+        add_touch(B, S, fx, t->name,
+                  kp_arena_printf(B->A, "%s %s row%s%s", what, fx->entity->name,
+                                  t->is_base ? "s" : kp_arena_printf(B->A, "s (copy keyed by %s)", t->cols[0].name),
+                                  moves ? ", deleted and inserted again" : ""),
+                  fx->count * (moves ? 2 : 1), fx->count * (moves ? 2 : 1) * t->row_bytes);
     }
 }
 
@@ -1590,7 +1611,7 @@ static void price_references(builder *B, write_sum *S, const kp_write_effect *fx
         while (moved && via < end && via->rel != moved->via) via++;
         if (!moved || via == end) continue; /* via == end never: a copy is taken only over a reference (kp_copy_sites_add) */
         double count = per * via->per_record;
-        add_touch(B, S, t->name, kp_arena_printf(B->A, "copy of %s.%s in the %s rows that reference it", st->entity->name,
+        add_touch(B, S, via, t->name, kp_arena_printf(B->A, "copy of %s.%s in the %s rows that reference it", st->entity->name,
                                                  moved->attr->name, t->entity->name),
                   count, count * t->row_bytes);
         S->copy_rows += count;
@@ -1617,11 +1638,11 @@ static void price_aggregate(builder *B, write_sum *S, const kp_write_effect *fx,
             if (c->attr != fx->attr || c->via) continue;
             int b = t->buckets > 1 ? t->buckets : 1;
             if (c->role == CQ_STATIC)
-                add_touch(B, S, t->name, kp_arena_printf(B->A, "%s.%s in the static columns of %s (%d partition%s)", holder->name,
+                add_touch(B, S, fx, t->name, kp_arena_printf(B->A, "%s.%s in the static columns of %s (%d partition%s)", holder->name,
                                                          fx->attr->name, holder->name, b, b == 1 ? "" : "s"),
                           per * b, per * b * 64);
             else
-                add_touch(B, S, t->name,
+                add_touch(B, S, fx, t->name,
                           kp_arena_printf(B->A, "%s.%s in the %s row%s", holder->name, fx->attr->name, holder->name,
                                           t->is_base ? "" : kp_arena_printf(B->A, " (copy keyed by %s)", t->cols[0].name)),
                           per, per * t->row_bytes);
@@ -1671,6 +1692,9 @@ static void plan_writes(builder *B)
         S.wp->touch_count = 0;
         S.wp->reads = NULL;
         S.wp->read_count = 0;
+        S.wp->items = 0;
+        S.wp->shares = NULL;
+        S.wp->share_count = 0;
         const kp_write_effect_list *fxs = &effects.of_write[w];
         /* pairings, uniqueness and cascades are rows the model's own steps write */
         for (size_t i = 0, end; i < fxs->count; i = end) {
@@ -1679,12 +1703,21 @@ static void plan_writes(builder *B)
             if (fx->kind == KP_EFFECT_RECORDS) {
                 price_records(B, &S, fx, tables_of);
             } else if (fx->kind == KP_EFFECT_COPY && fx->step->op == KP_WRITE_UPDATE) {
-                /* a copy the model declares: a column of the holder's rows in every table of it */
-                const kp_entity *holder = fx->entity;
-                add_touch(B, &S, B->L->base[holder->index]->name,
-                          kp_arena_printf(B->A, "copy of %s.%s in %s rows (every table of %s)", fx->step->entity->name,
-                                          fx->attr->copy_of->source->name, holder->name, holder->name),
-                          1, 0);
+                /* a copy the model declares: a column of each holder's row in every table of it */
+                price_rows(B, &S, fx, tables_of, kp_arena_printf(B->A, "copy of %s.%s in", fx->step->entity->name,
+                                                                 fx->attr->copy_of->source->name));
+            } else if (fx->kind == KP_EFFECT_CASCADE) {
+                /* the records a delete takes with it: found by a read per deleted parent, then
+                 * their rows deleted in every table of them */
+                price_rows(B, &S, fx, tables_of, kp_arena_printf(B->A, "deleted with the %s:", fx->rel->source->name));
+                S.reads += fx->records;
+                kp_write_plan_read(B->d, S.wp, B->L->base[fx->entity->index]->name);
+            } else if (fx->kind == KP_EFFECT_DETACH) {
+                /* the records a delete leaves without their reference: each row rewritten (a row
+                 * keyed by the reference moves: deleted and inserted) */
+                price_rows(B, &S, fx, tables_of, kp_arena_printf(B->A, "detached from the %s:", fx->rel->source->name));
+                S.reads += fx->records;
+                kp_write_plan_read(B->d, S.wp, B->L->base[fx->entity->index]->name);
             } else if (fx->kind == KP_EFFECT_AGGREGATE) {
                 price_aggregate(B, &S, fx, tables_of);
             } else if (fx->kind == KP_EFFECT_REFERENCE) {
@@ -1693,7 +1726,6 @@ static void plan_writes(builder *B)
             }
         }
         kp_write_plan *wp = S.wp;
-        wp->items = S.rows;
         /* statements go in logged batches of KP_CQ_MAX_BATCH, in order (writes.c), after the
          * reads that find the rows' keys */
         wp->requests = (S.rows > KP_CQ_MAX_BATCH ? ceil(S.rows / KP_CQ_MAX_BATCH) : 1) + S.reads;

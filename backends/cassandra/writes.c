@@ -97,10 +97,10 @@ static const kp_item *find_item(const by_id *index, const char *id)
 }
 
 int kp_cq_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *before, const kp_dataset *after,
-                      const void *request, int *atomic_exercised, kp_error *err)
+                      const void *request, kp_write_sent *out, kp_error *err)
 {
     (void)request;
-    *atomic_exercised = 0;
+    memset(out, 0, sizeof *out);
     kp_cq_conn_rewriting(conn);
     const kp_model *m = d->model;
     const char *ks = kp_cq_conn_keyspace(conn, d);
@@ -170,7 +170,9 @@ int kp_cq_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *befor
         rc = n == 1 ? kp_cql_query(client, entries[at].cql, entries[at].values, NULL, NULL, err)
                     : kp_cql_batch_execute(client, KP_CQL_BATCH_LOGGED, entries + at, n, NULL, NULL, err);
     }
-    if (rc == 0 && batches == 1) *atomic_exercised = 1;
+    out->items = (long)count;
+    out->requests = (long)batches;
+    if (rc == 0 && batches == 1) out->is_atomic = 1;
     for (size_t i = 0; values && i < count; i++) kp_cql_values_free(&values[i]);
     free(values);
     free(sizes);

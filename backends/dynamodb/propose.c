@@ -1876,12 +1876,13 @@ static int index_paired(builder *B, paired_index *X)
 typedef struct write_sum {
     const kp_write *wr;
     kp_write_plan *wp;
-    double items, units, requests;
+    double units, requests;
     double reads;               /* Queries that find an item's key before it is written */
     const char *read_why;
 } write_sum;
 
-static kp_write_touch *add_touch(builder *B, write_sum *S, const char *what, double count, double bytes, double units)
+static kp_write_touch *add_touch(builder *B, write_sum *S, const kp_write_effect *fx, const char *what, double count, double bytes,
+                                 double units)
 {
     kp_write_touch *t = kp_write_plan_touch(B->d, S->wp);
     if (!t) return NULL;
@@ -1890,7 +1891,7 @@ static kp_write_touch *add_touch(builder *B, write_sum *S, const char *what, dou
     t->count = count;
     t->bytes = bytes;
     t->write_units = units;
-    S->items += count;
+    kp_write_plan_items(B->d, S->wp, fx, count);
     S->units += units;
     return t;
 }
@@ -1912,6 +1913,21 @@ static const kp_attr *unaddressed(const kp_write_step *st, const ddb_placement *
             if (!given) return a;
         }
     return NULL;
+}
+
+/* Every index the items of `e` are in is one more write per item written (`rows`): a GSI's on
+ * its own capacity, an LSI's on the table's (DynamoDB charges both); a sparse one for about
+ * half of them. */
+static void index_entries(builder *B, write_sum *S, const kp_write_effect *fx, const ddb_entity *e, double rows, const char *which)
+{
+    double size = item_bytes(B, e->entity), wcu = write_units(size);
+    for (size_t k = 1; k < e->placement_count; k++) {
+        if (e->placements[k].index->kind == DDB_BASE) continue;
+        double count = rows * (e->placements[k].only_when_count ? 0.5 : 1);
+        add_touch(B, S, fx, kp_design_printf(B->d, "%s entry of the %s%s item%s", e->placements[k].index->name, which, e->entity->name,
+                                             *which ? "s" : ""),
+                  count, count * size, count * wcu);
+    }
 }
 
 /* The step's own item, its entries in every index it is in, and its element items. */
@@ -1943,18 +1959,11 @@ static void price_records(builder *B, write_sum *S, const kp_write_effect *fx)
                          kp_ddb_format_describe(&B->d->arena, &e->placements[0].pk),
                          kp_ddb_format_describe(&B->d->arena, &e->placements[0].sk), st->entity->name, missing->name);
     double rows = fx->count, size = item_bytes(B, st->entity), wcu = write_units(size);
-    add_touch(B, S, kp_design_printf(B->d, "%s item (%s)", st->entity->name,
+    add_touch(B, S, fx, kp_design_printf(B->d, "%s item (%s)", st->entity->name,
                                      st->op == KP_WRITE_INSERT ? "PutItem" : st->op == KP_WRITE_DELETE ? "DeleteItem" : "UpdateItem"),
               rows, rows * size, rows * wcu * (S->wr->is_atomic ? 2 : 1));
     S->requests += st->for_each ? rows : 1;
-    /* every index the item is in is one more write: a GSI's on its own capacity, an LSI's on
-     * the table's (DynamoDB charges both) */
-    for (size_t k = 1; k < e->placement_count; k++) {
-        if (e->placements[k].index->kind == DDB_BASE) continue;
-        double count = rows * (e->placements[k].only_when_count ? 0.5 : 1);
-        add_touch(B, S, kp_design_printf(B->d, "%s entry of the %s item", e->placements[k].index->name, st->entity->name), count,
-                  count * size, count * wcu);
-    }
+    index_entries(B, S, fx, e, rows, "");
     /* element items (adjacency lists): written with the record, again when an update changes
      * what they hold or the array itself */
     for (size_t k = 0; k < e->element_count; k++) {
@@ -1970,7 +1979,7 @@ static void price_records(builder *B, write_sum *S, const kp_write_effect *fx)
         if (!moved) continue;
         double per = arr ? (arr->type.avg_items > 0 ? arr->type.avg_items : 1) : (erel->fanout.avg > 0 ? erel->fanout.avg : 1);
         double bytes = element_item_bytes(ep, 0), count = rows * per;
-        add_touch(B, S, kp_design_printf(B->d, "%s element items of the %s item (one per element of %s)",
+        add_touch(B, S, fx, kp_design_printf(B->d, "%s element items of the %s item (one per element of %s)",
                                          st->op == KP_WRITE_DELETE ? "deleted" : "put", st->entity->name, kp_ddb_elements_name(erel)),
                   count, count * bytes, count * write_units(bytes) * (S->wr->is_atomic ? 2 : 1));
         S->requests += S->wr->is_atomic ? 0 : count;
@@ -1987,7 +1996,7 @@ static void price_pairing(builder *B, write_sum *S, const kp_write_effect *fx, c
         const ddb_placement *ep = &holder->element_items[X->k[i]];
         if (ep->elements->relation != fx->rel->relation) continue;
         double bytes = element_item_bytes(ep, 0);
-        add_touch(B, S, kp_design_printf(B->d, "%s element item of the %s it pairs (%s)", st->op == KP_WRITE_DELETE ? "deleted" : "put",
+        add_touch(B, S, fx, kp_design_printf(B->d, "%s element item of the %s it pairs (%s)", st->op == KP_WRITE_DELETE ? "deleted" : "put",
                                          holder->entity->name, ep->elements->relation->name),
                   fx->count, fx->count * bytes, fx->count * write_units(bytes) * (S->wr->is_atomic ? 2 : 1));
         S->requests += S->wr->is_atomic ? 0 : fx->count;
@@ -2010,7 +2019,7 @@ static void price_references(builder *B, write_sum *S, const kp_write_effect *fx
     while (fx < end && fx->rel != moved->rel) fx++;
     if (fx == end) return; /* never: a copy is taken only over a reference (kp_copy_sites_add) */
     double size = item_bytes(B, other->entity);
-    add_touch(B, S, kp_design_printf(B->d, "copy of %s.%s in the %s items that reference it (PutItem each)", st->entity->name,
+    add_touch(B, S, fx, kp_design_printf(B->d, "copy of %s.%s in the %s items that reference it (PutItem each)", st->entity->name,
                                      moved->attr->name, other->entity->name),
               fx->count, fx->count * size, fx->count * write_units(size));
     S->requests += fx->count;
@@ -2025,26 +2034,43 @@ static void price_effect(builder *B, write_sum *S, const kp_write_effect *fx, co
     case KP_EFFECT_COPY: {
         /* a denormalised copy of a changed attribute, elsewhere: found by a Query, then updated */
         double size = item_bytes(B, fx->entity);
-        add_touch(B, S, kp_design_printf(B->d, "copy of %s.%s in %s items (Query, then UpdateItem each)", st->entity->name,
+        add_touch(B, S, fx, kp_design_printf(B->d, "copy of %s.%s in %s items (Query, then UpdateItem each)", st->entity->name,
                                          fx->attr->copy_of->source->name, fx->entity->name),
                   fx->count, fx->count * size, fx->count * write_units(size));
         S->requests += 1 + fx->count;
+        index_entries(B, S, fx, entity_of(B, fx->entity), fx->count, "copying ");
+        break;
+    }
+    case KP_EFFECT_CASCADE:
+    case KP_EFFECT_DETACH: {
+        /* the records a delete takes with it, or leaves without their reference: found by a
+         * Query per deleted record, then each item deleted or updated, with its index entries */
+        int gone = fx->kind == KP_EFFECT_CASCADE;
+        double size = item_bytes(B, fx->entity);
+        add_touch(B, S, fx, kp_design_printf(B->d, "%s items %s the %s (Query, then %s each)", fx->entity->name,
+                                             gone ? "deleted with" : "detached from", fx->rel->source->name,
+                                             gone ? "DeleteItem" : "UpdateItem"),
+                  fx->count, fx->count * size, fx->count * write_units(size) * (S->wr->is_atomic ? 2 : 1));
+        index_entries(B, S, fx, entity_of(B, fx->entity), fx->count, gone ? "deleted " : "detached ");
+        S->requests += fx->records + fx->count;
+        S->reads += fx->records;
+        kp_write_plan_read(B->d, S->wp, B->L->table);
         break;
     }
     case KP_EFFECT_AGGREGATE: {
         if (fx->count <= 0) break; /* the write inserts the holder with the value */
         double size = item_bytes(B, fx->entity);
-        add_touch(B, S, kp_design_printf(B->d, "%s.%s on the %s item (UpdateItem)", fx->entity->name, fx->attr->name, fx->entity->name),
+        add_touch(B, S, fx, kp_design_printf(B->d, "%s.%s on the %s item (UpdateItem)", fx->entity->name, fx->attr->name, fx->entity->name),
                   fx->count, fx->count * size, fx->count * write_units(size));
+        index_entries(B, S, fx, entity_of(B, fx->entity), fx->count, "changed ");
         S->requests += 1;
         break;
     }
     case KP_EFFECT_UNIQUE:
-        add_touch(B, S, kp_design_printf(B->d, "uniqueness item for %s.%s (conditional put)", st->entity->name, fx->attr->name),
+        add_touch(B, S, fx, kp_design_printf(B->d, "uniqueness item for %s.%s (conditional put)", st->entity->name, fx->attr->name),
                   fx->count, fx->count * 64, fx->count);
         break;
     case KP_EFFECT_REFERENCE: /* priced by referencing entity: plan_writes */
-    case KP_EFFECT_CASCADE:   /* the items deleted are those the model's own steps name */
         break;
     }
 }
@@ -2066,6 +2092,9 @@ static void plan_writes(builder *B)
         S.wp->touch_count = 0;
         S.wp->reads = NULL;
         S.wp->read_count = 0;
+        S.wp->items = 0;
+        S.wp->shares = NULL;
+        S.wp->share_count = 0;
         const kp_write_effect_list *fxs = &effects.of_write[w];
         for (size_t i = 0, end; i < fxs->count; i = end) {
             const kp_write_effect *fx = &fxs->items[i];
@@ -2080,7 +2109,6 @@ static void plan_writes(builder *B)
             price_references(B, &S, fx, &fxs->items[end]);
         }
         kp_write_plan *wp = S.wp;
-        wp->items = S.items;
         wp->write_units = S.units;
         wp->requests = wr->is_atomic ? 1 + S.reads : S.requests;
         wp->mechanism = wr->is_atomic ? "TransactWriteItems (all steps or none; 2 WCU per KB)"

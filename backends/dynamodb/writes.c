@@ -8,7 +8,7 @@
  * item's index keys: a sparse index entry appears or disappears with its attribute)
  * or a DeleteItem of its old one. An atomic write is one TransactWriteItems; where
  * the endpoint has no transactions (dynalite answers UnknownOperationException) the
- * requests go one by one, in order, and atomic_exercised stays 0 so the report says
+ * requests go one by one, in order, and is_atomic stays 0 so the report says
  * atomicity was not exercised.
  * A record's element items (adjacency lists) go with it: put again, or deleted where the
  * record lost the element; a join record added or removed does the same for the records
@@ -30,6 +30,8 @@
 typedef struct change_set {
     cJSON *puts;                /* items */
     cJSON *deletes;             /* keys */
+    long index_entries;         /* index entries the puts and deletes write: part of the items a
+                                   write plan claims */
 } change_set;
 
 static cJSON *key_of(const cJSON *item)
@@ -46,6 +48,25 @@ static int same_key(const cJSON *a, const cJSON *b)
            cJSON_Compare(cJSON_GetObjectItemCaseSensitive(a, "SK"), cJSON_GetObjectItemCaseSensitive(b, "SK"), 1);
 }
 
+/* The index entries DynamoDB writes when `old` (NULL: none) becomes `cur` (NULL: deleted):
+ * per local or global index, one where the item enters or leaves it or changes in it, two
+ * where its index key moves (the old entry deleted, the new one put). */
+static long index_entries(const ddb_layout *L, const cJSON *old, const cJSON *cur)
+{
+    long n = 0;
+    for (size_t i = 0; i < L->lsi_count + L->gsi_count; i++) {
+        const ddb_index *x = i < L->lsi_count ? &L->lsi[i] : &L->gsi[i - L->lsi_count];
+        const cJSON *opk = old ? cJSON_GetObjectItemCaseSensitive(old, x->pk_attr) : NULL;
+        const cJSON *osk = old ? cJSON_GetObjectItemCaseSensitive(old, x->sk_attr) : NULL;
+        const cJSON *npk = cur ? cJSON_GetObjectItemCaseSensitive(cur, x->pk_attr) : NULL;
+        const cJSON *nsk = cur ? cJSON_GetObjectItemCaseSensitive(cur, x->sk_attr) : NULL;
+        int was = opk && osk, is = npk && nsk;
+        if (was && is) n += cJSON_Compare(opk, npk, 1) && cJSON_Compare(osk, nsk, 1) ? 1 : 2;
+        else n += was || is;
+    }
+    return n;
+}
+
 typedef struct copying_ctx {
     const kp_design *d;
     const kp_dataset *before, *after;
@@ -60,6 +81,7 @@ static int copying_record(void *p, const kp_record *old, const kp_record *cur, k
     int rc = kp_ddb_item_for(c->d, c->after, cur, &item, err);
     if (rc == 0) rc = kp_ddb_item_for(c->d, c->before, old, &old_item, err);
     if (rc == 0 && !cJSON_Compare(item, old_item, 1)) {
+        c->cs->index_entries += index_entries(c->d->layout, old_item, item);
         cJSON_AddItemToArray(c->cs->puts, item);
         item = NULL;
     }
@@ -102,15 +124,23 @@ static int diff_record(const kp_design *d, const kp_dataset *before, const kp_da
     for (const cJSON *o = old_items ? old_items->child : NULL; rc == 0 && o; o = o->next) {
         int kept = 0;
         for (const cJSON *x = items->child; x && !kept; x = x->next) kept = same_key(o, x);
-        if (!kept) cJSON_AddItemToArray(cs->deletes, key_of(o));
+        if (!kept) {
+            cJSON_AddItemToArray(cs->deletes, key_of(o));
+            cs->index_entries += index_entries(d->layout, o, NULL);
+        }
     }
     cJSON *item;
     while (rc == 0 && (item = items->child) != NULL) {
         cJSON_DetachItemViaPointer(items, item);
-        int same = 0;
-        for (const cJSON *o = old_items->child; o && !same; o = o->next) same = cJSON_Compare(o, item, 1);
-        if (same) cJSON_Delete(item);
-        else cJSON_AddItemToArray(cs->puts, item);
+        const cJSON *was = NULL;
+        for (const cJSON *o = old_items->child; o && !was; o = o->next)
+            if (same_key(o, item)) was = o;
+        if (was && cJSON_Compare(was, item, 1)) {
+            cJSON_Delete(item);
+        } else {
+            cs->index_entries += index_entries(d->layout, was, item);
+            cJSON_AddItemToArray(cs->puts, item);
+        }
     }
     cJSON_Delete(items);
     cJSON_Delete(old_items);
@@ -213,17 +243,19 @@ static int one_by_one(kp_ddb_conn *c, const char *table, const change_set *cs, k
 }
 
 int kp_ddb_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *before, const kp_dataset *after,
-                       const void *request, int *atomic_exercised, kp_error *err)
+                       const void *request, kp_write_sent *out, kp_error *err)
 {
     kp_ddb_conn *c = (kp_ddb_conn *)conn;
     const kp_write_request *req = request;
     const ddb_layout *L = d->layout;
-    *atomic_exercised = 0;
-    change_set cs = {cJSON_CreateArray(), cJSON_CreateArray()};
+    memset(out, 0, sizeof *out);
+    change_set cs = {cJSON_CreateArray(), cJSON_CreateArray(), 0};
     char table[512];
     snprintf(table, sizeof table, "%s", kp_ddb_conn_table(c, L->table));
     int rc = collect(d, before, after, &cs, err);
     size_t total = (size_t)cJSON_GetArraySize(cs.puts) + (size_t)cJSON_GetArraySize(cs.deletes);
+    out->items = (long)total + cs.index_entries;
+    out->requests = (long)total;     /* one by one, unless the transaction below goes in */
     if (rc == 0 && req && req->write->is_atomic && total > 0 && total <= 100) {
         cJSON *tx = cJSON_CreateObject();
         cJSON *items = cJSON_AddArrayToObject(tx, "TransactItems");
@@ -248,7 +280,8 @@ int kp_ddb_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *befo
         cJSON_Delete(tx);
         cJSON_Delete(resp);
         if (trc == 0) {
-            *atomic_exercised = 1;
+            out->is_atomic = 1;
+            out->requests = 1;
         } else if (kp_ddb_error_is(kp_ddb_conn_client(c), "UnknownOperationException")) {
             rc = one_by_one(c, table, &cs, err); /* no transactions here: in order, not atomic */
         } else {

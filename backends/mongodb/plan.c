@@ -1179,7 +1179,7 @@ static void index_subsets(const builder *B, kp_index_list *subsets)
 typedef struct write_sum {
     const kp_write *wr;
     kp_write_plan *wp;
-    double items, requests;
+    double requests;
     const char *only_doc;       /* every step writes this one document */
     int one_doc;
 } write_sum;
@@ -1212,7 +1212,7 @@ static void price_records(builder *B, write_sum *S, const kp_write_effect *fx, c
                                                         st->entity->name, me->parent->entity->name), rows, 0);
         } else {
             touch(B, S->wp, home_name, what, rows, doc);
-            S->items += rows;
+            kp_write_plan_items(B->d, S->wp, fx, rows);
             S->requests += st->for_each ? rows : 1;
         }
     } else {
@@ -1220,7 +1220,7 @@ static void price_records(builder *B, write_sum *S, const kp_write_effect *fx, c
         if (!S->only_doc) S->only_doc = st->entity->name;
         else if (strcmp(S->only_doc, st->entity->name) != 0) S->one_doc = 0;
         if (rows > 1.0001) S->one_doc = 0;
-        S->items += rows;
+        kp_write_plan_items(B->d, S->wp, fx, rows);
         S->requests += st->for_each ? rows : 1;
     }
     /* index entries */
@@ -1240,7 +1240,7 @@ static void price_records(builder *B, write_sum *S, const kp_write_effect *fx, c
               kp_design_printf(B->d, "the %s document's subset '%s' (re-read the first %lld %s, $set)", pe->entity->name, n->field,
                                (long long)n->subset, st->entity->name),
               rows, mg_document_bytes(pe));
-        S->items += rows;
+        kp_write_plan_items(B->d, S->wp, fx, rows);
         S->requests += 2;
         S->one_doc = 0;
     }
@@ -1262,7 +1262,7 @@ static void price_reference(builder *B, write_sum *S, const kp_write_effect *fx)
         const mg_collection *cc = kp_mg_home(B->L, ce->entity);
         touch(B, S->wp, cc ? cc->name : "?", kp_design_printf(B->d, "copies in '%s' of %s documents (updateMany)", x->field,
                                                               ce->entity->name), fx->count, 0);
-        S->items += fx->count;
+        kp_write_plan_items(B->d, S->wp, fx, fx->count);
         S->requests += 1;
         S->one_doc = 0;
     }
@@ -1273,7 +1273,7 @@ static void price_copy(builder *B, write_sum *S, const kp_write_effect *fx)
     const mg_collection *cc = kp_mg_home(B->L, fx->entity);
     touch(B, S->wp, cc ? cc->name : "?", kp_design_printf(B->d, "%s.%s copies (updateMany)", fx->entity->name, fx->attr->name),
           fx->count, 0);
-    S->items += fx->count;
+    kp_write_plan_items(B->d, S->wp, fx, fx->count);
     S->requests += 1;
     S->one_doc = 0;
 }
@@ -1309,9 +1309,12 @@ void mg_plan_writes(builder *B)
     index_subsets(B, subsets);
     for (size_t w = 0; w < m->write_count; w++) {
         const kp_write *wr = m->writes[w];
-        write_sum S = {wr, &B->d->write_plans[w], 0, 0, NULL, 1};
+        write_sum S = {wr, &B->d->write_plans[w], 0, NULL, 1};
         S.wp->touches = NULL;
         S.wp->touch_count = 0;
+        S.wp->items = 0;
+        S.wp->shares = NULL;
+        S.wp->share_count = 0;
         const kp_write_effect_list *fxs = &effects.of_write[w];
         for (size_t i = 0, end; i < fxs->count; i = end) {
             const kp_write_effect *fx = &fxs->items[i];
@@ -1333,16 +1336,20 @@ void mg_plan_writes(builder *B)
                 touch(B, S.wp, cc ? cc->name : "?", kp_design_printf(B->d, "%s.%s (computed, $inc / $set)%s", fx->entity->name,
                                                                      fx->attr->name, same_doc ? " in the same document" : ""),
                       fx->count, 0);
-                if (!same_doc) { S.items += fx->count; S.requests += 1; S.one_doc = 0; }
+                if (!same_doc) { kp_write_plan_items(B->d, S.wp, fx, fx->count); S.requests += 1; S.one_doc = 0; }
                 break;
             }
-            case KP_EFFECT_CASCADE: {
-                /* the referenced children a delete takes with it, unless embedded (gone with the document) */
-                if (mg_entity_of(B, fx->entity)->parent == mg_entity_of(B, fx->step->entity)) break;
+            case KP_EFFECT_CASCADE:
+            case KP_EFFECT_DETACH: {
+                /* the referenced records a delete takes with it or detaches, unless embedded
+                 * (gone with the document) */
+                if (mg_entity_of(B, fx->entity)->parent == mg_entity_of(B, fx->rel->source)) break;
                 const mg_collection *cc = kp_mg_home(B->L, fx->entity);
-                touch(B, S.wp, cc ? cc->name : "?", kp_design_printf(B->d, "%s documents of the deleted %s (deleteMany)",
-                                                                     fx->entity->name, fx->step->entity->name), fx->count, 0);
-                S.items += fx->count;
+                touch(B, S.wp, cc ? cc->name : "?",
+                      kp_design_printf(B->d, fx->kind == KP_EFFECT_CASCADE ? "%s documents of the deleted %s (deleteMany)"
+                                                                           : "%s documents of the deleted %s, detached (updateMany)",
+                                       fx->entity->name, fx->rel->source->name), fx->count, 0);
+                kp_write_plan_items(B->d, S.wp, fx, fx->count);
                 S.requests += 1;
                 S.one_doc = 0;
                 break;
@@ -1353,12 +1360,15 @@ void mg_plan_writes(builder *B)
             }
         }
         kp_write_plan *wp = S.wp;
-        wp->items = S.items;
         wp->requests = S.requests > 0 ? S.requests : 1;
         if (S.one_doc && S.only_doc) {
             wp->mechanism = kp_design_printf(B->d, "one write to one %s document: atomic without a transaction", S.only_doc);
             wp->requests = 1;
             wp->items = 1;
+            if (wp->share_count) {  /* whatever the steps change, one document per operation */
+                wp->shares[0] = (kp_write_share){NULL, 1, 0, NULL};
+                wp->share_count = 1;
+            }
         } else if (wr->is_atomic) {
             wp->mechanism = "a multi-document transaction (session.withTransaction); FerretDB has none, so verify applies the "
                             "documents in order and reports atomicity as not exercised";

@@ -11,7 +11,7 @@
  * replaced by `_id` (upserting a new one), or deleted when its record is gone. A
  * changed child embedded in its parent therefore rewrites the parent document.
  * FerretDB has no transactions: the documents are written in order, and
- * atomic_exercised is set only when the whole write was one document (atomic anyway).
+ * is_atomic is set only when the whole write was one document (atomic anyway).
  * Invariant: after apply_write the collections hold exactly the documents transform
  * makes from the `after` data, for every document the write touched.
  */
@@ -176,11 +176,11 @@ static int collect(const kp_design *d, const kp_dataset *before, const kp_datase
 }
 
 int kp_mg_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *before, const kp_dataset *after,
-                      const void *request, int *atomic_exercised, kp_error *err)
+                      const void *request, kp_write_sent *out, kp_error *err)
 {
     (void)request;
     kp_mg_conn *c = (kp_mg_conn *)conn;
-    *atomic_exercised = 0;
+    memset(out, 0, sizeof *out);
     kp_mg_conn_use(c, d);
     change_set cs = {cJSON_CreateArray(), cJSON_CreateArray(), cJSON_CreateArray(), cJSON_CreateArray()};
     int rc = collect(d, before, after, &cs, err);
@@ -204,6 +204,7 @@ int kp_mg_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *befor
         snprintf(name, sizeof name, "%s", kp_mg_conn_collection(c, collection));
         rc = kp_mg_delete_ids(kp_mg_conn_client(c), name, ids, err);
         cJSON_Delete(ids);
+        out->requests++;
     }
     coll = cs.store_colls->child;
     for (cJSON *doc = cs.stores->child; rc == 0 && doc; doc = doc->next, coll = coll->next) {
@@ -212,8 +213,10 @@ int kp_mg_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *befor
         int ok = 0;
         rc = kp_mg_bulk_store(kp_mg_conn_client(c), name, &doc, 1, 1, &ok, err);
         if (rc == 0 && !ok) rc = -1;
+        out->requests++;
     }
-    if (rc == 0 && total == 1) *atomic_exercised = 1;
+    out->items = (long)total;
+    if (rc == 0 && total == 1) out->is_atomic = 1;
     cJSON_Delete(cs.stores);
     cJSON_Delete(cs.store_colls);
     cJSON_Delete(cs.deletes);

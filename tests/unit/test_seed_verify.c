@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include <cmocka.h>
 
 #include "backends/backend.h"
+#include "backends/write_effects.h"
 #include "core/data.h"
 #include "core/model.h"
 #include "core/mutate.h"
@@ -360,8 +362,9 @@ static int fake_execute(kp_conn *c, const kp_design *d, const kp_pattern *p, con
 
 /* The target becomes exactly the items of `after` (a correct write, whatever it was). */
 static int fake_apply_write(kp_conn *c, const kp_design *d, const kp_dataset *before, const kp_dataset *after,
-                            const void *request, int *atomic, kp_error *err)
+                            const void *request, kp_write_sent *out, kp_error *err)
 {
+    memset(out, 0, sizeof *out);
     S.writes_applied++;
     if (S.mode == FAKE_DROP_WRITES) return 0; /* misbehaving: says yes, does nothing */
     kp_item_list items = {0};
@@ -374,7 +377,10 @@ static int fake_apply_write(kp_conn *c, const kp_design *d, const kp_dataset *be
             kp_item_list_clear(&items);
             if (fake_transform(d, after, records[i], &items, err)) return -1;
             fake_item *it = fake_find(items.items[0].id);
-            if (!it || !kp_data_equal(it->body, items.items[0].body, NULL)) fake_put(items.items[0].id, items.items[0].container, items.items[0].body);
+            if (!it || !kp_data_equal(it->body, items.items[0].body, NULL)) {
+                fake_put(items.items[0].id, items.items[0].container, items.items[0].body);
+                out->items++;
+            }
             keep = realloc(keep, (keep_count + 1) * sizeof *keep);
             keep[keep_count++] = strdup(items.items[0].id);
         }
@@ -384,11 +390,15 @@ static int fake_apply_write(kp_conn *c, const kp_design *d, const kp_dataset *be
         int kept = 0;
         for (size_t k = 0; k < keep_count && !kept; k++) kept = strcmp(keep[k], S.items[i].id) == 0;
         if (kept) i++;
-        else fake_delete(S.items[i].id);
+        else {
+            fake_delete(S.items[i].id);
+            out->items++;
+        }
     }
     for (size_t k = 0; k < keep_count; k++) free(keep[k]);
     free(keep);
-    *atomic = ((const kp_write_request *)request)->write->is_atomic;
+    out->requests = 1;
+    out->is_atomic = ((const kp_write_request *)request)->write->is_atomic;
     return 0;
 }
 
@@ -457,6 +467,12 @@ static kp_design *fake_design(const kp_model *model)
         plan->items_max = 50;
         plan->bytes_max = 10000;
     }
+    /* a write writes one item per record it changes (fake_apply_write) */
+    for (size_t w = 0; w < d->write_plan_count; w++)
+        for (size_t e = 0; e < model->entity_count; e++) {
+            kp_write_effect fx = {.kind = KP_EFFECT_RECORDS, .entity = model->entities[e], .count = 1};
+            kp_write_plan_items(d, &d->write_plans[w], &fx, 1);
+        }
     return d;
 }
 
@@ -1376,6 +1392,34 @@ static void test_verify_writes_then_undoes_them_exactly(void **state)
     kp_verify_report_free(&r);
 }
 
+/* A write plan that claims three items per record changed, where the target writes one: the
+ * write fails, and says what it claimed and what was written. */
+static void test_verify_writes_fail_a_wrong_items_claim(void **state)
+{
+    fixture *f = *state;
+    seed_ok(f);
+    for (size_t w = 0; w < f->design->write_plan_count; w++)
+        for (size_t i = 0; i < f->design->write_plans[w].share_count; i++) f->design->write_plans[w].shares[i].count *= 3;
+    kp_verify_options o = verify_options(f);
+    o.writes = 1;
+    o.samples = 5;
+    kp_verify_report r;
+    kp_error err;
+    run_verify(f, &o, &r, -1, &err);
+    int judged = 0;
+    for (size_t i = 0; i < r.write_count; i++) {
+        const kp_verify_write *w = &r.write_results[i];
+        if (w->sent_ops == 0 || w->sent_items_sum == 0) continue;
+        judged++;
+        assert_false(w->is_pass);
+        assert_true(w->is_items_mismatch);
+        assert_non_null(strstr(w->note, "the plan claims"));
+        assert_true(fabs(w->claimed_sum - 3.0 * (double)w->sent_items_sum) < 1e-9);
+    }
+    assert_true(judged > 0);
+    kp_verify_report_free(&r);
+}
+
 static void test_verify_writes_ask_a_read_once_while_the_data_stays_the_same(void **state)
 {
     fixture *f = *state;
@@ -1587,6 +1631,7 @@ int main(void)
         T(test_verify_refuses_a_target_left_by_interrupted_writes),
         T(test_junit_output_is_well_formed_with_one_case_per_pattern),
         T(test_verify_writes_then_undoes_them_exactly),
+        T(test_verify_writes_fail_a_wrong_items_claim),
         T(test_verify_writes_ask_a_read_once_while_the_data_stays_the_same),
         T(test_verify_writes_fail_when_the_target_drops_them_and_are_still_undone),
         cmocka_unit_test(test_commands_check_their_arguments_and_dry_run_without_a_server),
