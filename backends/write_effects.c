@@ -9,6 +9,8 @@
  */
 #include "backends/write_effects.h"
 
+#include <string.h>
+
 /* For each entity (by index), a run of relation directions: items[first[e] .. first[e + 1]]. */
 typedef struct rel_runs {
     size_t *first;
@@ -113,6 +115,39 @@ static int cascade(kp_arena *arena, kp_write_effect_list *list, const kp_write_s
     return 0;
 }
 
+/* Does `other` update the very record that holds an aggregate `st` moves? So when `st` inserts
+ * one record (no for_each) of a one-hop aggregate, whose reference attributes take the
+ * parameters named like them, and `other` updates the holder by its key with those same
+ * parameters (a bid for :itemId, and the item :itemId updated): the value goes into that
+ * update's write of the record, not one of its own. */
+static int updates_holder(const kp_write_step *other, const kp_write_step *st, const kp_derived *d)
+{
+    if (other == st || st->op != KP_WRITE_INSERT || st->for_each_len || d->path_len != 1 ||
+        (other->op != KP_WRITE_UPDATE && other->op != KP_WRITE_UPSERT) || other->for_each_len)
+        return 0;
+    const kp_relation *rel = d->path[0]->relation;
+    if (rel->link != KP_LINK_FOREIGN_KEY || rel->fk_count == 0 || rel->fk_attrs[0]->entity != st->entity) return 0;
+    for (size_t f = 0; f < rel->fk_count; f++) {
+        int given = 0;
+        for (size_t w = 0; w < other->where_count && !given; w++) {
+            const kp_cond *c = &other->where[w];
+            given = !c->path_len && c->op == KP_OP_EQ && c->attr == rel->ref_attrs[f] && c->value.param &&
+                    strcmp(c->value.param->name, rel->fk_attrs[f]->name) == 0;
+        }
+        if (!given) return 0;
+    }
+    return 1;
+}
+
+int kp_write_step_changes(const kp_write *w, const kp_write_step *st, const kp_attr *a)
+{
+    if (!a || (st->op != KP_WRITE_UPDATE && st->op != KP_WRITE_UPSERT)) return 0;
+    if (assigns(st, a)) return 1;
+    for (size_t k = 0; a->derived && a->entity == st->entity && k < w->step_count; k++)
+        if (kp_derived_moved_by(a->derived, &w->steps[k]) && updates_holder(st, &w->steps[k], a->derived)) return 1;
+    return 0;
+}
+
 static int enumerate_step(kp_arena *arena, kp_write_effect_list *list, const kp_write *w, const kp_write_step *st, size_t s,
                           const rel_runs *referencing, const rel_runs *pairing)
 {
@@ -145,7 +180,9 @@ static int enumerate_step(kp_arena *arena, kp_write_effect_list *list, const kp_
          * itself (the value goes in with it); without for_each, a step's rows change the
          * value of one holder (an order's lines, its one order); with it, one per record */
         int inserted = 0;
-        for (size_t k = 0; k < w->step_count; k++) inserted |= w->steps[k].entity == holder && w->steps[k].op == KP_WRITE_INSERT;
+        for (size_t k = 0; k < w->step_count; k++)
+            inserted |= w->steps[k].entity == holder && (w->steps[k].op == KP_WRITE_INSERT ||
+                                                         updates_holder(&w->steps[k], st, e->aggregated_by[i]->derived));
         double holders = inserted ? 0 : st->for_each_len || records < 1 ? records : 1;
         if (!(fx = add(arena, list, KP_EFFECT_AGGREGATE, st, s, holder, records, records > 0 ? holders / records : 0))) return -1;
         fx->attr = e->aggregated_by[i];

@@ -76,4 +76,9 @@ typedef struct kp_write_effects {
 int kp_write_effects_build(const kp_model *m, kp_write_effects *out, kp_error *err);
 void kp_write_effects_free(kp_write_effects *fx);
 
+/* Does an update step of `w` change attribute `a` of its records: it assigns it, or `a` is an
+ * aggregate that a step of the same write moves and the update writes along (a bid's count
+ * going in with its item's update)? A key built on such an attribute moves. */
+int kp_write_step_changes(const kp_write *w, const kp_write_step *st, const kp_attr *a);
+
 #endif

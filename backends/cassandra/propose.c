@@ -1557,11 +1557,15 @@ static void price_records(builder *B, write_sum *S, const kp_write_effect *fx, c
             S->read_why = kp_arena_printf(B->A, "%s%s%s (%s is keyed by %s)", S->read_why ? S->read_why : "", S->read_why ? ", " : "",
                                           B->L->base[st->entity->index]->name, t->name, unknown->name);
         }
+        int moves = 0;  /* an update of a key column: the old row deleted, the new one inserted */
+        for (size_t k = 0; t->entity == st->entity && k < t->pk_count + t->ck_count; k++)
+            moves |= kp_write_step_changes(S->wp->write, st, t->cols[k].attr);
         if (t->entity == st->entity)
             add_touch(B, S, fx, t->name,
-                      kp_arena_printf(B->A, "%s row%s", st->entity->name,
-                                      t->is_base ? "" : kp_arena_printf(B->A, " (copy keyed by %s)", t->cols[0].name)),
-                      per, per * t->row_bytes);
+                      kp_arena_printf(B->A, "%s row%s%s", st->entity->name,
+                                      t->is_base ? "" : kp_arena_printf(B->A, " (copy keyed by %s)", t->cols[0].name),
+                                      moves ? ": its key changes, deleted and inserted again" : ""),
+                      per * (moves ? 2 : 1), per * (moves ? 2 : 1) * t->row_bytes);
         int b = t->buckets > 1 ? t->buckets : 1;
         if (t->parent == st->entity && st->op != KP_WRITE_INSERT)
             add_touch(B, S, fx, t->name, kp_arena_printf(B->A, "static columns of %s (%d partition%s)", st->entity->name, b, b == 1 ? "" : "s"),
@@ -1641,11 +1645,16 @@ static void price_aggregate(builder *B, write_sum *S, const kp_write_effect *fx,
                 add_touch(B, S, fx, t->name, kp_arena_printf(B->A, "%s.%s in the static columns of %s (%d partition%s)", holder->name,
                                                          fx->attr->name, holder->name, b, b == 1 ? "" : "s"),
                           per * b, per * b * 64);
-            else
+            else if (c->role == CQ_REGULAR)
                 add_touch(B, S, fx, t->name,
                           kp_arena_printf(B->A, "%s.%s in the %s row%s", holder->name, fx->attr->name, holder->name,
                                           t->is_base ? "" : kp_arena_printf(B->A, " (copy keyed by %s)", t->cols[0].name)),
                           per, per * t->row_bytes);
+            else /* a key column: the row moves, its old key deleted and the new one inserted */
+                add_touch(B, S, fx, t->name,
+                          kp_arena_printf(B->A, "%s.%s keys the %s row%s: deleted and inserted again", holder->name, fx->attr->name,
+                                          holder->name, t->is_base ? "" : kp_arena_printf(B->A, " (copy keyed by %s)", t->cols[0].name)),
+                          2 * per, 2 * per * t->row_bytes);
             any = 1;
             break;
         }
@@ -1731,9 +1740,8 @@ static void plan_writes(builder *B)
         wp->requests = (S.rows > KP_CQ_MAX_BATCH ? ceil(S.rows / KP_CQ_MAX_BATCH) : 1) + S.reads;
         if (S.tables_touched > 1 || wr->is_atomic) {
             wp->mechanism = "logged batch";
-            wp->why = kp_arena_printf(B->A, "%zu row write%s across tables that hold copies of the same records: one LOGGED BATCH "
-                                      "so the copies change together (atomic, not isolated)", S.tables_touched,
-                                      S.tables_touched == 1 ? "" : "s");
+            wp->why = kp_arena_printf(B->A, "%.3g row write%s across tables that hold copies of the same records: one LOGGED BATCH "
+                                      "so the copies change together (atomic, not isolated)", S.rows, S.rows == 1 ? "" : "s");
         } else {
             wp->mechanism = "INSERT / UPDATE";
             wp->why = "one row in one table";

@@ -1922,10 +1922,16 @@ static void index_entries(builder *B, write_sum *S, const kp_write_effect *fx, c
 {
     double size = item_bytes(B, e->entity), wcu = write_units(size);
     for (size_t k = 1; k < e->placement_count; k++) {
-        if (e->placements[k].index->kind == DDB_BASE) continue;
-        double count = rows * (e->placements[k].only_when_count ? 0.5 : 1);
-        add_touch(B, S, fx, kp_design_printf(B->d, "%s entry of the %s%s item%s", e->placements[k].index->name, which, e->entity->name,
-                                             *which ? "s" : ""),
+        const ddb_placement *x = &e->placements[k];
+        if (x->index->kind == DDB_BASE) continue;
+        /* an update of an attribute the index key is built on moves the entry: a delete and a put */
+        int moves = 0;
+        const ddb_format *parts[2] = {&x->pk, &x->sk};
+        for (int f = 0; fx->kind == KP_EFFECT_RECORDS && f < 2; f++)
+            for (size_t g = 0; g < parts[f]->count; g++) moves |= kp_write_step_changes(S->wr, fx->step, parts[f]->segs[g].attr);
+        double count = rows * (x->only_when_count ? 0.5 : 1) * (moves ? 2 : 1);
+        add_touch(B, S, fx, kp_design_printf(B->d, "%s entry of the %s%s item%s%s", x->index->name, which, e->entity->name,
+                                             *which ? "s" : "", moves ? " (its key moves: deleted and put)" : ""),
                   count, count * size, count * wcu);
     }
 }

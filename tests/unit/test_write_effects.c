@@ -2,7 +2,8 @@
  * test_write_effects.c — the enumerator of what a write changes (backends/write_effects.c),
  * on a small chat model whose every count can be worked out by hand: an update that reaches
  * a copy of its attribute and the records that reference it, a step fanned out by for_each,
- * an insert into a join entity, a delete that cascades, an insert that claims a unique value.
+ * an insert into a join entity, a delete that cascades (two levels) or detaches, an insert
+ * that claims a unique value, an aggregate that goes in with its holder's update.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,7 +25,9 @@ static const char model_text[] =
     "    \"Room\": { \"key\": [\"id\"], \"count\": 10, \"attributes\": { \"id\": \"string\", \"name\": \"string\",\n"
     "                \"messageCount\": { \"type\": \"int\", \"derived\": { \"count\": \"messages\" } } } },\n"
     "    \"Message\": { \"key\": [\"roomId\", \"position\"], \"attributes\": { \"roomId\": \"string\", \"position\": \"int\",\n"
-    "                \"authorId\": \"string\", \"authorName\": { \"type\": \"string\", \"copy_of\": \"author.name\" }, \"text\": \"string\" } }\n"
+    "                \"authorId\": { \"type\": \"string\", \"optional\": true }, \"authorName\": { \"type\": \"string\", \"copy_of\": \"author.name\" }, \"text\": \"string\" } },\n"
+    "    \"Reaction\": { \"key\": [\"roomId\", \"position\", \"userId\"], \"attributes\": { \"roomId\": \"string\", \"position\": \"int\",\n"
+    "                \"userId\": \"string\" } }\n"
     "  },\n"
     "  \"relations\": [\n"
     "    { \"name\": \"following\", \"from\": \"User\", \"to\": \"User\", \"cardinality\": \"N:M\",\n"
@@ -33,7 +36,10 @@ static const char model_text[] =
     "    { \"name\": \"messages\", \"from\": \"Room\", \"to\": \"Message\", \"cardinality\": \"1:N\", \"on\": { \"Message.roomId\": \"Room.id\" },\n"
     "      \"inverse\": \"room\", \"fanout\": { \"avg\": 400, \"max\": 1000 }, \"on_delete\": \"cascade\" },\n"
     "    { \"name\": \"authored\", \"from\": \"User\", \"to\": \"Message\", \"cardinality\": \"1:N\", \"on\": { \"Message.authorId\": \"User.id\" },\n"
-    "      \"inverse\": \"author\", \"fanout\": { \"avg\": 20, \"max\": 100 } }\n"
+    "      \"inverse\": \"author\", \"fanout\": { \"avg\": 20, \"max\": 100 }, \"on_delete\": \"detach\" },\n"
+    "    { \"name\": \"reactions\", \"from\": \"Message\", \"to\": \"Reaction\", \"cardinality\": \"1:N\",\n"
+    "      \"on\": { \"Reaction.roomId\": \"Message.roomId\", \"Reaction.position\": \"Message.position\" }, \"inverse\": \"message\",\n"
+    "      \"fanout\": { \"avg\": 2, \"max\": 50 }, \"on_delete\": \"cascade\" }\n"
     "  ],\n"
     "  \"access_patterns\": [ { \"name\": \"room\", \"rps\": 1, \"root\": \"Room\", \"where\": { \"id\": \"=\" }, \"returns\": { \"name\": \"Room.name\" } } ],\n"
     "  \"writes\": [\n"
@@ -46,7 +52,10 @@ static const char model_text[] =
     "    { \"name\": \"signup\", \"rps\": 1, \"entity\": \"User\", \"op\": \"insert\" },\n"
     "    { \"name\": \"post\", \"rps\": 1, \"entity\": \"Message\", \"op\": \"insert\", \"rows\": 3 },\n"
     "    { \"name\": \"open-room\", \"rps\": 1, \"steps\": [ { \"entity\": \"Room\", \"op\": \"insert\" },\n"
-    "      { \"entity\": \"Message\", \"op\": \"insert\" } ] }\n"
+    "      { \"entity\": \"Message\", \"op\": \"insert\" } ] },\n"
+    "    { \"name\": \"delete-user\", \"rps\": 1, \"entity\": \"User\", \"op\": \"delete\", \"where\": { \"id\": \"=\" } },\n"
+    "    { \"name\": \"post-and-rename\", \"rps\": 1, \"steps\": [ { \"entity\": \"Message\", \"op\": \"insert\" },\n"
+    "      { \"entity\": \"Room\", \"op\": \"update\", \"where\": { \"id\": \":roomId\" }, \"set\": [\"name\"] } ] }\n"
     "  ]\n"
     "}\n";
 
@@ -132,6 +141,7 @@ static void test_a_for_each_step_is_fanned_out_by_its_path(void **state)
         {KP_EFFECT_RECORDS, 0, "Room", NULL, NULL, 1, 1},
         {KP_EFFECT_REFERENCE, 0, "Message", "room", NULL, 400, 400},
         {KP_EFFECT_RECORDS, 1, "Message", NULL, NULL, 1, 800},
+        {KP_EFFECT_REFERENCE, 1, "Reaction", "message", NULL, 2, 1600},
         /* no AGGREGATE: emptying the text changes no message count */
     };
     assert_effects("clear-room", want, sizeof want / sizeof *want);
@@ -167,14 +177,53 @@ static void test_an_insert_into_a_join_entity_pairs_two_records(void **state)
     assert_effects("follow", want, sizeof want / sizeof *want);
 }
 
+/* A delete takes the records its relations cascade to, and theirs in turn (a room's 400
+ * messages, their 800 reactions); a relation that detaches leaves its records without the
+ * reference (a deleted user's 20 messages). */
 static void test_a_delete_reaches_the_records_it_cascades_to(void **state)
 {
     (void)state;
     const expected want[] = {
         {KP_EFFECT_RECORDS, 0, "Room", NULL, NULL, 1, 1},
         {KP_EFFECT_CASCADE, 0, "Message", "messages", NULL, 400, 400},
+        {KP_EFFECT_CASCADE, 0, "Reaction", "reactions", NULL, 2, 800},
     };
     assert_effects("delete-room", want, sizeof want / sizeof *want);
+    const kp_write_effect *reactions = &effects.of_write[kp_model_write(model, "delete-room")->index].items[2];
+    assert_true(reactions->records == 400); /* the messages the cascade reached before */
+    const expected user[] = {
+        {KP_EFFECT_RECORDS, 0, "User", NULL, NULL, 1, 1},
+        {KP_EFFECT_DETACH, 0, "Message", "authored", NULL, 20, 20},
+    };
+    assert_effects("delete-user", user, sizeof user / sizeof *user);
+}
+
+/* A message posted to :roomId and the room :roomId renamed in the same write: the room's
+ * count goes in with the rename's write of that room (no update of its own), and the rename
+ * changes the count too (a key built on it moves). */
+static void test_an_aggregate_goes_in_with_its_holders_update(void **state)
+{
+    (void)state;
+    const expected want[] = {
+        {KP_EFFECT_RECORDS, 0, "Message", NULL, NULL, 1, 1},
+        {KP_EFFECT_AGGREGATE, 0, "Room", NULL, "messageCount", 0, 0},
+        {KP_EFFECT_RECORDS, 1, "Room", NULL, NULL, 1, 1},
+        {KP_EFFECT_REFERENCE, 1, "Message", "room", NULL, 400, 400},
+    };
+    assert_effects("post-and-rename", want, sizeof want / sizeof *want);
+    const kp_write *w = kp_model_write(model, "post-and-rename");
+    const kp_entity *room = w->steps[1].entity;
+    const kp_attr *count = NULL, *name = NULL;
+    for (size_t a = 0; a < room->attr_count; a++) {
+        if (!strcmp(room->attrs[a]->name, "messageCount")) count = room->attrs[a];
+        if (!strcmp(room->attrs[a]->name, "name")) name = room->attrs[a];
+    }
+    assert_non_null(count);
+    assert_true(kp_write_step_changes(w, &w->steps[1], count));
+    assert_true(kp_write_step_changes(w, &w->steps[1], name));
+    assert_false(kp_write_step_changes(w, &w->steps[0], count));   /* an insert changes no key */
+    const kp_write *rename = kp_model_write(model, "clear-room");
+    assert_false(kp_write_step_changes(rename, &rename->steps[0], count));
 }
 
 static void test_an_insert_claims_its_unique_values(void **state)
@@ -195,6 +244,7 @@ int main(void)
         cmocka_unit_test(test_an_aggregate_is_updated_once_per_holder_and_not_when_inserted_with_it),
         cmocka_unit_test(test_an_insert_into_a_join_entity_pairs_two_records),
         cmocka_unit_test(test_a_delete_reaches_the_records_it_cascades_to),
+        cmocka_unit_test(test_an_aggregate_goes_in_with_its_holders_update),
         cmocka_unit_test(test_an_insert_claims_its_unique_values),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
