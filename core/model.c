@@ -1381,6 +1381,22 @@ double kp_write_step_records(const kp_write_step *st)
     return st->rows * fan;
 }
 
+double kp_write_for_each_reads(const kp_write *w, const kp_write_step *st)
+{
+    if (!st->for_each_len || !w->step_count) return 0;
+    for (const kp_write_step *k = w->steps; k < st; k++) { /* reached already by an earlier step */
+        int same = k->for_each_len == st->for_each_len;
+        for (size_t h = 0; same && h < st->for_each_len; h++) same = k->for_each[h] == st->for_each[h];
+        if (same) return 0;
+    }
+    double from = w->steps[0].rows, reads = 0;
+    for (size_t h = 0; h < st->for_each_len; h++) {
+        reads += from;
+        from *= st->for_each[h]->fanout ? st->for_each[h]->fanout->avg : 1;
+    }
+    return reads;
+}
+
 kp_entity *kp_derived_changed_by(const kp_derived *d)
 {
     if (!d || !d->path_len) return NULL;

@@ -465,6 +465,10 @@ kp_mix *kp_model_mix(const kp_model *model, const char *name);
 /* The records one operation's step touches: its rows times the average fan-out of its
  * for_each path (what the write-effects enumerator's KP_EFFECT_RECORDS counts). */
 double kp_write_step_records(const kp_write_step *st);
+/* The reads that reach a for_each step's records from the first step's: one per record at
+ * the start of each hop of its path (0 without for_each, or when an earlier step of `w` has
+ * the same path: its records are known). */
+double kp_write_for_each_reads(const kp_write *w, const kp_write_step *st);
 /* The entity whose records' writes change a derived value (entity->aggregated_by lists it
  * there): the path's last target, or the join entity of a count through one. */
 kp_entity *kp_derived_changed_by(const kp_derived *d);

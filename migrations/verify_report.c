@@ -110,12 +110,13 @@ void kp_verify_report_print(FILE *out, const kp_verify_report *r)
             snprintf(reads, sizeof reads, "%d/%d", x->reads_checked - x->reads_failed, x->reads_checked);
             if (x->sent_ops) {
                 if (x->sent_items_min == x->sent_items_max) snprintf(sent, sizeof sent, "%ld", x->sent_items_min);
-                else snprintf(sent, sizeof sent, "%ld-%ld (%.3g)", x->sent_items_min, x->sent_items_max,
+                else snprintf(sent, sizeof sent, x->sent_items_sum >= 1e4 * x->sent_ops ? "%ld-%ld (%.0f)" : "%ld-%ld (%.4g)",
+                              x->sent_items_min, x->sent_items_max,
                               (double)x->sent_items_sum / x->sent_ops);
             }
-            if (x->claimed_items >= 0) {
-                double on = x->sent_ops ? x->claimed_sum / x->sent_ops : 0;
-                snprintf(claimed, sizeof claimed, on >= 1000 ? "%.0f" : "%.3g", on);
+            if (x->claimed_items >= 0 && x->sent_ops) {
+                double on = x->claimed_sum / x->sent_ops;
+                snprintf(claimed, sizeof claimed, on >= 1e4 ? "%.0f" : "%.4g", on);
             }
             fprintf(out, "  %-*s %-7s %5d %8d %8d %8d %8d %7s %13s %8s\n", w, x->write->name, x->is_pass ? "pass" : "FAIL",
                     x->ops, x->applied, x->partial, x->skipped, x->refused, reads, sent, claimed);

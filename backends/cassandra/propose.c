@@ -1497,6 +1497,7 @@ typedef struct write_sum {
     double reads;               /* rows read by key before the write (read_first) */
     const char *read_why;       /* the tables read for key columns, and why */
     const char *value_why;      /* the derived values read before they are rewritten */
+    const char *reach_why;      /* the records for_each steps reach, read by their parents */
     const kp_write_step *value_step; /* the last step and path whose values were read: the */
     const kp_derived *value_path;    /* other aggregates over that path come with the same row */
 } write_sum;
@@ -1547,6 +1548,14 @@ static void price_records(builder *B, write_sum *S, const kp_write_effect *fx, c
     double per = fx->records > 0 ? fx->records : 1;
     int read_counted = 0;
     const kp_index_list *mine = &tables_of[st->entity->index];
+    double reach = kp_write_for_each_reads(S->wp->write, st);
+    if (reach > 0) {
+        S->reads += reach;
+        kp_write_plan_read(B->d, S->wp, B->L->base[st->entity->index]->name);
+        S->reach_why = kp_arena_printf(B->A, "%s%s%s of step %zu over %s (%g SELECT%s)", S->reach_why ? S->reach_why : "",
+                                       S->reach_why ? ", " : "", st->entity->name, fx->step_index + 1,
+                                       st->for_each[st->for_each_len - 1]->name, reach, reach == 1 ? "" : "s");
+    }
     for (size_t j = 0; j < mine->count; j++) {
         const cq_table *t = B->L->tables[mine->at[j]];
         const cq_column *unknown = t->entity == st->entity || t->parent == st->entity ? read_first(st, t) : NULL;
@@ -1585,14 +1594,14 @@ static void price_rows(builder *B, write_sum *S, const kp_write_effect *fx, cons
     for (size_t j = 0; j < theirs->count; j++) {
         const cq_table *t = B->L->tables[theirs->at[j]];
         if (t->entity != fx->entity) continue;
-        int moves = 0;  /* a detached reference that keys the row: a delete and an insert */
+        int keyed = 0;  /* a detached reference that keys the row: a key column cannot be null, the row goes */
         for (size_t k = 0; fx->kind == KP_EFFECT_DETACH && k < t->pk_count + t->ck_count; k++)
-            for (size_t f = 0; f < fx->rel->relation->fk_count; f++) moves |= t->cols[k].attr == fx->rel->relation->fk_attrs[f];
+            for (size_t f = 0; f < fx->rel->relation->fk_count; f++) keyed |= t->cols[k].attr == fx->rel->relation->fk_attrs[f];
         add_touch(B, S, fx, t->name,
                   kp_arena_printf(B->A, "%s %s row%s%s", what, fx->entity->name,
                                   t->is_base ? "s" : kp_arena_printf(B->A, "s (copy keyed by %s)", t->cols[0].name),
-                                  moves ? ", deleted and inserted again" : ""),
-                  fx->count * (moves ? 2 : 1), fx->count * (moves ? 2 : 1) * t->row_bytes);
+                                  keyed ? ", deleted (a key column cannot be null)" : ""),
+                  fx->count, fx->count * t->row_bytes);
     }
 }
 
@@ -1740,7 +1749,7 @@ static void plan_writes(builder *B)
         wp->requests = (S.rows > KP_CQ_MAX_BATCH ? ceil(S.rows / KP_CQ_MAX_BATCH) : 1) + S.reads;
         if (S.tables_touched > 1 || wr->is_atomic) {
             wp->mechanism = "logged batch";
-            wp->why = kp_arena_printf(B->A, "%.3g row write%s across tables that hold copies of the same records: one LOGGED BATCH "
+            wp->why = kp_arena_printf(B->A, "%.0f row write%s across tables that hold copies of the same records: one LOGGED BATCH "
                                       "so the copies change together (atomic, not isolated)", S.rows, S.rows == 1 ? "" : "s");
         } else {
             wp->mechanism = "INSERT / UPDATE";
@@ -1753,11 +1762,12 @@ static void plan_writes(builder *B)
         else if (S.rows > KP_CQ_MAX_BATCH)
             wp->why = kp_arena_printf(B->A, "%s; its %.0f rows fill more than one batch (20 rows, 32 KiB): about %.0f batches in "
                                       "order, not atomic together", wp->why, S.rows, ceil(S.rows / KP_CQ_MAX_BATCH));
-        if (S.read_why || S.value_why)
+        if (S.read_why || S.value_why || S.reach_why)
             wp->why = kp_arena_printf(
-                B->A, "%s; first reads the changed records by key (%.0f request%s, in parallel)%s%s%s%s", wp->why, S.reads,
+                B->A, "%s; first reads the changed records by key (%.0f request%s, in parallel)%s%s%s%s%s%s", wp->why, S.reads,
                 S.reads == 1 ? "" : "s", S.read_why ? ", for the key columns the write does not give: " : "",
-                S.read_why ? S.read_why : "", S.value_why ? ", for the current value of what it keeps: " : "",
+                S.read_why ? S.read_why : "", S.reach_why ? ", for the records a for_each step reaches, by their parent: " : "",
+                S.reach_why ? S.reach_why : "", S.value_why ? ", for the current value of what it keeps: " : "",
                 S.value_why ? kp_arena_printf(B->A, "%s (a regular column has no increment and a counter table cannot join the "
                                                     "logged batch, so concurrent writers to one record can lose an update)",
                                               S.value_why)

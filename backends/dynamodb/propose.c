@@ -1969,6 +1969,15 @@ static void price_records(builder *B, write_sum *S, const kp_write_effect *fx)
                                      st->op == KP_WRITE_INSERT ? "PutItem" : st->op == KP_WRITE_DELETE ? "DeleteItem" : "UpdateItem"),
               rows, rows * size, rows * wcu * (S->wr->is_atomic ? 2 : 1));
     S->requests += st->for_each ? rows : 1;
+    double reach = kp_write_for_each_reads(S->wr, st);
+    if (reach > 0) {
+        S->requests += reach;
+        S->reads += reach;
+        S->read_why = kp_design_printf(B->d, "%s%sreaches the %s items of step %zu with %g Quer%s over %s first", S->read_why ? S->read_why : "",
+                                       S->read_why ? "; " : "", st->entity->name, fx->step_index + 1, reach, reach == 1 ? "y" : "ies",
+                                       st->for_each[st->for_each_len - 1]->name);
+        kp_write_plan_read(B->d, S->wp, B->L->table);
+    }
     index_entries(B, S, fx, e, rows, "");
     /* element items (adjacency lists): written with the record, again when an update changes
      * what they hold or the array itself */

@@ -156,10 +156,12 @@ static void test_a_write_fanning_out_claims_every_row_and_its_batches(void **sta
         if (strstr(wp->touches[i].what, "FeedItem row")) feed += wp->touches[i].count;
     assert_int_equal((int)feed, 2 * 50);
     assert_int_equal((int)wp->items, 3 + 100);
-    /* 103 statements in batches of 20, after reading the Match by its key: its query tables
-     * are keyed by player and time, which the update (by matchId) does not give */
-    assert_int_equal((int)wp->requests, 6 + 1);
-    assert_non_null(strstr(wp->why, "first reads the changed records by key (1 request"));
+    /* 103 statements in batches of 20, after reading the Match by its key (its query tables
+     * are keyed by player and time, which the update by matchId does not give) and the
+     * followers of each of its two players, whom the feed items go to */
+    assert_int_equal((int)wp->requests, 6 + 1 + 2);
+    assert_non_null(strstr(wp->why, "first reads the changed records by key (3 requests"));
+    assert_non_null(strstr(wp->why, "by their parent: FeedItem of step"));
     /* follow inserts: every key column is a parameter; the follower and following counts
      * keyplan keeps on the two players (core/kept_counts.c) are read first, a regular
      * column having no increment, and rewritten in the one batch */
