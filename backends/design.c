@@ -22,7 +22,7 @@ static int reads_count(const kp_shape *s, const kp_derived *kept)
     return 0;
 }
 
-static void decide_kept_counts(kp_design *d, const kp_model *m);
+static void decide_kept(kp_design *d, const kp_model *m);
 
 kp_design *kp_design_new(const kp_backend *backend, const kp_model *model, const kp_mix *mix, const char *candidate)
 {
@@ -39,7 +39,7 @@ kp_design *kp_design_new(const kp_backend *backend, const kp_model *model, const
     if (!d->candidate || !d->plans || !d->write_plans) { kp_design_free(d); return NULL; }
     for (size_t i = 0; i < model->pattern_count; i++) d->plans[i].pattern = model->patterns[i];
     for (size_t i = 0; i < model->write_count; i++) d->write_plans[i].write = model->writes[i];
-    decide_kept_counts(d, model);
+    decide_kept(d, model);
     return d;
 }
 
@@ -148,19 +148,31 @@ void kp_design_undecide(kp_design *d, const char *subject)
 
 /* The counts keyplan keeps on parent records (core/kept_counts.c) are the same choice on
  * every database: each design states it, with the patterns that read it. */
-static void decide_kept_counts(kp_design *d, const kp_model *m)
+/* Does a pattern's where test attribute a (a kept copy it selects by)? */
+static int selects_by(const kp_pattern *p, const kp_attr *a)
+{
+    for (size_t i = 0; i < p->where_count; i++)
+        if (p->where[i].attr == a) return 1;
+    return 0;
+}
+
+static void decide_kept(kp_design *d, const kp_model *m)
 {
     for (size_t e = 0; e < m->entity_count; e++)
         for (size_t a = 0; a < m->entities[e]->attr_count; a++) {
             const kp_attr *k = m->entities[e]->attrs[a];
             if (!k->is_kept) continue;
-            kp_decision *x = kp_design_decide(
-                d, kp_design_printf(d, "%s.%s", k->entity->name, k->name),
-                kp_design_printf(d, "a count of %s kept on each %s record by the writes, read instead of counted",
-                                 k->derived->path[0]->name, k->entity->name),
-                k->kept_why);
+            const char *choice =
+                k->derived ? kp_design_printf(d, "a count of %s kept on each %s record by the writes, read instead of counted",
+                                              k->derived->path[0]->name, k->entity->name)
+                           : kp_design_printf(d, "a copy of %s.%s kept on each %s record by the writes, selected by in the index "
+                                                 "instead of reading each record's %s",
+                                              k->copy_of->path[0]->name, k->copy_of->source->name, k->entity->name,
+                                              k->copy_of->path[0]->name);
+            kp_decision *x = kp_design_decide(d, kp_design_printf(d, "%s.%s", k->entity->name, k->name), choice, k->kept_why);
             for (size_t p = 0; x && p < m->pattern_count; p++)
-                if (reads_count(m->patterns[p]->returns, k->derived)) kp_decision_add_pattern(d, x, m->patterns[p]);
+                if (k->derived ? reads_count(m->patterns[p]->returns, k->derived) : selects_by(m->patterns[p], k))
+                    kp_decision_add_pattern(d, x, m->patterns[p]);
         }
 }
 

@@ -100,8 +100,7 @@ static double upkeep_rate(const kp_shape *s, char *names, size_t size)
     return rate;
 }
 
-/* Appends a to an entity's list the parser sized exactly (attrs, aggregated_by). */
-static int append(kp_parser *P, kp_attr ***list, size_t *count, kp_attr *a)
+int kp_entity_append_attr(kp_parser *P, kp_attr ***list, size_t *count, kp_attr *a)
 {
     kp_attr **longer = ALLOC_N(P, kp_attr *, *count + 1);
     if (!longer) return kp_perr(P, NULL, 0, "out of memory");
@@ -214,8 +213,8 @@ int kp_keep_counts(kp_parser *P)
                                       readers, items, counted->name, f->avg, f->max, e->name, *writers ? writers : "none",
                                       writes);
         a->index = e->attr_count;
-        if (!a->name || !a->kept_why || append(P, &e->attrs, &e->attr_count, a) ||
-            append(P, &counted->aggregated_by, &counted->aggregated_by_count, a))
+        if (!a->name || !a->kept_why || kp_entity_append_attr(P, &e->attrs, &e->attr_count, a) ||
+            kp_entity_append_attr(P, &counted->aggregated_by, &counted->aggregated_by_count, a))
             return -1;
     }
     return 0;

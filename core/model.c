@@ -1282,7 +1282,7 @@ static int parse_model(kp_parser *P, const kp_model_options *options)
     if (kp_parse_patterns(P, patterns) || kp_parse_writes(P, cJSON_GetObjectItemCaseSensitive(root, "writes")) ||
         kp_parse_workload(P, cJSON_GetObjectItemCaseSensitive(root, "workload")) ||
         kp_parse_hints(P, cJSON_GetObjectItemCaseSensitive(root, "hints")) || index_write_steps(P) ||
-        kp_keep_counts(P))
+        kp_keep_counts(P) || kp_keep_copies(P))
         return -1;
     return 0;
 }

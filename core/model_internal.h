@@ -77,5 +77,10 @@ int kp_parse_workload(kp_parser *P, const cJSON *workload);
 int kp_parse_hints(kp_parser *P, const cJSON *hints);
 /* After the writes are indexed: the derived counts keyplan keeps on parent records (kept_counts.c). */
 int kp_keep_counts(kp_parser *P);
+/* kept_copies.c: the copies of related values that listings select by, which the reads
+ * they save are worth keeping on the root record (after kp_keep_counts). */
+int kp_keep_copies(kp_parser *P);
+/* Appends a to an entity's list the parser sized exactly (attrs, aggregated_by, copied_by). */
+int kp_entity_append_attr(kp_parser *P, kp_attr ***list, size_t *count, kp_attr *a);
 
 #endif

@@ -212,7 +212,7 @@ void kp_model_print_summary(FILE *out, const kp_model *m)
         size_t kept = 0;
         for (size_t k = 0; k < e->attr_count; k++) kept += e->attrs[k]->is_kept != 0;
         fprintf(out, ")  %zu attributes", e->attr_count);
-        if (kept) fprintf(out, " (%zu of them count%s keyplan keeps: advise says why)", kept, kept == 1 ? "" : "s");
+        if (kept) fprintf(out, " (%zu of them kept by keyplan: advise says why)", kept);
         fputc('\n', out);
     }
     fprintf(out, "\nrelations (%zu)\n", m->relation_count);
@@ -460,6 +460,7 @@ cJSON *kp_model_to_json(const kp_model *m)
             if (a->encoding != KP_ENC_ISO)
                 cJSON_AddStringToObject(ao, "encoding", a->encoding == KP_ENC_EPOCH_S ? "epoch_s" : "epoch_ms");
             if (a->copy_of) cJSON_AddItemToObject(ao, "copy_of", path_json(a->copy_of->path, a->copy_of->path_len, a->copy_of->source));
+            if (a->copy_of && a->is_kept) cJSON_AddStringToObject(ao, "kept", a->kept_why);
             if (a->derived) {
                 static const char *const fns[] = {"count", "sum", "min", "max"};
                 cJSON *d = cJSON_AddObjectToObject(ao, "derived");

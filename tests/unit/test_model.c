@@ -308,8 +308,65 @@ static void test_a_count_read_more_than_written_is_kept_on_the_parent(void **sta
     }
     kp_model *m = load("examples/order-response/model.json", 1);
     for (size_t e = 0; e < m->entity_count; e++)
-        for (size_t a = 0; a < m->entities[e]->attr_count; a++) assert_false(m->entities[e]->attrs[a]->is_kept);
+        for (size_t a = 0; a < m->entities[e]->attr_count; a++)
+            assert_false(m->entities[e]->attrs[a]->is_kept && m->entities[e]->attrs[a]->derived);
     kp_model_free(m);
+}
+
+/* A listing that filters by a value of a related record (the orders of a day shipped by one
+ * carrier, 30,000 a day to filter at 2 calls a second) gets a copy of it kept on the root
+ * record (core/kept_copies.c), and its condition tests the copy; when the writes that would
+ * keep it change that value often, it stays a filter. */
+static void test_a_listing_filtered_by_a_related_value_keeps_a_copy(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/order-response/model.json", 0.00001);
+    const kp_entity *order = kp_model_entity(m, "Order"), *shipment = kp_model_entity(m, "Shipment");
+    const kp_attr *kept = order->attrs[order->attr_count - 1];
+    assert_string_equal(kept->name, "shippingCarrier");
+    assert_true(kept->is_kept && kept->is_optional && kept->copy_of && !kept->derived);
+    assert_int_equal((int)kept->copy_of->path_len, 1);
+    assert_string_equal(kept->copy_of->path[0]->name, "shipping");
+    assert_string_equal(kept->copy_of->source->name, "carrier");
+    assert_non_null(strstr(kept->kept_why, "day-carrier-orders at 2/s (30000 each)"));
+    int copied = 0;
+    for (size_t i = 0; i < shipment->copied_by_count; i++) copied |= shipment->copied_by[i] == kept;
+    assert_true(copied);
+    const kp_pattern *p = kp_model_pattern(m, "day-carrier-orders");
+    assert_non_null(p);
+    int tests_copy = 0;
+    for (size_t i = 0; i < p->where_count; i++) {
+        assert_int_equal((int)p->where[i].path_len, 0);
+        tests_copy |= p->where[i].attr == kept;
+    }
+    assert_true(tests_copy);
+    kp_model_free(m);
+
+    /* a write that reassigns carriers 10,000 times a second: keeping the copy would cost more */
+    size_t len = 0;
+    char *text = kp_test_read_file("examples/order-response/model.json", &len);
+    assert_non_null(text);
+    const char *busy = "\"writes\": [ { \"name\": \"reassign\", \"rps\": 10000, \"entity\": \"Shipment\", \"op\": \"update\", "
+                       "\"where\": { \"orderId\": \"=\" }, \"set\": [\"carrier\"] },";
+    char *at = strstr(text, "\"writes\": [");
+    assert_non_null(at);
+    size_t head = (size_t)(at - text), skip = strlen("\"writes\": [");
+    char *edited = malloc(len + strlen(busy) + 1);
+    assert_non_null(edited);
+    memcpy(edited, text, head);
+    strcpy(edited + head, busy);
+    strcat(edited, text + head + skip);
+    kp_error err;
+    if (kp_model_parse("order-response-busy.json", edited, strlen(edited), NULL, &m, &err)) fail_msg("%s", err.message);
+    order = kp_model_entity(m, "Order");
+    for (size_t a = 0; a < order->attr_count; a++) assert_false(order->attrs[a]->is_kept);
+    p = kp_model_pattern(m, "day-carrier-orders");
+    int filters = 0;
+    for (size_t i = 0; i < p->where_count; i++) filters |= p->where[i].path_len == 1;
+    assert_true(filters);
+    kp_model_free(m);
+    free(edited);
+    free(text);
 }
 
 /* A count with a literal $where is kept with that where; a declared derived count with the
@@ -371,6 +428,7 @@ int main(void)
         cmocka_unit_test(test_check_prints_a_summary_and_json),
         cmocka_unit_test(test_a_count_read_more_than_written_is_kept_on_the_parent),
         cmocka_unit_test(test_a_count_with_a_where_is_kept_with_it_unless_declared),
+        cmocka_unit_test(test_a_listing_filtered_by_a_related_value_keeps_a_copy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
