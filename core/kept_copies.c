@@ -100,15 +100,6 @@ static double upkeep_rate(const kp_cond *c, char *names, size_t size)
     return rate;
 }
 
-static int name_taken(const kp_entity *e, const char *name)
-{
-    for (size_t i = 0; i < e->attr_count; i++)
-        if (!strcmp(e->attrs[i]->name, name)) return 1;
-    for (size_t i = 0; i < e->rel_count; i++)
-        if (e->rels[i]->name && !strcmp(e->rels[i]->name, name)) return 1;
-    return 0;
-}
-
 /* "shipping" + "carrier" -> "shippingCarrier": the hops, then the attribute, camel-cased. */
 static void copy_name(const kp_cond *c, char *buf, size_t size)
 {
@@ -133,7 +124,7 @@ static int keep(kp_parser *P, kp_pattern *p, kp_cond *c)
     double writes = upkeep_rate(c, writers, sizeof writers);
     if (reads <= 0 || reads <= KEEP_WRITE_WEIGHT * writes) return 0;
     copy_name(c, name, sizeof name);
-    if (name_taken(root, name)) return 0;
+    if (kp_entity_name_taken(root, name)) return 0;
     kp_attr *a = ALLOC(P, kp_attr);
     kp_copy *copy = ALLOC(P, kp_copy);
     if (!a || !copy) return kp_perr(P, NULL, 0, "out of memory");

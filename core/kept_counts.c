@@ -110,7 +110,7 @@ int kp_entity_append_attr(kp_parser *P, kp_attr ***list, size_t *count, kp_attr 
     return 0;
 }
 
-static int name_taken(const kp_entity *e, const char *name)
+int kp_entity_name_taken(const kp_entity *e, const char *name)
 {
     for (size_t i = 0; i < e->attr_count; i++)
         if (!strcmp(e->attrs[i]->name, name)) return 1;
@@ -183,8 +183,8 @@ int kp_keep_counts(kp_parser *P)
         kp_entity *e = s->hops[0]->source;
         char name[128];
         snprintf(name, sizeof name, "%sCount", s->hops[0]->name);
-        for (int n = 2; name_taken(e, name) && n < 100; n++) snprintf(name, sizeof name, "%sCount%d", s->hops[0]->name, n);
-        if (name_taken(e, name)) continue;
+        for (int n = 2; kp_entity_name_taken(e, name) && n < 100; n++) snprintf(name, sizeof name, "%sCount%d", s->hops[0]->name, n);
+        if (kp_entity_name_taken(e, name)) continue;
         kp_attr *a = ALLOC(P, kp_attr);
         kp_derived *d = ALLOC(P, kp_derived);
         kp_rel **path = ALLOC_N(P, kp_rel *, 1);

@@ -80,6 +80,8 @@ int kp_keep_counts(kp_parser *P);
 /* kept_copies.c: the copies of related values that listings select by, which the reads
  * they save are worth keeping on the root record (after kp_keep_counts). */
 int kp_keep_copies(kp_parser *P);
+/* Is `name` an attribute or relation of e already (a kept attribute needs a free one)? */
+int kp_entity_name_taken(const kp_entity *e, const char *name);
 /* Appends a to an entity's list the parser sized exactly (attrs, aggregated_by, copied_by). */
 int kp_entity_append_attr(kp_parser *P, kp_attr ***list, size_t *count, kp_attr *a);
 
