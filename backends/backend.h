@@ -277,6 +277,8 @@ kp_container *kp_design_add_container(kp_design *design, const char *name, const
 kp_decision *kp_design_decide(kp_design *design, const char *subject, const char *choice, const char *why);
 /* Drops the decisions about `subject` (a choice a later step of the proposal undid). */
 void kp_design_undecide(kp_design *design, const char *subject);
+/* Starts pricing a write plan: everything but its write cleared. */
+void kp_write_plan_begin(kp_write_plan *wp);
 /* One more touch of a write plan (zeroed; wp->touches grows, as many as the write makes). */
 kp_write_touch *kp_write_plan_touch(kp_design *design, kp_write_plan *wp);
 /* Adds `items` written for an effect of the write (kp_write_effects) to wp->items and to

@@ -83,6 +83,13 @@ static void *grow(kp_design *d, void **items, size_t *count, size_t size)
     return slot;
 }
 
+void kp_write_plan_begin(kp_write_plan *wp)
+{
+    const kp_write *w = wp->write;
+    memset(wp, 0, sizeof *wp);
+    wp->write = w;
+}
+
 kp_write_touch *kp_write_plan_touch(kp_design *d, kp_write_plan *wp)
 {
     return grow(d, (void **)&wp->touches, &wp->touch_count, sizeof *wp->touches);
@@ -146,8 +153,6 @@ void kp_design_undecide(kp_design *d, const char *subject)
     d->decision_count = w;
 }
 
-/* The counts keyplan keeps on parent records (core/kept_counts.c) are the same choice on
- * every database: each design states it, with the patterns that read it. */
 /* Does a pattern's where test attribute a (a kept copy it selects by)? */
 static int selects_by(const kp_pattern *p, const kp_attr *a)
 {
@@ -156,6 +161,8 @@ static int selects_by(const kp_pattern *p, const kp_attr *a)
     return 0;
 }
 
+/* The counts and copies keyplan keeps (core/kept_counts.c, core/kept_copies.c) are the same
+ * choice on every database: each design states it, with the patterns that read it. */
 static void decide_kept(kp_design *d, const kp_model *m)
 {
     for (size_t e = 0; e < m->entity_count; e++)

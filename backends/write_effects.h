@@ -70,7 +70,6 @@ typedef struct kp_write_effects {
     size_t write_count;
 } kp_write_effects;
 
-
 /* Fills *out (which the caller frees with kp_write_effects_free, also after a failure) in
  * time linear in the model. 0, or -1 when out of memory. */
 int kp_write_effects_build(const kp_model *m, kp_write_effects *out, kp_error *err);

@@ -166,8 +166,8 @@ typedef struct kp_verify_write {
     int not_generated;              /* operations the generator could not make valid */
     int applied, partial, skipped, refused;   /* the oracle's outcomes */
     int atomic_exercised;           /* operations the backend applied atomically */
-    const kp_write_plan *plan;      /* the design's plan of the write (NULL: none) */
-    double claimed_items;           /* its items per operation, expected (-1: no plan) */
+    const kp_write_plan *plan;      /* the design's plan of the write (NULL: none); its `items`
+                                       is the claim per operation, expected */
     int sent_ops;                   /* applied operations whose items were counted */
     long sent_items_min, sent_items_max, sent_items_sum;   /* items each of them wrote */
     double claimed_sum;             /* the claim evaluated on each of them (kp_write_plan_items_for) */

@@ -114,7 +114,7 @@ void kp_verify_report_print(FILE *out, const kp_verify_report *r)
                               x->sent_items_min, x->sent_items_max,
                               (double)x->sent_items_sum / x->sent_ops);
             }
-            if (x->claimed_items >= 0 && x->sent_ops) {
+            if (x->plan && x->sent_ops) {
                 double on = x->claimed_sum / x->sent_ops;
                 snprintf(claimed, sizeof claimed, on >= 1e4 ? "%.0f" : "%.4g", on);
             }
@@ -291,7 +291,7 @@ cJSON *kp_verify_report_to_json(const kp_verify_report *r)
             }
             if (items && w->plan) {
                 if (w->sent_ops) cJSON_AddNumberToObject(items, "claimed", w->claimed_sum / w->sent_ops);
-                cJSON_AddNumberToObject(items, "claimed_expected", w->claimed_items);
+                cJSON_AddNumberToObject(items, "claimed_expected", w->plan->items);
                 cJSON_AddBoolToObject(items, "claim_holds", !w->is_items_mismatch);
             }
             cJSON_AddNumberToObject(x, "reads_checked", w->reads_checked);

@@ -695,12 +695,8 @@ int kp_verify_writes(kp_vctx *v, kp_error *err)
     if (!r->write_results) return nomem(err);
     for (size_t i = 0; i < m->write_count; i++) {
         r->write_results[i].write = m->writes[i];
-        r->write_results[i].claimed_items = -1;
         for (size_t k = 0; k < v->design->write_plan_count; k++)
-            if (v->design->write_plans[k].write == m->writes[i]) {
-                r->write_results[i].plan = &v->design->write_plans[k];
-                r->write_results[i].claimed_items = v->design->write_plans[k].items;
-            }
+            if (v->design->write_plans[k].write == m->writes[i]) r->write_results[i].plan = &v->design->write_plans[k];
     }
     if (m->write_count == 0) { r->is_undone = 1; return 0; }
 

@@ -1706,13 +1706,7 @@ static void plan_writes(builder *B)
     for (size_t w = 0; w < m->write_count; w++) {
         const kp_write *wr = m->writes[w];
         write_sum S = {.wp = &B->d->write_plans[w]};
-        S.wp->touches = NULL;
-        S.wp->touch_count = 0;
-        S.wp->reads = NULL;
-        S.wp->read_count = 0;
-        S.wp->items = 0;
-        S.wp->shares = NULL;
-        S.wp->share_count = 0;
+        kp_write_plan_begin(S.wp);
         const kp_write_effect_list *fxs = &effects.of_write[w];
         /* pairings, uniqueness and cascades are rows the model's own steps write */
         for (size_t i = 0, end; i < fxs->count; i = end) {
@@ -1724,16 +1718,13 @@ static void plan_writes(builder *B)
                 /* a copy the model declares: a column of each holder's row in every table of it */
                 price_rows(B, &S, fx, tables_of, kp_arena_printf(B->A, "copy of %s.%s in", fx->step->entity->name,
                                                                  fx->attr->copy_of->source->name));
-            } else if (fx->kind == KP_EFFECT_CASCADE) {
-                /* the records a delete takes with it: found by a read per deleted parent, then
-                 * their rows deleted in every table of them */
-                price_rows(B, &S, fx, tables_of, kp_arena_printf(B->A, "deleted with the %s:", fx->rel->source->name));
-                S.reads += fx->records;
-                kp_write_plan_read(B->d, S.wp, B->L->base[fx->entity->index]->name);
-            } else if (fx->kind == KP_EFFECT_DETACH) {
-                /* the records a delete leaves without their reference: each row rewritten (a row
-                 * keyed by the reference moves: deleted and inserted) */
-                price_rows(B, &S, fx, tables_of, kp_arena_printf(B->A, "detached from the %s:", fx->rel->source->name));
+            } else if (fx->kind == KP_EFFECT_CASCADE || fx->kind == KP_EFFECT_DETACH) {
+                /* the records a delete takes with it, or leaves without their reference: found by
+                 * a read per deleted record, then their rows deleted or rewritten in every table
+                 * of them (price_rows: a row keyed by the detached reference is deleted) */
+                price_rows(B, &S, fx, tables_of,
+                           kp_arena_printf(B->A, fx->kind == KP_EFFECT_CASCADE ? "deleted with the %s:" : "detached from the %s:",
+                                           fx->rel->source->name));
                 S.reads += fx->records;
                 kp_write_plan_read(B->d, S.wp, B->L->base[fx->entity->index]->name);
             } else if (fx->kind == KP_EFFECT_AGGREGATE) {

@@ -1310,11 +1310,7 @@ void mg_plan_writes(builder *B)
     for (size_t w = 0; w < m->write_count; w++) {
         const kp_write *wr = m->writes[w];
         write_sum S = {wr, &B->d->write_plans[w], 0, NULL, 1};
-        S.wp->touches = NULL;
-        S.wp->touch_count = 0;
-        S.wp->items = 0;
-        S.wp->shares = NULL;
-        S.wp->share_count = 0;
+        kp_write_plan_begin(S.wp);
         const kp_write_effect_list *fxs = &effects.of_write[w];
         for (size_t i = 0, end; i < fxs->count; i = end) {
             const kp_write_effect *fx = &fxs->items[i];
