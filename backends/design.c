@@ -22,6 +22,17 @@ static int reads_count(const kp_shape *s, const kp_derived *kept)
     return 0;
 }
 
+/* Does a response return attribute a itself (a kept copy a field reads)? */
+static int returns_attr(const kp_shape *s, const kp_attr *a)
+{
+    if (!s) return 0;
+    if (s->kind == KP_SHAPE_ATTR && s->attr == a) return 1;
+    if (returns_attr(s->value, a)) return 1;
+    for (size_t i = 0; i < s->member_count; i++)
+        if (returns_attr(s->members[i], a)) return 1;
+    return 0;
+}
+
 static void decide_kept(kp_design *d, const kp_model *m);
 
 kp_design *kp_design_new(const kp_backend *backend, const kp_model *model, const kp_mix *mix, const char *candidate)
@@ -169,16 +180,20 @@ static void decide_kept(kp_design *d, const kp_model *m)
         for (size_t a = 0; a < m->entities[e]->attr_count; a++) {
             const kp_attr *k = m->entities[e]->attrs[a];
             if (!k->is_kept) continue;
+            int selected = 0;
+            for (size_t p = 0; !k->derived && p < m->pattern_count; p++) selected |= selects_by(m->patterns[p], k);
             const char *choice =
                 k->derived ? kp_design_printf(d, "a count of %s kept on each %s record by the writes, read instead of counted",
                                               k->derived->path[0]->name, k->entity->name)
-                           : kp_design_printf(d, "a copy of %s.%s kept on each %s record by the writes, selected by in the index "
-                                                 "instead of reading each record's %s",
+                           : kp_design_printf(d, "a copy of %s.%s kept on each %s record by the writes, %s instead of reading each "
+                                                 "record's %s",
                                               k->copy_of->path[0]->name, k->copy_of->source->name, k->entity->name,
+                                              selected ? "selected by in the index" : "returned from it",
                                               k->copy_of->path[0]->name);
             kp_decision *x = kp_design_decide(d, kp_design_printf(d, "%s.%s", k->entity->name, k->name), choice, k->kept_why);
             for (size_t p = 0; x && p < m->pattern_count; p++)
-                if (k->derived ? reads_count(m->patterns[p]->returns, k->derived) : selects_by(m->patterns[p], k))
+                if (k->derived ? reads_count(m->patterns[p]->returns, k->derived)
+                               : selects_by(m->patterns[p], k) || returns_attr(m->patterns[p]->returns, k))
                     kp_decision_add_pattern(d, x, m->patterns[p]);
         }
 }

@@ -167,6 +167,14 @@ static int enumerate_step(kp_arena *arena, kp_write_effect_list *list, const kp_
         if (!(fx = add(arena, list, KP_EFFECT_COPY, st, s, copy->entity, records, copy_fanout(copy->copy_of)))) return -1;
         fx->attr = copy;
     }
+    /* an insert or delete of a record that holds the link to the copy's holders (a Shipment
+     * naming its order) sets or clears their copies, unless the write writes them anyway */
+    for (size_t i = 0; !is_update && i < e->copied_by_count; i++) {
+        const kp_attr *copy = e->copied_by[i];
+        if (!kp_copy_path_moves_on_insert(copy->copy_of->path, copy->copy_of->path_len) || kp_write_writes_entity(w, copy->entity)) continue;
+        if (!(fx = add(arena, list, KP_EFFECT_COPY, st, s, copy->entity, records, copy_fanout(copy->copy_of)))) return -1;
+        fx->attr = copy;
+    }
     for (size_t i = referencing->first[e->index]; is_update && i < referencing->first[e->index + 1]; i++) {
         const kp_rel *ref = referencing->items[i];
         double avg = ref->relation->fanout.avg;

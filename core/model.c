@@ -1381,6 +1381,13 @@ double kp_write_step_records(const kp_write_step *st)
     return st->rows * fan;
 }
 
+int kp_write_writes_entity(const kp_write *w, const kp_entity *e)
+{
+    for (size_t k = 0; k < w->step_count; k++)
+        if (w->steps[k].entity == e && w->steps[k].op != KP_WRITE_DELETE) return 1;
+    return 0;
+}
+
 double kp_write_for_each_reads(const kp_write *w, const kp_write_step *st)
 {
     if (!st->for_each_len || !w->step_count) return 0;

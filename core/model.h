@@ -102,6 +102,10 @@ typedef struct kp_copy {
     kp_attr *source;
 } kp_copy;
 
+/* Does an insert or delete of a record at the end of a copy's path move the copy (the last
+ * hop's record holds the link itself: a Shipment naming its order sets the order's copy)? */
+int kp_copy_path_moves_on_insert(kp_rel *const *path, size_t n);
+
 struct kp_attr {
     const char *name;
     kp_type type;
@@ -465,6 +469,9 @@ kp_mix *kp_model_mix(const kp_model *model, const char *name);
 /* The records one operation's step touches: its rows times the average fan-out of its
  * for_each path (what the write-effects enumerator's KP_EFFECT_RECORDS counts). */
 double kp_write_step_records(const kp_write_step *st);
+/* Does a step of w other than a delete write a record of e (so what e's records hold goes
+ * in with that write)? */
+int kp_write_writes_entity(const kp_write *w, const kp_entity *e);
 /* The reads that reach a for_each step's records from the first step's: one per record at
  * the start of each hop of its path (0 without for_each, or when an earlier step of `w` has
  * the same path: its records are known). */

@@ -322,8 +322,8 @@ static void test_a_listing_filtered_by_a_related_value_keeps_a_copy(void **state
     (void)state;
     kp_model *m = load("examples/order-response/model.json", 0.00001);
     const kp_entity *order = kp_model_entity(m, "Order"), *shipment = kp_model_entity(m, "Shipment");
-    const kp_attr *kept = order->attrs[order->attr_count - 1];
-    assert_string_equal(kept->name, "shippingCarrier");
+    const kp_attr *kept = kp_entity_attr(order, "shippingCarrier");
+    assert_non_null(kept);
     assert_true(kept->is_kept && kept->is_optional && kept->copy_of && !kept->derived);
     assert_int_equal((int)kept->copy_of->path_len, 1);
     assert_string_equal(kept->copy_of->path[0]->name, "shipping");
@@ -340,14 +340,33 @@ static void test_a_listing_filtered_by_a_related_value_keeps_a_copy(void **state
         tests_copy |= p->where[i].attr == kept;
     }
     assert_true(tests_copy);
+    /* the invoice it returns of each order's shipment: a copy too, which the field reads */
+    const kp_attr *invoice = kp_entity_attr(order, "shippingInvoice");
+    assert_non_null(invoice);
+    assert_true(invoice->is_kept && invoice->is_optional && invoice->copy_of);
+    assert_string_equal(invoice->copy_of->source->name, "invoice");
+    assert_non_null(strstr(invoice->kept_why, "day-carrier-orders at 2/s would read each of its 100 Order records' shipping"));
+    assert_non_null(strstr(invoice->kept_why, "ship-order 0/s: it writes the Order anyway"));
+    const kp_shape *field = NULL;
+    for (size_t i = 0; i < p->returns->member_count; i++)
+        if (!strcmp(p->returns->members[i]->name, "invoice")) field = p->returns->members[i];
+    assert_non_null(field);
+    assert_ptr_equal(field->attr, invoice);
+    assert_int_equal((int)field->path_len, 0);
+    /* order-detail returns the shipment as a nested object of one order: no copy for it */
+    for (size_t a = 0; a < order->attr_count; a++)
+        assert_false(order->attrs[a]->is_kept && order->attrs[a]->copy_of && strcmp(order->attrs[a]->name, "shippingCarrier") &&
+                     strcmp(order->attrs[a]->name, "shippingInvoice"));
     kp_model_free(m);
 
-    /* a write that reassigns carriers 10,000 times a second: keeping the copy would cost more */
+    /* writes that reassign carriers and invoices 10,000 times a second: keeping the copies
+     * would cost more */
     size_t len = 0;
     char *text = kp_test_read_file("examples/order-response/model.json", &len);
     assert_non_null(text);
     const char *busy = "\"writes\": [ { \"name\": \"reassign\", \"rps\": 10000, \"entity\": \"Shipment\", \"op\": \"update\", "
-                       "\"where\": { \"orderId\": \"=\" }, \"set\": [\"carrier\"] },";
+                       "\"where\": { \"orderId\": \"=\" }, \"set\": [\"carrier\"] }, { \"name\": \"reinvoice\", \"rps\": 10000, "
+                       "\"entity\": \"Shipment\", \"op\": \"update\", \"where\": { \"orderId\": \"=\" }, \"set\": [\"invoice\"] },";
     char *at = strstr(text, "\"writes\": [");
     assert_non_null(at);
     size_t head = (size_t)(at - text), skip = strlen("\"writes\": [");
@@ -364,6 +383,8 @@ static void test_a_listing_filtered_by_a_related_value_keeps_a_copy(void **state
     int filters = 0;
     for (size_t i = 0; i < p->where_count; i++) filters |= p->where[i].path_len == 1;
     assert_true(filters);
+    for (size_t i = 0; i < p->returns->member_count; i++)
+        if (!strcmp(p->returns->members[i]->name, "invoice")) assert_int_equal((int)p->returns->members[i]->path_len, 1);
     kp_model_free(m);
     free(edited);
     free(text);

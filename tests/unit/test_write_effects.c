@@ -3,7 +3,8 @@
  * on a small chat model whose every count can be worked out by hand: an update that reaches
  * a copy of its attribute and the records that reference it, a step fanned out by for_each,
  * an insert into a join entity, a delete that cascades (two levels) or detaches, an insert
- * that claims a unique value, an aggregate that goes in with its holder's update.
+ * that claims a unique value, an aggregate that goes in with its holder's update, an insert
+ * of a record that holds the link to the copies of its values (a room's topic).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,7 +24,9 @@ static const char model_text[] =
     "                \"email\": { \"type\": \"string\", \"unique\": true } } },\n"
     "    \"Follow\": { \"key\": [\"followerId\", \"followeeId\"], \"attributes\": { \"followerId\": \"string\", \"followeeId\": \"string\" } },\n"
     "    \"Room\": { \"key\": [\"id\"], \"count\": 10, \"attributes\": { \"id\": \"string\", \"name\": \"string\",\n"
-    "                \"messageCount\": { \"type\": \"int\", \"derived\": { \"count\": \"messages\" } } } },\n"
+    "                \"messageCount\": { \"type\": \"int\", \"derived\": { \"count\": \"messages\" } },\n"
+    "                \"topicText\": { \"type\": \"string\", \"optional\": true, \"copy_of\": \"topic.text\" } } },\n"
+    "    \"Topic\": { \"key\": [\"roomId\"], \"count\": 10, \"attributes\": { \"roomId\": \"string\", \"text\": \"string\" } },\n"
     "    \"Message\": { \"key\": [\"roomId\", \"position\"], \"attributes\": { \"roomId\": \"string\", \"position\": \"int\",\n"
     "                \"authorId\": { \"type\": \"string\", \"optional\": true }, \"authorName\": { \"type\": \"string\", \"copy_of\": \"author.name\" }, \"text\": \"string\" } },\n"
     "    \"Reaction\": { \"key\": [\"roomId\", \"position\", \"userId\"], \"attributes\": { \"roomId\": \"string\", \"position\": \"int\",\n"
@@ -39,7 +42,9 @@ static const char model_text[] =
     "      \"inverse\": \"author\", \"fanout\": { \"avg\": 20, \"max\": 100 }, \"on_delete\": \"detach\" },\n"
     "    { \"name\": \"reactions\", \"from\": \"Message\", \"to\": \"Reaction\", \"cardinality\": \"1:N\",\n"
     "      \"on\": { \"Reaction.roomId\": \"Message.roomId\", \"Reaction.position\": \"Message.position\" }, \"inverse\": \"message\",\n"
-    "      \"fanout\": { \"avg\": 2, \"max\": 50 }, \"on_delete\": \"cascade\" }\n"
+    "      \"fanout\": { \"avg\": 2, \"max\": 50 }, \"on_delete\": \"cascade\" },\n"
+    "    { \"name\": \"topic\", \"from\": \"Room\", \"to\": \"Topic\", \"cardinality\": \"1:1\", \"on\": { \"Topic.roomId\": \"Room.id\" },\n"
+    "      \"inverse\": \"room\" }\n"
     "  ],\n"
     "  \"access_patterns\": [ { \"name\": \"room\", \"rps\": 1, \"root\": \"Room\", \"where\": { \"id\": \"=\" }, \"returns\": { \"name\": \"Room.name\" } } ],\n"
     "  \"writes\": [\n"
@@ -55,7 +60,10 @@ static const char model_text[] =
     "      { \"entity\": \"Message\", \"op\": \"insert\" } ] },\n"
     "    { \"name\": \"delete-user\", \"rps\": 1, \"entity\": \"User\", \"op\": \"delete\", \"where\": { \"id\": \"=\" } },\n"
     "    { \"name\": \"post-and-rename\", \"rps\": 1, \"steps\": [ { \"entity\": \"Message\", \"op\": \"insert\" },\n"
-    "      { \"entity\": \"Room\", \"op\": \"update\", \"where\": { \"id\": \":roomId\" }, \"set\": [\"name\"] } ] }\n"
+    "      { \"entity\": \"Room\", \"op\": \"update\", \"where\": { \"id\": \":roomId\" }, \"set\": [\"name\"] } ] },\n"
+    "    { \"name\": \"set-topic\", \"rps\": 1, \"entity\": \"Topic\", \"op\": \"insert\" },\n"
+    "    { \"name\": \"open-with-topic\", \"rps\": 1, \"steps\": [ { \"entity\": \"Room\", \"op\": \"insert\" },\n"
+    "      { \"entity\": \"Topic\", \"op\": \"insert\" } ] }\n"
     "  ]\n"
     "}\n";
 
@@ -139,13 +147,14 @@ static void test_a_for_each_step_is_fanned_out_by_its_path(void **state)
     (void)state;
     const expected want[] = {
         {KP_EFFECT_RECORDS, 0, "Room", NULL, NULL, 1, 1},
+        {KP_EFFECT_REFERENCE, 0, "Topic", "room", NULL, 1, 1},
         {KP_EFFECT_REFERENCE, 0, "Message", "room", NULL, 400, 400},
         {KP_EFFECT_RECORDS, 1, "Message", NULL, NULL, 1, 800},
         {KP_EFFECT_REFERENCE, 1, "Reaction", "message", NULL, 2, 1600},
         /* no AGGREGATE: emptying the text changes no message count */
     };
     assert_effects("clear-room", want, sizeof want / sizeof *want);
-    assert_true(effects.of_write[kp_model_write(model, "clear-room")->index].items[2].records == 800);
+    assert_true(effects.of_write[kp_model_write(model, "clear-room")->index].items[3].records == 800);
 }
 
 /* A derived value changes with the records it aggregates coming or going, once per holder:
@@ -208,6 +217,7 @@ static void test_an_aggregate_goes_in_with_its_holders_update(void **state)
         {KP_EFFECT_RECORDS, 0, "Message", NULL, NULL, 1, 1},
         {KP_EFFECT_AGGREGATE, 0, "Room", NULL, "messageCount", 0, 0},
         {KP_EFFECT_RECORDS, 1, "Room", NULL, NULL, 1, 1},
+        {KP_EFFECT_REFERENCE, 1, "Topic", "room", NULL, 1, 1},
         {KP_EFFECT_REFERENCE, 1, "Message", "room", NULL, 400, 400},
     };
     assert_effects("post-and-rename", want, sizeof want / sizeof *want);
@@ -236,6 +246,23 @@ static void test_an_insert_claims_its_unique_values(void **state)
     assert_effects("signup", want, sizeof want / sizeof *want);
 }
 
+/* A topic names its room, so inserting one sets the room's copy of its text: an update of
+ * the room, unless the same write writes the room anyway (then the copy goes in with it). */
+static void test_an_insert_sets_the_copies_of_the_records_it_links_to(void **state)
+{
+    (void)state;
+    const expected set[] = {
+        {KP_EFFECT_RECORDS, 0, "Topic", NULL, NULL, 1, 1},
+        {KP_EFFECT_COPY, 0, "Room", NULL, "topicText", 1, 1},
+    };
+    assert_effects("set-topic", set, sizeof set / sizeof *set);
+    const expected open[] = {
+        {KP_EFFECT_RECORDS, 0, "Room", NULL, NULL, 1, 1},
+        {KP_EFFECT_RECORDS, 1, "Topic", NULL, NULL, 1, 1},
+    };
+    assert_effects("open-with-topic", open, sizeof open / sizeof *open);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -246,6 +273,7 @@ int main(void)
         cmocka_unit_test(test_a_delete_reaches_the_records_it_cascades_to),
         cmocka_unit_test(test_an_aggregate_goes_in_with_its_holders_update),
         cmocka_unit_test(test_an_insert_claims_its_unique_values),
+        cmocka_unit_test(test_an_insert_sets_the_copies_of_the_records_it_links_to),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
