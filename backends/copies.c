@@ -139,10 +139,15 @@ cJSON *kp_copy_target_key(const kp_rel *rel, const cJSON *referencing, int *is_n
     *is_nomem = 0;
     cJSON *obj = cJSON_CreateObject();
     if (!obj) { *is_nomem = 1; return NULL; }
-    for (size_t k = 0; k < r->fk_count; k++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(referencing, r->fk_attrs[k]->name);
+    /* an N:M's join record holds each side's key: the target's is the side it points to */
+    int is_join = r->link == KP_LINK_THROUGH;
+    kp_attr *const *held = is_join ? (rel->is_inverse ? r->through_from : r->through_to) : r->fk_attrs;
+    size_t n = is_join ? (rel->is_inverse ? r->through_from_count : r->through_to_count) : r->fk_count;
+    for (size_t k = 0; k < n; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(referencing, held[k]->name);
         if (!v || cJSON_IsNull(v)) { cJSON_Delete(obj); return NULL; }
-        cJSON_AddItemToObject(obj, r->ref_attrs[k]->name, kp_data_copy(v, NULL));
+        const kp_attr *to = is_join ? rel->target->key[k] : r->ref_attrs[k];
+        cJSON_AddItemToObject(obj, to->name, kp_data_copy(v, NULL));
     }
     return obj;
 }

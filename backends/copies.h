@@ -93,8 +93,9 @@ typedef int (*kp_copy_holder_fn)(void *ctx, const kp_record *before, const kp_re
 int kp_copy_holders(const kp_dataset *before, const kp_dataset *after, const kp_record *target, const kp_dataset *target_data,
                     const kp_rel *via, kp_record_list *done, kp_copy_holder_fn fn, void *ctx, kp_error *err);
 
-/* The referenced record's key from the referencing record's foreign key, as a new object
- * {key attribute: value}; NULL when the reference is unset (or out of memory: *is_nomem). */
+/* The referenced record's key from the referencing record's foreign key (for an N:M, from
+ * a join record: the side `rel` leads to), as a new object {key attribute: value}; NULL
+ * when the reference is unset (or out of memory: *is_nomem). */
 cJSON *kp_copy_target_key(const kp_rel *rel, const cJSON *referencing, int *is_nomem);
 
 /* The rule kp_copy_holders applies to each record, for one record of entity `e` named by

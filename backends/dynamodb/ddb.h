@@ -147,6 +147,9 @@ struct ddb_fetch {
     int shards;                     /* scatter-gather over PK#0..#n-1 */
     int is_scan;                    /* no index serves it: a Scan, a defect the report shows */
     int is_client_filtered;         /* root set filtered in the client by conditions through relations */
+    int is_join_target;             /* a Query of an N:M's join items that answers the listing itself: the
+                                       listing returns only the targets' key, which each join item holds
+                                       (kp_copy_target_key), in the join items' sort-key order */
     double expected;                /* items a root-set Query is expected to return (estimates) */
     double whole;                   /* items a root-set Query's key range holds: what a read without
                                        Limit takes (the client sorts, or the server filters) */

@@ -452,6 +452,22 @@ static int copy_level(run *R, const ddb_fetch *f, const pairs *in, pairs *out)
     return 0;
 }
 
+/* The target a join item names (is_join_target): a record of its key alone. */
+static kp_frec *join_target(run *R, const ddb_fetch *f, const kp_frec *join)
+{
+    int is_nomem;
+    cJSON *obj = kp_copy_target_key(f->rel, join->object, &is_nomem);
+    if (!obj) {
+        if (is_nomem) nomem(R);
+        else kp_error_set(R->err, KP_ERR_TARGET, NULL, 0, 0, "a %s item in table %s has no %s key", join->entity->name,
+                          table_name(R), f->rel->target->name);
+        return NULL;
+    }
+    kp_frec *rec = kp_fetched_add(R->fetched, f->rel->target, obj);
+    if (!rec) nomem(R);
+    return rec;
+}
+
 /* Reads what f reads for each input, appending (record, origin) pairs in order. */
 static int fetch_level(run *R, const ddb_fetch *f, const pairs *in, pairs *out)
 {
@@ -558,6 +574,7 @@ static int fetch_level(run *R, const ddb_fetch *f, const pairs *in, pairs *out)
         for (const cJSON *it = items->child; rc == 0 && it; it = it->next) {
             kp_frec *rec = record_of(R, it);
             if (!rec) { rc = -1; break; }
+            if (f->is_join_target && !(rec = join_target(R, f, rec))) { rc = -1; break; }
             if (f->header && rec->entity == f->header->entity) {
                 R->root = rec;
                 continue;

@@ -901,6 +901,38 @@ static const kp_attr *target_key_gap(const ddb_entity *target, const kp_entity *
     return NULL;
 }
 
+/* Does a listing over an N:M (r) return nothing but its targets' key, which the join items
+ * of placement `pl` hold and sort by? So: one key attribute, text (a sort key orders it as
+ * the data does), the join items' sort key that attribute after a literal prefix, no
+ * condition, and an order by the key alone, in one direction. */
+static int join_answers(const kp_shape *s, const kp_rel *r, const ddb_placement *pl)
+{
+    const kp_relation *rel = r->relation;
+    const kp_entity *t = r->target;
+    if (!s || s->kind != KP_SHAPE_EACH || s->where_count || t->key_count != 1) return 0;
+    kp_type_kind kind = t->key[0]->type.kind;
+    if (kind != KP_T_STRING && kind != KP_T_UUID) return 0;
+    const kp_attr *held = r->is_inverse ? rel->through_from[0] : rel->through_to[0];
+    if ((r->is_inverse ? rel->through_from_count : rel->through_to_count) != 1) return 0;
+    size_t attrs = 0;
+    for (size_t i = 0; i < pl->sk.count; i++) {
+        if (!pl->sk.segs[i].attr) continue;
+        if (pl->sk.segs[i].attr != held || i + 1 != pl->sk.count) return 0;
+        attrs++;
+    }
+    if (attrs != 1) return 0;
+    for (size_t i = 0; i < s->order_count; i++)
+        if (s->order[i].attr != t->key[0] || s->order[i].is_desc != s->order[0].is_desc) return 0;
+    if (!s->order_count) return 0;
+    if (s->value) return s->value->kind == KP_SHAPE_ATTR && !s->value->path_len && s->value->attr == t->key[0];
+    for (size_t i = 0; i < s->member_count; i++) {
+        const kp_shape *m = s->members[i];
+        if (m->kind == KP_SHAPE_PARAM) continue;
+        if (m->kind != KP_SHAPE_ATTR || m->path_len || m->attr != t->key[0]) return 0;
+    }
+    return 1;
+}
+
 static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r, const kp_shape *s, int allow_header_on)
 {
     const kp_relation *rel = r->relation;
@@ -1101,6 +1133,16 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
             for (size_t x = 0; x < side_count && x < r->source->key_count; x++)
                 if (side[x] == pl->pk.segs[i].attr) from = r->source->key[x];
             f->pk_from[k++] = from;
+        }
+        if (join_answers(s, r, pl)) {
+            /* the join items hold all the listing returns: one Query in their order, a page */
+            f->kind = DDB_QUERY;
+            f->shape = s;
+            f->is_join_target = 1;
+            f->is_forward = !s->order[0].is_desc;
+            f->is_server_ordered = 1;
+            f->limit = s->limit;
+            return f;
         }
         ddb_entity *target = entity_of(B, r->target);
         if (unkeyed) {
