@@ -52,6 +52,8 @@ typedef struct cq_column {
     int is_json;                /* an object or a nested array, stored as JSON text */
     cq_role role;
     int is_desc;
+    const kp_attr *as_target;   /* a join table's column holding a target's key attribute (this one), where
+                                   the rows answer a listing of the targets' keys (cq_fetch.is_join_keys) */
 } cq_column;
 
 typedef struct cq_table {
@@ -108,6 +110,9 @@ struct cq_fetch {
     const kp_rel *edge_rel;     /* a to-one leaf hop: linked under this rel */
     int is_root;
     int is_join;                /* rows of a join entity; the targets are the next hop */
+    int is_join_keys;           /* rows of a join entity that answer a listing of the targets' keys
+                                   themselves: each row yields its target's key (kp_copy_target_key),
+                                   clustered in the listing's order */
     int is_by_key;              /* one row per input, by the target's whole key (by_key) */
     cq_bind *binds;             /* equality on every partition column (and leading clustering) */
     size_t bind_count;
@@ -138,6 +143,13 @@ struct cq_fetch {
 /* A fetch's i-th child and its next hop, as Cassandra fetches. */
 static inline cq_fetch *kp_cq_child(const cq_fetch *f, size_t i) { return (cq_fetch *)f->base.children[i]; }
 static inline cq_fetch *kp_cq_next_hop(const cq_fetch *f) { return (cq_fetch *)f->base.next_hop; }
+/* A token-paged merged bucketed read asks each bucket for one row past the page: when one
+ * bucket holds all the rest, the merge still sees that another page follows. */
+static inline int kp_cq_reads_one_more(const cq_fetch *f, const kp_pattern *p)
+{
+    return f->is_merged && !f->reads_ties && f->table && f->table->buckets > 1 && f->shape && f->shape == p->paged &&
+           f->shape->page == KP_PAGE_TOKEN;
+}
 
 typedef struct cq_layout {
     cq_table **tables;

@@ -133,6 +133,7 @@ static int64_t sent_limit(run *R, const cq_fetch *f, int64_t *skip)
         if (off < 0) off = 0;
     }
     if (skip) *skip = off;
+    if (limit > 0 && kp_cq_reads_one_more(f, R->pattern)) limit++;
     return limit > 0 ? limit + off : limit;
 }
 
@@ -515,6 +516,7 @@ static int merge_buckets(run *R, const cq_fetch *f, const reqs *Q, const size_t 
 {
     int64_t skip = 0, limit = sent_limit(R, f, &skip);
     if (limit <= 0 || !f->shape || out->count == first_out) return 0;
+    if (kp_cq_reads_one_more(f, R->pattern)) limit--; /* that row only tells that another page follows */
     kp_frec **recs = malloc((out->count - first_out) * sizeof *recs);
     if (!recs) return nomem(R);
     size_t w = first_out, at = first_out;
@@ -617,7 +619,18 @@ static int select_finish(run *R, const cq_fetch *f, reqs *Q, int depth, const pa
             for (size_t c = 0; c < f->client_cond_count && keep; c++)
                 if (!f->client_conds[c]->path_len) keep = cond_holds(R, f->client_conds[c], obj);
             if (!keep) { cJSON_Delete(obj); continue; }
-            kp_frec *rec = kp_fetched_add(R->fetched, t->entity, obj);
+            if (f->is_join_keys) {
+                /* the target's key, which the join row holds */
+                int is_nomem = 0;
+                cJSON *key = kp_copy_target_key(f->rel, obj, &is_nomem);
+                cJSON_Delete(obj);
+                obj = key;
+                if (!obj) {
+                    if (is_nomem) rc = nomem(R);
+                    continue;
+                }
+            }
+            kp_frec *rec = kp_fetched_add(R->fetched, f->is_join_keys ? f->rel->target : t->entity, obj);
             if (!rec) { rc = nomem(R); break; }
             R->items++;
             pair at = q->at;

@@ -352,7 +352,7 @@ static int clustering_serves(const cq_table *t, const kp_shape *s, const cq_colu
         if (kp_cq_partition_binds(t, s->order[k].attr)) { k++; continue; }
         if (c >= t->pk_count + t->ck_count) return 0;
         const cq_column *col = &t->cols[c];
-        if (col->attr != s->order[k].attr || col->is_desc != s->order[k].is_desc) return 0;
+        if ((col->attr != s->order[k].attr && col->as_target != s->order[k].attr) || col->is_desc != s->order[k].is_desc) return 0;
         c++;
         k++;
     }
@@ -387,7 +387,9 @@ static int buckets_merge(cq_fetch *f, const kp_shape *s, const kp_pattern *p)
         const cq_column *c0 = &t->cols[t->pk_count];
         size_t k = 0;
         while (k < s->order_count && kp_cq_partition_binds(t, s->order[k].attr)) k++;
-        if (k >= s->declared_order_count || c0->attr != s->order[k].attr || c0->is_desc != s->order[k].is_desc) return 0;
+        if (k >= s->declared_order_count || (c0->attr != s->order[k].attr && c0->as_target != s->order[k].attr) ||
+            c0->is_desc != s->order[k].is_desc)
+            return 0;
         if (f->range && f->range_col != c0) return 0;
         f->reads_ties = 1;
         return 1;
@@ -568,6 +570,17 @@ static cq_fetch *hop_fetch(walk *W, const kp_rel *r, const kp_shape *s, int is_l
         for (size_t k = 0; k < nmine && k < src->key_count; k++) add_bind(B, f, col_of(f->table, mine[k]), CQ_SRC_PARENT, NULL, src->key[k]);
         /* hash buckets come back in no common order: a page needs them all, merged in the client */
         f->is_server_ordered = ordered && is_served_order(f->table, NULL, NULL) && f->table->buckets <= 1;
+        if (os && needs_only_key(os) && ordered && os->order_count && f->table->buckets > 1 && ntheirs == r->target->key_count) {
+            /* the rows hold the targets' keys in the listing's order: each bucket answers its
+             * share of the page in order (LIMIT), like any bucketed listing (finish_each) */
+            for (size_t k = 0; k < ntheirs; k++) {
+                cq_column *c = (cq_column *)col_of(f->table, theirs[k]);
+                if (c) c->as_target = r->target->key[k];
+            }
+            f->is_join = 0;
+            f->is_join_keys = 1;
+            return f;
+        }
         cq_fetch *target;
         if (os && needs_only_key(os)) {
             target = new_fetch(B, CQ_KEYS, r->target);
@@ -1377,7 +1390,8 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
                 skip = op && cJSON_IsNumber(op->default_value) ? op->default_value->valuedouble : 0;
                 skip_max = kp_shape_offset_max(f->shape) > skip ? kp_shape_offset_max(f->shape) : skip;
             }
-            double cut = (double)lim + skip, cut_max = (lim_max > 0 ? lim_max : (double)lim) + skip_max;
+            double one_more = kp_cq_reads_one_more(f, O->p) ? 1 : 0;
+            double cut = (double)lim + skip + one_more, cut_max = (lim_max > 0 ? lim_max : (double)lim) + skip_max + one_more;
             double total = part_rows, total_max = is_root_set ? 0 : f->rel->fanout->max;
             if (f->range && f->shape && f->shape->expect.is_given) {
                 /* a clustering range: the rows in it, by the model's $expect */
@@ -1405,11 +1419,12 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
                                                "order's first part" : f->is_merged ? "%s; one SELECT per bucket (%d), each bucket in the "
                                                "declared order" : "%s; one SELECT per bucket (%d), merged in the client", why, buckets);
         if (f->range) why = kp_arena_printf(&B->d->arena, "%s; clustering range on %s", why, f->range_col ? f->range_col->name : "?");
-        if (f->is_paged) why = kp_arena_printf(&B->d->arena, "%s; pages of %lld rows with Cassandra's paging state", why, (long long)shape_limit(f->shape));
+        if (f->is_paged) why = kp_arena_printf(&B->d->arena, "%s; pages of %lld rows with Cassandra's paging state", why, (long long)shape_limit(f->shape ? f->shape : kp_cq_next_hop(f) ? kp_cq_next_hop(f)->shape : NULL));
         else if (f->limit || f->limit_param) {
             const char *n = f->limit_param ? f->limit_param->name : kp_arena_printf(&B->d->arena, "%lld", (long long)f->limit);
             if (f->shape && f->shape->page == KP_PAGE_OFFSET && f->shape->offset_param && f->shape == O->p->paged)
                 n = kp_arena_printf(&B->d->arena, "%s + %s", n, f->shape->offset_param->name);
+            if (kp_cq_reads_one_more(f, O->p)) n = kp_arena_printf(&B->d->arena, "%s + 1 (one more tells that another page follows)", n);
             why = kp_arena_printf(&B->d->arena, "%s; LIMIT %s", why, n);
         }
         if (f->client_cond_count) why = kp_arena_printf(&B->d->arena, "%s; %zu condition%s no key serves, tested by the client on the rows of the partition (no ALLOW FILTERING)", why, f->client_cond_count, f->client_cond_count == 1 ? "" : "s");

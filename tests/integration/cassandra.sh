@@ -63,9 +63,10 @@ counts_match() { # REPORT KEYSPACE
     done < <(seeded_items "$1")
 }
 
-# and the every-feature fixture (an N:M listing read from two buckets, ordered by nothing: key order)
+# and the every-feature fixture (an N:M listing read from two buckets, ordered by nothing: key order), and
+# bucketed-follows (token pages merged from hash buckets, one bucket often holding every row)
 examples=(saas-control-plane:0.004 ecommerce-single-table:0.0002 leaderboard:0.00001 order-response:0.00002 auction-mixes:0.0002
-          every-feature:0.02)
+          every-feature:0.02 bucketed-follows:1)
 for entry in "${examples[@]}"; do
     name=${entry%%:*} scale=${entry##*:}
     model=$root/examples/$name/model.json data=$work/$name prefix=kpcql_it$$_
