@@ -1039,8 +1039,10 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
         const kp_shape *s = f->shape;
         int64_t lim = s->limit_param && s->limit_param->default_value ? (int64_t)s->limit_param->default_value->valuedouble : s->limit;
         double whole = per;
+        /* the bound: the $expect max, not its average, cut at the page where the server cuts */
+        double whole_max = s->expect.is_given && s->expect.max > whole ? s->expect.max : whole;
         if (lim > 0 && per > (double)lim && f->is_server_ordered) per = (double)lim;
-        per_max = f->is_server_ordered ? cut_at_page(f, s, s, whole) : whole;
+        per_max = f->is_server_ordered ? cut_at_page(f, s, s, whole_max) : whole_max;
         if (per_max < per) per_max = per;
     }
     if (!f->rel && kp_mg_next_hop(f)) per = per_max = 1; /* the parent documents of embedded roots */
