@@ -950,7 +950,8 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
         const char *prefix;
         if (child->home == rel) {
             int ok = s && s->kind == KP_SHAPE_EACH ? order_is_key(s, child, &child->placements[0].sk, &forward) : 1;
-            if (ok && eq_count == 0 && !range) {
+            /* the base sort key serves the order, and a range on its first attribute: no index */
+            if (ok && eq_count == 0 && (!range || range_in_sk(&child->placements[0].sk, range->attr, 0))) {
                 pl = &child->placements[0];
             } else if (s && key_orderable(s)) {
                 /* rule 3: an LSI on the collection ordered as declared */

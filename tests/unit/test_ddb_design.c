@@ -363,6 +363,28 @@ static void test_a_client_sorted_listing_claims_the_whole_partition_it_reads(voi
     kp_model_free(m);
 }
 
+/* A child listed in its base sort key's order with a range on that key's first attribute (a
+ * hotel's room nights between two dates, SK=ROOMNIGHT#<date>#<roomNumber>) is one Query of
+ * the collection with the range as a key condition: no local index copying the same sort
+ * key (and bounding the collection to 10 GB). */
+static void test_a_range_the_base_sort_key_holds_needs_no_local_index(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/hotel-reservations/model.json");
+    kp_design *d = propose(m);
+    const ddb_layout *L = d->layout;
+    assert_int_equal((int)L->lsi_count, 0);
+    const kp_plan *p = plan_of(d, "available-rooms");
+    const kp_operation *q = NULL;
+    for (size_t i = 0; i < p->op_count; i++)
+        if (!strcmp(p->ops[i].op, "Query")) q = &p->ops[i];
+    assert_non_null(q);
+    assert_null(q->index);
+    assert_non_null(strstr(q->condition, "SK BETWEEN ROOMNIGHT#<from> AND ROOMNIGHT#<to>$"));
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
 /* A Query (COUNT) reads every item it counts, in pages of 1 MB like any Query (it follows
  * LastEvaluatedKey to the end: execute.c): counting a streamer's 1.5 million followers is
  * hundreds of requests at the bound, not one. */
@@ -896,6 +918,7 @@ int main(void)
         cmocka_unit_test(test_orders_of_a_day_use_a_gsi_and_recent_orders_one_query),
         cmocka_unit_test(test_a_walk_back_through_an_array_reads_an_adjacency_list),
         cmocka_unit_test(test_a_client_sorted_listing_claims_the_whole_partition_it_reads),
+        cmocka_unit_test(test_a_range_the_base_sort_key_holds_needs_no_local_index),
         cmocka_unit_test(test_a_count_claims_the_pages_it_reads_to_the_end),
         cmocka_unit_test(test_an_order_of_mixed_directions_and_nulls_is_held_by_the_sort_key),
         cmocka_unit_test(test_the_base_sort_key_follows_the_listing_and_a_relation_is_read_once),
