@@ -2080,6 +2080,7 @@ static void price_references(builder *B, write_sum *S, const kp_write_effect *fx
     add_touch(B, S, fx, kp_design_printf(B->d, "copy of %s.%s in the %s items that reference it (PutItem each)", st->entity->name,
                                      moved->attr->name, other->entity->name),
               fx->count, fx->count * size, fx->count * write_units(size));
+    index_entries(B, S, fx, other, fx->count, "copying ");
     S->requests += fx->count;
 }
 

@@ -386,6 +386,15 @@ static int reads_only_key(const kp_shape *s, const kp_entity *t)
     return 1;
 }
 
+/* A listing without conditions ordered by its elements' key alone (t's). */
+static int ordered_by_key(const kp_shape *s, const kp_entity *t)
+{
+    if (s->where_count || !s->order_count) return 0;
+    for (size_t k = 0; k < s->order_count; k++)
+        if (s->order[k].attr->key_index < 0 || s->order[k].attr->entity != t) return 0;
+    return 1;
+}
+
 static int64_t shape_limit(const kp_shape *s)
 {
     if (!s || s->kind != KP_SHAPE_EACH) return 0;
@@ -596,6 +605,13 @@ static mg_fetch *plan_hop(pctx *P, const mg_entity *from, const kp_rel *r, const
         for (size_t k = 0; k < r->target->key_count; k++) t->key_from[k] = far[k];
         if (keys_only && s) {
             /* order and page the join documents themselves: the order is the target's key */
+            order_listing(B, p, j, s, key_field_map, pairs, 1);
+            j->is_per_parent = j->limit != 0 || j->is_paged;
+            t->is_server_ordered = j->is_server_ordered;
+        } else if (s && s->kind == KP_SHAPE_EACH && ordered_by_key(s, r->target)) {
+            /* ordered by the target's key, which the join documents hold: they give the page
+             * (and the token's start); the targets of that page are found by _id and linked in
+             * the join documents' order (execute.c level_by_key) */
             order_listing(B, p, j, s, key_field_map, pairs, 1);
             j->is_per_parent = j->limit != 0 || j->is_paged;
             t->is_server_ordered = j->is_server_ordered;
@@ -1083,7 +1099,7 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
             o->items_max = o->items * parents_max;
             o->bytes_max = o->items_max * mg_document_bound_bytes(holder);
         }
-        if (f->kind == MG_FIND && f->rel && f->rel->is_many && f->rel->fanout && !f->is_scan &&
+        if (f->kind == MG_FIND && f->rel && f->rel->is_many && f->rel->fanout && !f->is_scan && f->match != MG_MATCH_KEY &&
             (!f->is_server_ordered || f->client_cond_count)) {
             /* every match is read (no limit: the client sorts or tests): one page takes the
              * whole fan-out at its largest */
