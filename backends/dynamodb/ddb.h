@@ -150,6 +150,9 @@ struct ddb_fetch {
     int is_join_target;             /* a Query of an N:M's join items that answers the listing itself: the
                                        listing returns only the targets' key, which each join item holds
                                        (kp_copy_target_key), in the join items' sort-key order */
+    int is_join_ordered;            /* a Query of join items in the listing's order (the targets' key):
+                                       it reads and pages the listing, the targets' BatchGetItem that
+                                       follows keeps that order */
     double expected;                /* items a root-set Query is expected to return (estimates) */
     double whole;                   /* items a root-set Query's key range holds: what a read without
                                        Limit takes (the client sorts, or the server filters) */

@@ -675,7 +675,8 @@ static int place(void *ctx, const kp_fetch *first_node, const kp_fetch *last_nod
          * a FilterExpression read the whole key range without a Limit (request.c) */
         int uncut = last->kind == DDB_QUERY && last->filter_count && limit_for(R, last) <= 0;
         if (rc == 0 && s->kind == KP_SHAPE_EACH &&
-            (!last->is_server_ordered || last->shards > 1 || last->kind == DDB_BATCH_GET || last != f || last->is_scan || uncut) &&
+            (!last->is_server_ordered || last->shards > 1 || (last != f && !f->is_join_ordered) ||
+             (last->kind == DDB_BATCH_GET && !f->is_join_ordered) || last->is_scan || uncut) &&
             !(last->rel && last->rel->relation->link == KP_LINK_ARRAY && !last->rel->is_inverse && !s->declared_order_count))
             kp_fetched_client_order(R->fetched, s);
     } else if (is_root) {

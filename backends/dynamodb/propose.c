@@ -901,19 +901,19 @@ static const kp_attr *target_key_gap(const ddb_entity *target, const kp_entity *
     return NULL;
 }
 
-/* Does a listing over an N:M (r) return nothing but its targets' key, which the join items
- * of placement `pl` hold and sort by? So: one key attribute, text (a sort key orders it as
- * the data does), the join items' sort key that attribute after a literal prefix, no
- * condition, and an order by the key alone, in one direction. */
-static int join_answers(const kp_shape *s, const kp_rel *r, const ddb_placement *pl)
+/* Do the join items of placement `pl` give a listing over an N:M (r) in its order? So: the
+ * target's key is one text attribute (a sort key orders it as the data does), the join
+ * items' sort key is that attribute after a literal prefix, the listing has no condition and
+ * is ordered by the key alone, in one direction. */
+static int join_orders(const kp_shape *s, const kp_rel *r, const ddb_placement *pl)
 {
     const kp_relation *rel = r->relation;
     const kp_entity *t = r->target;
-    if (!s || s->kind != KP_SHAPE_EACH || s->where_count || t->key_count != 1) return 0;
+    if (!s || s->kind != KP_SHAPE_EACH || s->where_count || t->key_count != 1 || !s->order_count) return 0;
     kp_type_kind kind = t->key[0]->type.kind;
     if (kind != KP_T_STRING && kind != KP_T_UUID) return 0;
-    const kp_attr *held = r->is_inverse ? rel->through_from[0] : rel->through_to[0];
     if ((r->is_inverse ? rel->through_from_count : rel->through_to_count) != 1) return 0;
+    const kp_attr *held = r->is_inverse ? rel->through_from[0] : rel->through_to[0];
     size_t attrs = 0;
     for (size_t i = 0; i < pl->sk.count; i++) {
         if (!pl->sk.segs[i].attr) continue;
@@ -923,7 +923,12 @@ static int join_answers(const kp_shape *s, const kp_rel *r, const ddb_placement 
     if (attrs != 1) return 0;
     for (size_t i = 0; i < s->order_count; i++)
         if (s->order[i].attr != t->key[0] || s->order[i].is_desc != s->order[0].is_desc) return 0;
-    if (!s->order_count) return 0;
+    return 1;
+}
+
+/* Does a listing return nothing of its elements but their key (t's single key attribute)? */
+static int returns_only_key(const kp_shape *s, const kp_entity *t)
+{
     if (s->value) return s->value->kind == KP_SHAPE_ATTR && !s->value->path_len && s->value->attr == t->key[0];
     for (size_t i = 0; i < s->member_count; i++) {
         const kp_shape *m = s->members[i];
@@ -1135,14 +1140,17 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
                 if (side[x] == pl->pk.segs[i].attr) from = r->source->key[x];
             f->pk_from[k++] = from;
         }
-        if (join_answers(s, r, pl)) {
-            /* the join items hold all the listing returns: one Query in their order, a page */
-            f->kind = DDB_QUERY;
+        int is_join_ordered = join_orders(s, r, pl);
+        if (is_join_ordered) {
+            /* the join items come in the listing's order: their Query reads a page (and pages) */
             f->shape = s;
-            f->is_join_target = 1;
             f->is_forward = !s->order[0].is_desc;
             f->is_server_ordered = 1;
             f->limit = s->limit;
+        }
+        if (is_join_ordered && returns_only_key(s, r->target)) {
+            /* the join items hold all the listing returns: no read of the targets */
+            f->is_join_target = 1;
             return f;
         }
         ddb_entity *target = entity_of(B, r->target);
@@ -1159,7 +1167,8 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
         g->rel = r;
         g->shape = s;
         g->source = DDB_FROM_PARENT;
-        g->is_server_ordered = 0;
+        g->is_server_ordered = is_join_ordered; /* BatchGetItem's answers are put in the keys' order (execute.c) */
+        f->is_join_ordered = is_join_ordered;
         if (s && s->kind == KP_SHAPE_COUNT) {
             /* counting join items is enough */
             f->kind = DDB_COUNT;

@@ -385,6 +385,26 @@ static void test_a_range_the_base_sort_key_holds_needs_no_local_index(void **sta
     kp_model_free(m);
 }
 
+/* An N:M listing of the targets' attributes ordered by their key, which the join items hold
+ * in their sort key (hotels near a point of interest, by hotel id, 50 a page): the join
+ * items' Query reads the page in that order (Limit 50, paged with its own key), then one
+ * BatchGetItem of those hotels, kept in the page's order. It read every join item and
+ * every hotel before, and sorted in the client (601 items at most for a page of 50). */
+static void test_a_join_in_its_listings_order_reads_one_page_of_targets(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/hotel-reservations/model.json");
+    kp_design *d = propose(m);
+    const kp_plan *p = plan_of(d, "hotels-near-poi");
+    assert_int_equal((int)p->op_count, 3);
+    assert_string_equal(p->ops[1].op, "Query");
+    assert_string_equal(p->ops[2].op, "BatchGetItem");
+    assert_true(p->items_max <= 1 + 50 + 50);
+    for (size_t i = 0; i < p->op_count; i++) assert_null(strstr(p->ops[i].condition, "sorted in the client"));
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
 /* A Query (COUNT) reads every item it counts, in pages of 1 MB like any Query (it follows
  * LastEvaluatedKey to the end: execute.c): counting a streamer's 1.5 million followers is
  * hundreds of requests at the bound, not one. */
@@ -919,6 +939,7 @@ int main(void)
         cmocka_unit_test(test_a_walk_back_through_an_array_reads_an_adjacency_list),
         cmocka_unit_test(test_a_client_sorted_listing_claims_the_whole_partition_it_reads),
         cmocka_unit_test(test_a_range_the_base_sort_key_holds_needs_no_local_index),
+        cmocka_unit_test(test_a_join_in_its_listings_order_reads_one_page_of_targets),
         cmocka_unit_test(test_a_count_claims_the_pages_it_reads_to_the_end),
         cmocka_unit_test(test_an_order_of_mixed_directions_and_nulls_is_held_by_the_sort_key),
         cmocka_unit_test(test_the_base_sort_key_follows_the_listing_and_a_relation_is_read_once),
