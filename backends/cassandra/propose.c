@@ -694,12 +694,22 @@ static cq_fetch *node_fetch(walk *W, const kp_shape *s)
             first->limit = shape_limit(s);
             first->limit_param = s->limit_param;
         }
-        if (first->is_join && first->is_server_ordered && last->kind == CQ_KEYS && s == W->p->paged && s->page == KP_PAGE_TOKEN) {
+        /* the targets of a join read in their key's order come in that order: their keys
+         * (CQ_KEYS), or one SELECT by key per join row, answered in the rows' order */
+        int keeps_order = first->is_join && first->is_server_ordered && first != last &&
+                          (last->kind == CQ_KEYS || (last->is_by_key && kp_cq_next_hop(first) == last));
+        if (keeps_order && s == W->p->paged && s->page == KP_PAGE_TOKEN) {
+            /* the join's rows page with Cassandra's paging state; the targets are that page's */
             first->is_paged = 1;
             first->limit = 0;
             first->limit_param = NULL;
+            last->is_paged = 0;
+            last->limit = 0;
+            last->limit_param = NULL;
             last->is_client_ordered = 0;
-        } else if (first->is_join && first->is_server_ordered && last->kind == CQ_KEYS) {
+        } else if (keeps_order) {
+            first->limit = shape_limit(s);
+            first->limit_param = s->limit_param;
             last->is_client_ordered = 0;
         }
     }
@@ -1296,8 +1306,10 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
         per = f->shape->expect.avg;
         per_max = f->shape->expect.max > per ? f->shape->expect.max : per;
     }
-    int64_t lim = f->limit ? f->limit : (f->is_paged && f->shape ? shape_limit(f->shape) : 0);
-    double lim_max = f->limit_param || f->is_paged ? kp_shape_limit_max(f->shape) : (double)f->limit;
+    /* a join paged for the listing its next hop feeds (node_fetch): that listing's page */
+    const kp_shape *paged = f->shape ? f->shape : f->is_join && kp_cq_next_hop(f) ? kp_cq_next_hop(f)->shape : NULL;
+    int64_t lim = f->limit ? f->limit : (f->is_paged && paged ? shape_limit(paged) : 0);
+    double lim_max = f->limit_param || f->is_paged ? kp_shape_limit_max(paged) : (double)f->limit;
     if (lim_max < (double)lim) lim_max = (double)lim;
     if (lim > 0 && per > (double)lim) per = (double)lim;
     if (lim_max > 0 && per_max > lim_max) per_max = lim_max;
@@ -1419,7 +1431,7 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
                                                "order's first part" : f->is_merged ? "%s; one SELECT per bucket (%d), each bucket in the "
                                                "declared order" : "%s; one SELECT per bucket (%d), merged in the client", why, buckets);
         if (f->range) why = kp_arena_printf(&B->d->arena, "%s; clustering range on %s", why, f->range_col ? f->range_col->name : "?");
-        if (f->is_paged) why = kp_arena_printf(&B->d->arena, "%s; pages of %lld rows with Cassandra's paging state", why, (long long)shape_limit(f->shape ? f->shape : kp_cq_next_hop(f) ? kp_cq_next_hop(f)->shape : NULL));
+        if (f->is_paged) why = kp_arena_printf(&B->d->arena, "%s; pages of %lld rows with Cassandra's paging state", why, (long long)shape_limit(paged));
         else if (f->limit || f->limit_param) {
             const char *n = f->limit_param ? f->limit_param->name : kp_arena_printf(&B->d->arena, "%lld", (long long)f->limit);
             if (f->shape && f->shape->page == KP_PAGE_OFFSET && f->shape->offset_param && f->shape == O->p->paged)

@@ -215,6 +215,36 @@ static void test_a_bucketed_join_reads_a_page_per_bucket(void **state)
         assert_true(p->ops[i].items_max <= 15 * 101);
     }
     assert_int_equal(listings, 1);
+    /* the players a player follows (5,000 at most, one partition): a page of 100 rows with
+     * Cassandra's paging state is what one call reads, not the partition */
+    p = plan_of(d, "following");
+    assert_true(p->items_max <= 1 + 100);
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
+/* An N:M listing of the targets' attributes in their key's order, a page of 1 (token): the
+ * join rows are read a page at a time with Cassandra's paging state, and each row's target by
+ * key, in the rows' order. The join was cut at the page with a LIMIT and the paging state
+ * put on the reads by key, so a second page never came (tests/fixtures/models/join-pages). */
+static void test_a_join_page_pages_the_join_rows_not_the_targets(void **state)
+{
+    (void)state;
+    kp_model *m = load("tests/fixtures/models/join-pages.json", 1);
+    kp_design *d = propose(m);
+    const kp_plan *p = plan_of(d, "hotels-near-poi");
+    int joins = 0, targets = 0;
+    for (size_t i = 0; i < p->op_count; i++) {
+        if (strstr(p->ops[i].container, "hotel_poi")) {
+            joins++;
+            assert_non_null(strstr(p->ops[i].why, "paging state"));
+        } else if (!strcmp(p->ops[i].container, "hotel")) {
+            targets++;
+            assert_null(strstr(p->ops[i].why, "paging state"));
+        }
+    }
+    assert_int_equal(joins, 1);
+    assert_int_equal(targets, 1);
     kp_design_free(d);
     kp_model_free(m);
 }
@@ -552,6 +582,7 @@ int main(void)
         cmocka_unit_test(test_a_write_fanning_out_claims_every_row_and_its_batches),
         cmocka_unit_test(test_a_ranged_token_page_over_buckets_reads_a_page_per_bucket),
         cmocka_unit_test(test_a_bucketed_join_reads_a_page_per_bucket),
+        cmocka_unit_test(test_a_join_page_pages_the_join_rows_not_the_targets),
         cmocka_unit_test(test_a_lookup_by_key_reads_the_table_by_key),
         cmocka_unit_test(test_a_partition_larger_than_a_page_counts_its_pages_in_the_bound),
         cmocka_unit_test(test_no_allow_filtering_secondary_index_or_view_in_any_example),
