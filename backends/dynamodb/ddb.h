@@ -23,6 +23,7 @@
 
 #define KP_DDB_MAX_GSI 20
 #define KP_DDB_MAX_LSI 5
+#define KP_DDB_MAX_TRANSACT_ITEMS 100  /* puts, updates and deletes in one TransactWriteItems */
 #define KP_DDB_TYPE_ATTR "_et"   /* every item names its entity: how execute tells items apart */
 #define KP_DDB_ELEMENT_ATTR "_el" /* an element item (an adjacency list) names the array (or N:M relation) it indexes */
 

@@ -1930,6 +1930,7 @@ typedef struct write_sum {
     kp_write_plan *wp;
     double units, requests;
     double reads;               /* Queries that find an item's key before it is written */
+    double entries;             /* of the items written, index entries (not puts, updates or deletes) */
     const char *read_why;
 } write_sum;
 
@@ -1982,6 +1983,7 @@ static void index_entries(builder *B, write_sum *S, const kp_write_effect *fx, c
         for (int f = 0; fx->kind == KP_EFFECT_RECORDS && f < 2; f++)
             for (size_t g = 0; g < parts[f]->count; g++) moves |= kp_write_step_changes(S->wr, fx->step, parts[f]->segs[g].attr);
         double count = rows * (x->only_when_count ? 0.5 : 1) * (moves ? 2 : 1);
+        S->entries += count;
         add_touch(B, S, fx, kp_design_printf(B->d, "%s entry of the %s%s item%s%s", x->index->name, which, e->entity->name,
                                              *which ? "s" : "", moves ? " (its key moves: deleted and put)" : ""),
                   count, count * size, count * wcu);
@@ -2020,7 +2022,7 @@ static void price_records(builder *B, write_sum *S, const kp_write_effect *fx)
     add_touch(B, S, fx, kp_design_printf(B->d, "%s item (%s)", st->entity->name,
                                      st->op == KP_WRITE_INSERT ? "PutItem" : st->op == KP_WRITE_DELETE ? "DeleteItem" : "UpdateItem"),
               rows, rows * size, rows * wcu * (S->wr->is_atomic ? 2 : 1));
-    S->requests += st->for_each ? rows : 1;
+    S->requests += rows; /* one request per item (writes.c one_by_one), unless a transaction holds them */
     double reach = kp_write_for_each_reads(S->wr, st);
     if (reach > 0) {
         S->requests += reach;
@@ -2172,8 +2174,17 @@ static void plan_writes(builder *B)
         }
         kp_write_plan *wp = S.wp;
         wp->write_units = S.units;
-        wp->requests = wr->is_atomic ? 1 + S.reads : S.requests;
-        wp->mechanism = wr->is_atomic ? "TransactWriteItems (all steps or none; 2 WCU per KB)"
+        /* a TransactWriteItems holds at most 100 puts, updates and deletes: more go one by one
+         * (writes.c), and the write is not all or nothing */
+        double actions = wp->items - S.entries;
+        int fits = !wr->is_atomic || actions <= KP_DDB_MAX_TRANSACT_ITEMS;
+        if (!fits)
+            kp_design_defect(B->d, NULL, "'%s' is atomic, but writes about %.0f items: more than the %d a TransactWriteItems "
+                             "holds, so they go one request each and the write is not all or nothing; split it, or keep "
+                             "what it rewrites out of the transaction",
+                             wr->name, actions, KP_DDB_MAX_TRANSACT_ITEMS);
+        wp->requests = wr->is_atomic && fits ? 1 + S.reads : S.requests;
+        wp->mechanism = wr->is_atomic && fits ? "TransactWriteItems (all steps or none; 2 WCU per KB)"
                       : wr->schedule_every_s > 0 ? "BatchWriteItem (25 items per request)"
                       : S.requests > 1.5 ? "one request per item written, in order" : "one request";
         wp->why = S.read_why;

@@ -256,7 +256,7 @@ int kp_ddb_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *befo
     size_t total = (size_t)cJSON_GetArraySize(cs.puts) + (size_t)cJSON_GetArraySize(cs.deletes);
     out->items = (long)total + cs.index_entries;
     out->requests = (long)total;     /* one by one, unless the transaction below goes in */
-    if (rc == 0 && req && req->write->is_atomic && total > 0 && total <= 100) {
+    if (rc == 0 && req && req->write->is_atomic && total > 0 && total <= KP_DDB_MAX_TRANSACT_ITEMS) {
         cJSON *tx = cJSON_CreateObject();
         cJSON *items = cJSON_AddArrayToObject(tx, "TransactItems");
         for (const cJSON *k = cs.deletes->child; k; k = k->next) {

@@ -405,6 +405,39 @@ static void test_a_join_in_its_listings_order_reads_one_page_of_targets(void **s
     kp_model_free(m);
 }
 
+/* An atomic write of more items than a TransactWriteItems holds (100): checkout of orders of
+ * 60 lines, each line and its product's stock. It cannot be all or nothing: a defect that
+ * says so, and the plan claims what writes.c sends then, one request per item. */
+static void test_an_atomic_write_above_a_transactions_items_is_a_defect(void **state)
+{
+    (void)state;
+    char *text = NULL;
+    size_t len = 0;
+    kp_error err;
+    assert_int_equal(kp_file_read("examples/order-response/model.json", 1 << 20, &text, &len, &err), 0);
+    for (char *at = text; (at = strstr(at, "\"rows\": 2.2")) != NULL; at++) memcpy(at, "\"rows\":  60", 11);
+    kp_model *m = NULL;
+    assert_int_equal(kp_model_parse("order-response-big.json", text, len, NULL, &m, &err), 0);
+    free(text);
+    kp_design *d = propose(m);
+    int said = 0;
+    for (size_t i = 0; i < d->defect_count; i++) said |= strstr(d->defects[i], "'place-order' is atomic") != NULL;
+    assert_true(said);
+    const kp_write_plan *wp = &d->write_plans[kp_model_write(m, "place-order")->index];
+    assert_null(strstr(wp->mechanism, "TransactWriteItems"));
+    assert_true(wp->requests > 100);
+    /* the model as it stands (2.2 lines an order) fits one transaction */
+    kp_design_free(d);
+    kp_model_free(m);
+    m = load("examples/order-response/model.json");
+    d = propose(m);
+    wp = &d->write_plans[kp_model_write(m, "place-order")->index];
+    assert_non_null(strstr(wp->mechanism, "TransactWriteItems"));
+    assert_true(wp->requests == 1);
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
 /* A Query (COUNT) reads every item it counts, in pages of 1 MB like any Query (it follows
  * LastEvaluatedKey to the end: execute.c): counting a streamer's 1.5 million followers is
  * hundreds of requests at the bound, not one. */
@@ -940,6 +973,7 @@ int main(void)
         cmocka_unit_test(test_a_client_sorted_listing_claims_the_whole_partition_it_reads),
         cmocka_unit_test(test_a_range_the_base_sort_key_holds_needs_no_local_index),
         cmocka_unit_test(test_a_join_in_its_listings_order_reads_one_page_of_targets),
+        cmocka_unit_test(test_an_atomic_write_above_a_transactions_items_is_a_defect),
         cmocka_unit_test(test_a_count_claims_the_pages_it_reads_to_the_end),
         cmocka_unit_test(test_an_order_of_mixed_directions_and_nulls_is_held_by_the_sort_key),
         cmocka_unit_test(test_the_base_sort_key_follows_the_listing_and_a_relation_is_read_once),
