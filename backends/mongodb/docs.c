@@ -498,10 +498,42 @@ static void merge_sort(const kp_shape *s, kp_record **items, kp_record **tmp, si
     memcpy(items, tmp, n * sizeof *items);
 }
 
-static int add_attributes(cJSON *doc, const kp_record *r, kp_error *err)
+const char *kp_mg_alias(const mg_entity *me, const kp_attr *a)
+{
+    for (size_t i = 0; me && i < me->alias_count; i++)
+        if (me->aliased[i] == a) return me->alias_paths[i];
+    return NULL;
+}
+
+cJSON *kp_mg_record_of_entity(const mg_entity *me, const cJSON *doc, kp_error *err)
+{
+    cJSON *o = kp_mg_record_of(me->entity, doc, err);
+    for (size_t i = 0; o && i < me->alias_count; i++) {
+        /* "shipping.carrier": the embedded subdocument's field */
+        const cJSON *at = doc;
+        const char *path = me->alias_paths[i];
+        char part[256];
+        while (at && *path) {
+            size_t n = strcspn(path, ".");
+            if (n >= sizeof part) { at = NULL; break; }
+            memcpy(part, path, n);
+            part[n] = '\0';
+            at = cJSON_IsObject(at) ? cJSON_GetObjectItemCaseSensitive(at, part) : NULL;
+            path += n + (path[n] == '.');
+        }
+        if (!at || cJSON_IsNull(at)) continue;
+        kp_error value_err = {0};
+        cJSON *v = kp_mg_from_ejson(&me->aliased[i]->type, at, &value_err);
+        if (v) cJSON_AddItemToObject(o, me->aliased[i]->name, v);
+    }
+    return o;
+}
+
+static int add_attributes(const mg_entity *me, cJSON *doc, const kp_record *r, kp_error *err)
 {
     for (size_t i = 0; i < r->entity->attr_count; i++) {
         const kp_attr *a = r->entity->attrs[i];
+        if (kp_mg_alias(me, a)) continue; /* held at its embedded source */
         const cJSON *v = kp_record_get(r, a);
         if (!v || cJSON_IsNull(v)) continue;
         cJSON *x = kp_mg_to_ejson(&a->type, v, err);
@@ -555,7 +587,7 @@ static int build(const mg_layout *L, const kp_dataset *data, const kp_record *r,
         if (!id) { cJSON_Delete(doc); return -1; }
         cJSON_AddItemToObject(doc, "_id", id);
     }
-    if (add_attributes(doc, r, err)) { cJSON_Delete(doc); return -1; }
+    if (add_attributes(me, doc, r, err)) { cJSON_Delete(doc); return -1; }
     for (size_t i = 0; with_nested && i < me->nested_count; i++) {
         const mg_nested *n = &me->nested[i];
         kp_record_list children = {0};

@@ -111,7 +111,7 @@ static void docs_free(run *R)
 /* The record of a document (or element) of entity e, kept with its document. */
 static kp_frec *record_of(run *R, const kp_entity *e, const cJSON *doc, kp_frec *container)
 {
-    cJSON *object = kp_mg_record_of(e, doc, R->err);
+    cJSON *object = kp_mg_record_of_entity(&R->L->entities[e->index], doc, R->err);
     if (!object) return NULL;
     kp_frec *rec = kp_fetched_add(R->fetched, e, object);
     if (!rec) { nomem(R); return NULL; }

@@ -356,7 +356,7 @@ typedef struct records_ctx {
 static int records_of_document(void *p, const mg_collection *col, const cJSON *doc, kp_error *err)
 {
     records_ctx *r = p;
-    cJSON *object = kp_mg_record_of(col->owner->entity, doc, err);
+    cJSON *object = kp_mg_record_of_entity(col->owner, doc, err);
     int rc = object ? r->on_record(r->ctx, col->owner->entity, object, err) : -1;
     for (size_t n = 0; rc == 0 && n < col->owner->nested_count; n++) {
         const mg_nested *nest = &col->owner->nested[n];
@@ -364,7 +364,7 @@ static int records_of_document(void *p, const mg_collection *col, const cJSON *d
         const cJSON *held = cJSON_GetObjectItemCaseSensitive(doc, nest->field);
         const cJSON *one = cJSON_IsObject(held) ? held : NULL;
         for (const cJSON *sub = one ? one : cJSON_IsArray(held) ? held->child : NULL; sub && rc == 0; sub = one ? NULL : sub->next) {
-            cJSON *child = kp_mg_record_of(nest->child->entity, sub, err);
+            cJSON *child = kp_mg_record_of_entity(nest->child, sub, err);
             rc = child ? r->on_record(r->ctx, nest->child->entity, child, err) : -1;
         }
     }

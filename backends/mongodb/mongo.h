@@ -92,7 +92,17 @@ struct mg_entity {
     size_t nested_count, nested_cap;
     mg_extref *extrefs;
     size_t extref_count, extref_cap;
+    /* copies keyplan keeps (core/kept_copies.c) whose source is embedded in this document
+     * already: not stored twice, read and indexed at the embedded field ("shipping.carrier") */
+    const kp_attr **aliased;
+    const char **alias_paths;
+    size_t alias_count;
 };
+
+/* The field a kept copy is read at when the document embeds its source, or NULL. */
+const char *kp_mg_alias(const mg_entity *me, const kp_attr *a);
+/* kp_mg_record_of, and the kept copies the document holds at their embedded source. */
+cJSON *kp_mg_record_of_entity(const mg_entity *me, const cJSON *doc, kp_error *err);
 
 /* ---- fetch trees ---------------------------------------------------------------------------- */
 

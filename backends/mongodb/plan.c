@@ -86,6 +86,8 @@ static int is_nullable(const kp_attr *a)
 static const char *cond_field(builder *B, const mg_entity *me, const kp_cond *c, const char *prefix)
 {
     const char *path = prefix && prefix[0] ? prefix : "";
+    const char *alias = c->path_len ? NULL : kp_mg_alias(me, c->attr);
+    if (alias) return path[0] ? mg_bprintf(B, "%s.%s", path, alias) : alias;
     const mg_entity *at = me;
     for (size_t h = 0; h < c->path_len; h++) {
         const kp_rel *r = c->path[h];
@@ -127,7 +129,8 @@ static int make_sort(builder *B, mg_fetch *f, const kp_shape *s, field_map map, 
     for (size_t k = 0; k < s->order_count; k++) {
         const kp_order_key *o = &s->order[k];
         if (is_nullable(o->attr) && !((o->is_desc && !o->is_nulls_first) || (!o->is_desc && o->is_nulls_first))) return 0;
-        const char *field = map ? map(B, o->attr, ctx) : o->attr->name;
+        const char *alias = map ? NULL : kp_mg_alias(f->entity, o->attr);
+        const char *field = map ? map(B, o->attr, ctx) : alias ? alias : o->attr->name;
         if (!field) return 0;
         sort[n].path = field;
         sort[n].is_desc = o->is_desc;

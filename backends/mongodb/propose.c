@@ -127,6 +127,8 @@ static double id_bytes(const kp_entity *e)
 static double element_sized(const mg_entity *me, int bound)
 {
     double t = record_sized(me->entity, bound);
+    for (size_t i = 0; i < me->alias_count; i++) /* held once, at the embedded source */
+        t -= bound ? attr_bound_bytes(me->aliased[i]) : mg_attr_bytes(me->aliased[i]) * me->aliased[i]->presence;
     for (size_t i = 0; i < me->extref_count; i++) {
         t += (double)strlen(me->extrefs[i].field) + 7;
         for (size_t k = 0; k < me->extrefs[i].attr_count; k++)
@@ -694,6 +696,46 @@ static void collect_extref(builder *B, const kp_pattern *p, const mg_hop_use *u,
     }
 }
 
+/* A copy keyplan keeps on a record (core/kept_copies.c) whose source this document embeds
+ * already, over to-one hops (Order.shippingCarrier, and the order embeds its shipping): the
+ * document holds it once, at the embedded field, and finds and indexes read it there. */
+static void decide_aliases(builder *B)
+{
+    for (size_t e = 0; e < B->L->entity_count; e++) {
+        mg_entity *me = &B->L->entities[e];
+        for (size_t a = 0; a < me->entity->attr_count; a++) {
+            const kp_attr *attr = me->entity->attrs[a];
+            if (!attr->is_kept || !attr->copy_of || !attr->copy_of->path_len) continue;
+            const mg_entity *at = me;
+            const char *path = "";
+            for (size_t h = 0; at && h < attr->copy_of->path_len; h++) {
+                const mg_nested *n = NULL;
+                for (size_t i = 0; i < at->nested_count && !n; i++)
+                    if (at->nested[i].rel == attr->copy_of->path[h] && !at->nested[i].is_array && !at->nested[i].subset)
+                        n = &at->nested[i];
+                path = n ? mg_bprintf(B, "%s%s%s", path, *path ? "." : "", n->field) : NULL;
+                at = n ? n->child : NULL;
+            }
+            if (!at || !path) continue;
+            path = mg_bprintf(B, "%s.%s", path, attr->copy_of->source->name);
+            const kp_attr **aliased = kp_arena_alloc(B->arena, sizeof *aliased * (me->alias_count + 1));
+            const char **paths = kp_arena_alloc(B->arena, sizeof *paths * (me->alias_count + 1));
+            if (!aliased || !paths) { B->is_out_of_memory = 1; return; }
+            for (size_t i = 0; i < me->alias_count; i++) aliased[i] = me->aliased[i], paths[i] = me->alias_paths[i];
+            aliased[me->alias_count] = attr;
+            paths[me->alias_count] = path;
+            me->aliased = aliased;
+            me->alias_paths = paths;
+            me->alias_count++;
+            kp_design_decide(B->d, kp_design_printf(B->d, "%s.%s in the %s document", me->entity->name, attr->name, me->entity->name),
+                             kp_design_printf(B->d, "the embedded %s answers it: not stored twice", path),
+                             kp_design_printf(B->d, "the %s document embeds %s, the copy's source, so finds test it and "
+                                                    "indexes key it there",
+                                              me->entity->name, attr->copy_of->path[0]->name));
+        }
+    }
+}
+
 static void decide_extrefs(builder *B)
 {
     const kp_model *m = B->m;
@@ -910,6 +952,7 @@ static int propose_one(const kp_model *m, const kp_mix *mix, int alternative, kp
     make_collections(&B);
     decide_subsets(&B);
     decide_extrefs(&B);
+    decide_aliases(&B);
     decide_computed(&B);
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < m->pattern_count; i++) rc = mg_plan_pattern(&B, m->patterns[i], &L->roots[i]);
