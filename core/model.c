@@ -1458,6 +1458,21 @@ double kp_shape_limit_max(const kp_shape *s)
     return s->limit > 0 ? (double)s->limit : 0;
 }
 
+int kp_shape_reads_only_key(const kp_shape *s, const kp_entity *t)
+{
+    if (s->where_count) return 0;
+    for (size_t k = 0; k < s->order_count; k++)
+        if (s->order[k].attr->key_index < 0) return 0;
+    if (s->value) return s->value->kind == KP_SHAPE_ATTR && !s->value->path_len && s->value->attr->key_index >= 0 &&
+                         s->value->attr->entity == t;
+    for (size_t i = 0; i < s->member_count; i++) {
+        const kp_shape *m = s->members[i];
+        if (m->kind == KP_SHAPE_PARAM || m->kind == KP_SHAPE_TOKEN) continue;
+        if (m->kind != KP_SHAPE_ATTR || m->path_len || m->attr->key_index < 0) return 0;
+    }
+    return 1;
+}
+
 double kp_shape_offset_max(const kp_shape *s)
 {
     if (!s || s->page != KP_PAGE_OFFSET || !s->offset_param) return 0;

@@ -490,6 +490,9 @@ double kp_pattern_skew(const kp_model *model, const kp_pattern *pattern);
 /* The largest page a shape can ask for: a page-size parameter's declared max (else its
  * default), else the fixed $limit; 0 when the shape has no limit. */
 double kp_shape_limit_max(const kp_shape *shape);
+/* Does a $each over records of t read nothing of them but their key: no condition, an order
+ * by key attributes only, and key attributes (or parameters) as its members or $value? */
+int kp_shape_reads_only_key(const kp_shape *shape, const kp_entity *t);
 /* The most elements a $each/$count node yields for one parent: its $expect max, else the
  * last hop's fan-out max (1 without either), capped by kp_shape_limit_max. */
 double kp_shape_items_max(const kp_shape *shape, const kp_rel *last);

@@ -488,20 +488,6 @@ static cq_fetch *by_key(walk *W, const kp_rel *r, const kp_attr *const *from, co
     return f;
 }
 
-/* Does the shape (members, order) need only the key attributes of its entity? */
-static int needs_only_key(const kp_shape *s)
-{
-    if (s->value) return s->value->kind == KP_SHAPE_ATTR && s->value->path_len == 0 && s->value->attr->key_index >= 0;
-    for (size_t i = 0; i < s->member_count; i++) {
-        const kp_shape *m = s->members[i];
-        if (m->kind == KP_SHAPE_PARAM) continue;
-        if (m->kind != KP_SHAPE_ATTR || m->path_len || m->attr->key_index < 0) return 0;
-    }
-    for (size_t k = 0; k < s->order_count; k++)
-        if (s->order[k].attr->key_index < 0) return 0;
-    return s->where_count == 0;
-}
-
 /* The fetch of one relation hop from records of r->source; `s` the node it feeds (its
  * conditions, order and limit apply when it is the last hop). */
 static cq_fetch *hop_fetch(walk *W, const kp_rel *r, const kp_shape *s, int is_last)
@@ -570,7 +556,8 @@ static cq_fetch *hop_fetch(walk *W, const kp_rel *r, const kp_shape *s, int is_l
         for (size_t k = 0; k < nmine && k < src->key_count; k++) add_bind(B, f, col_of(f->table, mine[k]), CQ_SRC_PARENT, NULL, src->key[k]);
         /* hash buckets come back in no common order: a page needs them all, merged in the client */
         f->is_server_ordered = ordered && is_served_order(f->table, NULL, NULL) && f->table->buckets <= 1;
-        if (os && needs_only_key(os) && ordered && os->order_count && f->table->buckets > 1 && ntheirs == r->target->key_count) {
+        if (os && kp_shape_reads_only_key(os, r->target) && ordered && os->order_count && f->table->buckets > 1 &&
+            ntheirs == r->target->key_count) {
             /* the rows hold the targets' keys in the listing's order: each bucket answers its
              * share of the page in order (LIMIT), like any bucketed listing (finish_each) */
             for (size_t k = 0; k < ntheirs; k++) {
@@ -582,7 +569,7 @@ static cq_fetch *hop_fetch(walk *W, const kp_rel *r, const kp_shape *s, int is_l
             return f;
         }
         cq_fetch *target;
-        if (os && needs_only_key(os)) {
+        if (os && kp_shape_reads_only_key(os, r->target)) {
             target = new_fetch(B, CQ_KEYS, r->target);
         } else {
             const kp_attr *to[16];
@@ -598,7 +585,7 @@ static cq_fetch *hop_fetch(walk *W, const kp_rel *r, const kp_shape *s, int is_l
     const kp_attr *arr = rel->array_attr;
     if (!r->is_inverse) {
         cq_fetch *f;
-        if (os && needs_only_key(os) && r->target->key_count == 1) {
+        if (os && kp_shape_reads_only_key(os, r->target) && r->target->key_count == 1) {
             f = new_fetch(B, CQ_KEYS, r->target);
             f->rel = r;
         } else {

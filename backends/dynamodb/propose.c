@@ -926,18 +926,6 @@ static int join_orders(const kp_shape *s, const kp_rel *r, const ddb_placement *
     return 1;
 }
 
-/* Does a listing return nothing of its elements but their key (t's single key attribute)? */
-static int returns_only_key(const kp_shape *s, const kp_entity *t)
-{
-    if (s->value) return s->value->kind == KP_SHAPE_ATTR && !s->value->path_len && s->value->attr == t->key[0];
-    for (size_t i = 0; i < s->member_count; i++) {
-        const kp_shape *m = s->members[i];
-        if (m->kind == KP_SHAPE_PARAM) continue;
-        if (m->kind != KP_SHAPE_ATTR || m->path_len || m->attr != t->key[0]) return 0;
-    }
-    return 1;
-}
-
 static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r, const kp_shape *s, int allow_header_on)
 {
     const kp_relation *rel = r->relation;
@@ -1148,7 +1136,7 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
             f->is_server_ordered = 1;
             f->limit = s->limit;
         }
-        if (is_join_ordered && returns_only_key(s, r->target)) {
+        if (is_join_ordered && kp_shape_reads_only_key(s, r->target)) {
             /* the join items hold all the listing returns: no read of the targets */
             f->is_join_target = 1;
             return f;

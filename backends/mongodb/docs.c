@@ -501,7 +501,7 @@ static void merge_sort(const kp_shape *s, kp_record **items, kp_record **tmp, si
 const char *kp_mg_alias(const mg_entity *me, const kp_attr *a)
 {
     for (size_t i = 0; me && i < me->alias_count; i++)
-        if (me->aliased[i] == a) return me->alias_paths[i];
+        if (me->aliases[i].attr == a) return me->aliases[i].path;
     return NULL;
 }
 
@@ -511,7 +511,7 @@ cJSON *kp_mg_record_of_entity(const mg_entity *me, const cJSON *doc, kp_error *e
     for (size_t i = 0; o && i < me->alias_count; i++) {
         /* "shipping.carrier": the embedded subdocument's field */
         const cJSON *at = doc;
-        const char *path = me->alias_paths[i];
+        const char *path = me->aliases[i].path;
         char part[256];
         while (at && *path) {
             size_t n = strcspn(path, ".");
@@ -523,8 +523,8 @@ cJSON *kp_mg_record_of_entity(const mg_entity *me, const cJSON *doc, kp_error *e
         }
         if (!at || cJSON_IsNull(at)) continue;
         kp_error value_err = {0};
-        cJSON *v = kp_mg_from_ejson(&me->aliased[i]->type, at, &value_err);
-        if (v) cJSON_AddItemToObject(o, me->aliased[i]->name, v);
+        cJSON *v = kp_mg_from_ejson(&me->aliases[i].attr->type, at, &value_err);
+        if (v) cJSON_AddItemToObject(o, me->aliases[i].attr->name, v);
     }
     return o;
 }

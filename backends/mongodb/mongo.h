@@ -52,6 +52,12 @@ typedef struct mg_extref {
     size_t attr_count;
 } mg_extref;
 
+/* A kept copy read at its embedded source: Order.shippingCarrier at "shipping.carrier". */
+typedef struct mg_alias {
+    const kp_attr *attr;
+    const char *path;
+} mg_alias;
+
 /* ---- collections and indexes ------------------------------------------------------------ */
 
 typedef struct mg_index_field {
@@ -93,10 +99,9 @@ struct mg_entity {
     mg_extref *extrefs;
     size_t extref_count, extref_cap;
     /* copies keyplan keeps (core/kept_copies.c) whose source is embedded in this document
-     * already: not stored twice, read and indexed at the embedded field ("shipping.carrier") */
-    const kp_attr **aliased;
-    const char **alias_paths;
-    size_t alias_count;
+     * already: not stored twice, read and indexed at the embedded field */
+    mg_alias *aliases;
+    size_t alias_count, alias_cap;
 };
 
 /* The field a kept copy is read at when the document embeds its source, or NULL. */

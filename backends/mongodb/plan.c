@@ -373,22 +373,6 @@ static int extref_usable(builder *B, const kp_pattern *p, const mg_entity *me, c
     return 1;
 }
 
-/* Are all attributes a shape reads on its elements key attributes (MG_KEYS suffices)? */
-static int reads_only_key(const kp_shape *s, const kp_entity *t)
-{
-    if (s->where_count) return 0;
-    for (size_t k = 0; k < s->order_count; k++)
-        if (s->order[k].attr->key_index < 0) return 0;
-    if (s->value) return s->value->kind == KP_SHAPE_ATTR && !s->value->path_len && s->value->attr->key_index >= 0 &&
-                         s->value->attr->entity == t;
-    for (size_t i = 0; i < s->member_count; i++) {
-        const kp_shape *m = s->members[i];
-        if (m->kind == KP_SHAPE_PARAM || m->kind == KP_SHAPE_TOKEN) continue;
-        if (m->kind != KP_SHAPE_ATTR || m->path_len || m->attr->key_index < 0) return 0;
-    }
-    return 1;
-}
-
 /* A listing without conditions ordered by its elements' key alone (t's). */
 static int ordered_by_key(const kp_shape *s, const kp_entity *t)
 {
@@ -598,7 +582,7 @@ static mg_fetch *plan_hop(pctx *P, const mg_entity *from, const kp_rel *r, const
             pairs[2 * k] = r->target->key[k];
             pairs[2 * k + 1] = far[k];
         }
-        int keys_only = s && s->kind == KP_SHAPE_EACH && reads_only_key(s, r->target);
+        int keys_only = s && s->kind == KP_SHAPE_EACH && kp_shape_reads_only_key(s, r->target);
         mg_fetch *t = new_fetch(B, keys_only ? MG_KEYS : MG_FIND, target);
         t->coll = kp_mg_home(B->L, r->target);
         t->rel = r;

@@ -128,7 +128,7 @@ static double element_sized(const mg_entity *me, int bound)
 {
     double t = record_sized(me->entity, bound);
     for (size_t i = 0; i < me->alias_count; i++) /* held once, at the embedded source */
-        t -= bound ? attr_bound_bytes(me->aliased[i]) : mg_attr_bytes(me->aliased[i]) * me->aliased[i]->presence;
+        t -= bound ? attr_bound_bytes(me->aliases[i].attr) : mg_attr_bytes(me->aliases[i].attr) * me->aliases[i].attr->presence;
     for (size_t i = 0; i < me->extref_count; i++) {
         t += (double)strlen(me->extrefs[i].field) + 7;
         for (size_t k = 0; k < me->extrefs[i].attr_count; k++)
@@ -718,15 +718,10 @@ static void decide_aliases(builder *B)
             }
             if (!at || !path) continue;
             path = mg_bprintf(B, "%s.%s", path, attr->copy_of->source->name);
-            const kp_attr **aliased = kp_arena_alloc(B->arena, sizeof *aliased * (me->alias_count + 1));
-            const char **paths = kp_arena_alloc(B->arena, sizeof *paths * (me->alias_count + 1));
-            if (!aliased || !paths) { B->is_out_of_memory = 1; return; }
-            for (size_t i = 0; i < me->alias_count; i++) aliased[i] = me->aliased[i], paths[i] = me->alias_paths[i];
-            aliased[me->alias_count] = attr;
-            paths[me->alias_count] = path;
-            me->aliased = aliased;
-            me->alias_paths = paths;
-            me->alias_count++;
+            mg_alias *alias = kp_arena_push(B->arena, (void **)&me->aliases, &me->alias_count, &me->alias_cap, sizeof *alias);
+            if (!alias) { B->is_out_of_memory = 1; return; }
+            alias->attr = attr;
+            alias->path = path;
             kp_design_decide(B->d, kp_design_printf(B->d, "%s.%s in the %s document", me->entity->name, attr->name, me->entity->name),
                              kp_design_printf(B->d, "the embedded %s answers it: not stored twice", path),
                              kp_design_printf(B->d, "the %s document embeds %s, the copy's source, so finds test it and "
