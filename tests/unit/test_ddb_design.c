@@ -30,6 +30,23 @@ static kp_model *load(const char *path)
     return m;
 }
 
+/* A model file with every `from` replaced by `to` (as long: the text keeps its positions),
+ * which must occur at least once. */
+static kp_model *load_edited(const char *path, const char *from, const char *to)
+{
+    char *text = NULL;
+    size_t len = 0, edits = 0;
+    kp_error err;
+    assert_int_equal(strlen(from), strlen(to));
+    assert_int_equal(kp_file_read(path, 1 << 20, &text, &len, &err), 0);
+    for (char *at = text; (at = strstr(at, from)) != NULL; at++, edits++) memcpy(at, to, strlen(to));
+    assert_true(edits > 0);
+    kp_model *m = NULL;
+    if (kp_model_parse(path, text, len, NULL, &m, &err)) fail_msg("%s", err.message);
+    free(text);
+    return m;
+}
+
 static kp_design *propose(const kp_model *m)
 {
     kp_design_list list;
@@ -411,14 +428,7 @@ static void test_a_join_in_its_listings_order_reads_one_page_of_targets(void **s
 static void test_an_atomic_write_above_a_transactions_items_is_a_defect(void **state)
 {
     (void)state;
-    char *text = NULL;
-    size_t len = 0;
-    kp_error err;
-    assert_int_equal(kp_file_read("examples/order-response/model.json", 1 << 20, &text, &len, &err), 0);
-    for (char *at = text; (at = strstr(at, "\"rows\": 2.2")) != NULL; at++) memcpy(at, "\"rows\":  60", 11);
-    kp_model *m = NULL;
-    assert_int_equal(kp_model_parse("order-response-big.json", text, len, NULL, &m, &err), 0);
-    free(text);
+    kp_model *m = load_edited("examples/order-response/model.json", "\"rows\": 2.2", "\"rows\":  60");
     kp_design *d = propose(m);
     int said = 0;
     for (size_t i = 0; i < d->defect_count; i++) said |= strstr(d->defects[i], "'place-order' is atomic") != NULL;
@@ -446,16 +456,7 @@ static void test_a_count_claims_the_pages_it_reads_to_the_end(void **state)
     (void)state;
     /* the leaderboard with follows written so often that keeping the count on the player
      * costs more than counting (core/kept_counts.c): the profile counts */
-    char *text = NULL;
-    size_t len = 0;
-    kp_error err;
-    assert_int_equal(kp_file_read("examples/leaderboard/model.json", 1 << 20, &text, &len, &err), 0);
-    char *rps = strstr(text, "\"rps\": 30,");
-    assert_non_null(rps);
-    memcpy(rps, "\"rps\":9e9,", 10);
-    kp_model *m = NULL;
-    assert_int_equal(kp_model_parse("leaderboard-busy.json", text, len, NULL, &m, &err), 0);
-    free(text);
+    kp_model *m = load_edited("examples/leaderboard/model.json", "\"rps\": 30,", "\"rps\":9e9,");
     for (size_t i = 0; i < m->entity_count; i++)
         for (size_t a = 0; a < m->entities[i]->attr_count; a++) assert_false(m->entities[i]->attrs[a]->is_kept);
     kp_design *d = propose(m);
