@@ -8,18 +8,49 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Does the referencing record hold `attr` of the record `rel` reaches: a foreign key's
+ * referenced attribute, or for a join record the target's key? */
+static int holds_key(const kp_rel *rel, const kp_attr *attr)
+{
+    const kp_relation *r = rel->relation;
+    if (r->link == KP_LINK_THROUGH) {
+        size_t n = rel->is_inverse ? r->through_from_count : r->through_to_count;
+        for (size_t k = 0; k < n && k < rel->target->key_count; k++)
+            if (rel->target->key[k] == attr) return 1;
+        return 0;
+    }
+    for (size_t k = 0; k < r->fk_count; k++)
+        if (r->ref_attrs[k] == attr) return 1;
+    return 0;
+}
+
+static void need_attr(kp_copy_need *n, const kp_attr *attr)
+{
+    if (holds_key(n->rel, attr)) return; /* the referencing record's foreign key holds it */
+    for (size_t k = 0; k < n->attr_count; k++)
+        if (n->attrs[k] == attr) return;
+    if (n->attr_count == KP_COPY_ATTRS) { n->is_unfit = 1; return; }
+    n->attrs[n->attr_count++] = attr;
+}
+
 static void need_path(kp_copy_need *n, kp_rel *const *path, size_t len, const kp_attr *attr)
 {
     for (size_t i = 0; i < len; i++) {
         if (path[i] != n->rel) continue;
         if (i + 1 < len) { n->is_unfit = 1; return; }
-        const kp_relation *rel = n->rel->relation;
-        for (size_t k = 0; k < rel->fk_count; k++)
-            if (rel->ref_attrs[k] == attr) return; /* the referencing record's foreign key holds it */
-        for (size_t k = 0; k < n->attr_count; k++)
-            if (n->attrs[k] == attr) return;
-        if (n->attr_count == KP_COPY_ATTRS) { n->is_unfit = 1; return; }
-        n->attrs[n->attr_count++] = attr;
+        need_attr(n, attr);
+    }
+}
+
+/* A record's own attributes as a shape's members name them ("$one" of the referenced
+ * record, or the elements of a listing over an N:M); anything more is unfit. */
+static void need_members(kp_copy_need *n, const kp_shape *s)
+{
+    for (size_t i = 0; i <= s->member_count && !n->is_unfit; i++) {
+        const kp_shape *m = i < s->member_count ? s->members[i] : s->value;
+        if (!m || m->kind == KP_SHAPE_PARAM) continue;
+        if (m->kind != KP_SHAPE_ATTR || m->path_len) { n->is_unfit = 1; break; }
+        need_attr(n, m->attr);
     }
 }
 
@@ -30,13 +61,15 @@ static void need_shape(kp_copy_need *n, const kp_shape *s)
     if (s->kind == KP_SHAPE_ONE && s->hop_count == 1 && s->hops[0] == n->rel) {
         /* "$one": the record itself: its own attributes only */
         if (s->where_count || s->value) n->is_unfit = 1;
-        for (size_t i = 0; i < s->member_count && !n->is_unfit; i++) {
-            const kp_shape *m = s->members[i];
-            if (m->kind == KP_SHAPE_PARAM) continue;
-            if (m->kind != KP_SHAPE_ATTR || m->path_len) { n->is_unfit = 1; break; }
-            kp_rel *hop = (kp_rel *)n->rel;
-            need_path(n, &hop, 1, m->attr);
-        }
+        need_members(n, s);
+        return;
+    }
+    if (s->kind == KP_SHAPE_EACH && s->hop_count == 1 && s->hops[0] == n->rel) {
+        /* the targets of an N:M listing, from its join records: their own attributes, and
+         * those the listing sorts by; a condition on them is not a copy's to test */
+        if (s->where_count) n->is_unfit = 1;
+        for (size_t i = 0; i < s->order_count && !n->is_unfit; i++) need_attr(n, s->order[i].attr);
+        need_members(n, s);
         return;
     }
     for (size_t i = 0; i < s->where_count; i++) need_path(n, s->where[i].path, s->where[i].path_len, s->where[i].attr);
@@ -50,10 +83,17 @@ void kp_copy_need_pattern(kp_copy_need *need, const kp_pattern *p)
     for (size_t c = 0; c < p->where_count; c++) need_path(need, p->where[c].path, p->where[c].path_len, p->where[c].attr);
 }
 
+double kp_copy_holders_per(const kp_rel *via)
+{
+    const kp_relation *rel = via->relation;
+    /* an N:M's join records naming one target: the fan-out of the way back */
+    const kp_fanout *back = rel->link == KP_LINK_THROUGH && !via->is_inverse ? &rel->inverse_fanout : &rel->fanout;
+    return back->avg > 0 ? back->avg : 1;
+}
+
 double kp_copy_write_rate(const kp_model *m, const kp_mix *mix, const kp_copy_need *need)
 {
-    const kp_relation *rel = need->rel->relation;
-    double copies = rel->fanout.avg > 0 ? rel->fanout.avg : 1, rate = 0;
+    double copies = kp_copy_holders_per(need->rel), rate = 0;
     (void)m;
     const kp_entity *target = need->rel->target;
     for (size_t i = 0; i < target->write_step_count; i++) {
@@ -70,7 +110,9 @@ double kp_copy_write_rate(const kp_model *m, const kp_mix *mix, const kp_copy_ne
 int kp_copy_sites_add(kp_arena *arena, kp_copy_sites *sites, void *hop, const void *parent, const kp_pattern *p,
                       const kp_rel *r, const char *scope)
 {
-    if (r->target == r->source || r->relation->link != KP_LINK_FOREIGN_KEY || r->relation->holder != r->source) return 0;
+    int is_join = r->relation->link == KP_LINK_THROUGH;
+    if (r->target == r->source || (!is_join && (r->relation->link != KP_LINK_FOREIGN_KEY || r->relation->holder != r->source)))
+        return 0;
     kp_copy_site *site = kp_arena_push(arena, (void **)&sites->items, &sites->count, &sites->cap, sizeof *site);
     if (!site) return -1;
     site->hop = hop;
@@ -113,7 +155,10 @@ int kp_copy_holders(const kp_dataset *before, const kp_dataset *after, const kp_
                     const kp_rel *via, kp_record_list *done, kp_copy_holder_fn fn, void *ctx, kp_error *err)
 {
     kp_record_list refs = {0};
-    if (kp_dataset_follow(target_data, target, reverse(via), &refs, err)) return -1;
+    /* the records that hold the copies: the referencing ones, or an N:M's join records */
+    if (via->relation->link == KP_LINK_THROUGH ? kp_dataset_dependents(target_data, target, via->relation, &refs, err)
+                                               : kp_dataset_follow(target_data, target, reverse(via), &refs, err))
+        return -1;
     int rc = 0;
     for (size_t j = 0; j < refs.count && rc == 0; j++)
         rc = kp_copy_once(before, after, refs.items[j]->entity, refs.items[j]->object, done, fn, ctx, err);
@@ -189,4 +234,14 @@ void kp_copy_weigh(kp_arena *arena, const kp_model *m, const kp_mix *mix, const 
     for (size_t k = 0; k < out->need.attr_count; k++)
         out->fields = kp_arena_printf(arena, "%s%s%s", out->fields, k ? ", " : "", out->need.attrs[k]->name);
     if (!out->need.attr_count) out->fields = "its key";
+}
+
+const kp_record *kp_copy_source(const kp_dataset *data, const kp_record *holder, const kp_rel *via)
+{
+    if (via->relation->link != KP_LINK_THROUGH) return kp_dataset_follow_one(data, holder, (kp_rel *const *)&via, 1);
+    int is_nomem = 0;
+    cJSON *key = kp_copy_target_key(via, holder->object, &is_nomem);
+    const kp_record *source = key ? kp_dataset_find_like(data, via->target, key) : NULL;
+    cJSON_Delete(key);
+    return source;
 }

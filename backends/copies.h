@@ -4,7 +4,8 @@
  * records costs the writes.
  *
  * A backend that reads a referenced record once per record it returns (N+1) may instead
- * store a copy of the few attributes the patterns read in each referencing item or row.
+ * store a copy of the few attributes the patterns read in each referencing item or row
+ * (for an N:M, in each join record: the query table holds what its listing returns).
  * These helpers only measure; each backend decides, stores and reads its copies itself.
  */
 #ifndef KP_COPIES_H
@@ -33,6 +34,10 @@ typedef struct kp_copy_need {
  * the referencing record's foreign key holds are not needed. */
 void kp_copy_need_pattern(kp_copy_need *need, const kp_pattern *p);
 
+/* The records that hold copies of one record `via` reaches, on average: those that
+ * reference it (the relation's fan-out), or for an N:M the join records naming it. */
+double kp_copy_holders_per(const kp_rel *via);
+
 /* Records rewritten per second under `mix` to keep copies of need's attributes equal to
  * their source: every update of the referenced record that assigns one of them rewrites
  * the copy in each record that references it (the relation's average fan-out). */
@@ -53,7 +58,7 @@ typedef struct kp_copy_site {
 typedef struct kp_copy_sites { kp_copy_site *items; size_t count, cap; } kp_copy_sites;
 
 /* Adds a site when r is a reference a copy can answer (a to-one foreign key its source
- * holds, to another entity); its group is "<scope>|<source>|<relation>|<inverse>" (scope:
+ * holds, or an N:M whose join records name the targets, to another entity); its group is "<scope>|<source>|<relation>|<inverse>" (scope:
  * what else a decision is per, e.g. a Cassandra table; NULL: none). 0, or -1 when out of
  * memory. */
 int kp_copy_sites_add(kp_arena *arena, kp_copy_sites *sites, void *hop, const void *parent, const kp_pattern *p,
@@ -97,6 +102,10 @@ int kp_copy_holders(const kp_dataset *before, const kp_dataset *after, const kp_
  * a join record: the side `rel` leads to), as a new object {key attribute: value}; NULL
  * when the reference is unset (or out of memory: *is_nomem). */
 cJSON *kp_copy_target_key(const kp_rel *rel, const cJSON *referencing, int *is_nomem);
+
+/* The record whose attributes `holder` copies over `via`: the one its foreign key
+ * references, or for a join record of an N:M the target it names; NULL when none. */
+const kp_record *kp_copy_source(const kp_dataset *data, const kp_record *holder, const kp_rel *via);
 
 /* The rule kp_copy_holders applies to each record, for one record of entity `e` named by
  * `like` (its key attributes): fn once, when the record is in both datasets and the same in

@@ -110,9 +110,9 @@ struct cq_fetch {
     const kp_rel *edge_rel;     /* a to-one leaf hop: linked under this rel */
     int is_root;
     int is_join;                /* rows of a join entity; the targets are the next hop */
-    int is_join_keys;           /* rows of a join entity that answer a listing of the targets' keys
-                                   themselves: each row yields its target's key (kp_copy_target_key),
-                                   clustered in the listing's order */
+    int is_join_keys;           /* rows of a join entity that answer a listing of the targets
+                                   themselves: each row yields its target's key (kp_copy_target_key)
+                                   and the copies it holds of the target (copy_cols) */
     int is_by_key;              /* one row per input, by the target's whole key (by_key) */
     cq_bind *binds;             /* equality on every partition column (and leading clustering) */
     size_t bind_count;
@@ -134,7 +134,8 @@ struct cq_fetch {
     int step;                   /* its round trip */
     const char *cql;            /* the statement ('?' where values go) */
     /* CQ_COPY: the columns of the parent's table (indexes) that hold the target's
-     * attributes: a copy (cq_column.via), or the row entity's own copy_of attribute */
+     * attributes: a copy (cq_column.via), or the row entity's own copy_of attribute;
+     * is_join_keys: the columns of its own table that copy the targets' attributes */
     const size_t *copy_cols;
     const kp_attr **copy_attrs;
     size_t copy_count;

@@ -629,6 +629,14 @@ static int select_finish(run *R, const cq_fetch *f, reqs *Q, int depth, const pa
                     if (is_nomem) rc = nomem(R);
                     continue;
                 }
+                /* and the target's attributes the row copies (join_answers in propose.c) */
+                for (size_t k = 0; k < f->copy_count && rc == 0; k++) {
+                    const cq_column *col = &t->cols[f->copy_cols[k]];
+                    cJSON *v = kp_cq_from_cell(col, cJSON_GetObjectItemCaseSensitive(row, col->name), R->err);
+                    if (!v && R->err->code) rc = -1;
+                    else if (v) cJSON_AddItemToObject(obj, f->copy_attrs[k]->name, v);
+                }
+                if (rc) { cJSON_Delete(obj); break; }
             }
             kp_frec *rec = kp_fetched_add(R->fetched, f->is_join_keys ? f->rel->target : t->entity, obj);
             if (!rec) { rc = nomem(R); break; }

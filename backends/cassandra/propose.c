@@ -986,6 +986,12 @@ static void find_sites(builder *B, const kp_pattern *p, cq_fetch *f, cq_fetch *p
     if (parent && r && f->kind == CQ_SELECT && f->rel == r && !f->base.child_count && !kp_cq_next_hop(f) && parent->kind == CQ_SELECT &&
         parent->table && parent->table->entity == r->source)
         kp_copy_sites_add(B->A, out, f, parent, p, r, parent->table->name);
+    /* the targets of an N:M read by key once per join row, which copies in the join rows
+     * could answer (the Chebotko query table: it holds what its listing returns) */
+    const cq_fetch *t = kp_cq_next_hop(f);
+    if (f->is_join && t && t->kind == CQ_SELECT && t->is_by_key && t->shape && t->shape->kind == KP_SHAPE_EACH &&
+        !t->base.child_count && !kp_cq_next_hop(t) && !t->client_cond_count && !f->client_cond_count)
+        kp_copy_sites_add(B->A, out, (void *)t, f, p, f->rel, f->table->name);
     find_sites(B, p, kp_cq_next_hop(f), f, out);
     for (size_t i = 0; i < f->base.child_count; i++) find_sites(B, p, kp_cq_child(f, i), f, out);
 }
@@ -995,9 +1001,11 @@ static double site_rows(const void *of)
 {
     const cq_fetch *parent = of;
     double rows = 1;
+    /* a join's rows are its targets' listing's: that listing's page bounds them */
+    const kp_shape *shape = parent->shape ? parent->shape : parent->is_join && kp_cq_next_hop(parent) ? kp_cq_next_hop(parent)->shape : NULL;
     if (parent->rel && parent->rel->is_many && parent->rel->fanout) rows = parent->rel->fanout->avg;
-    if (parent->shape && parent->shape->kind == KP_SHAPE_EACH && parent->shape->expect.is_given) rows = parent->shape->expect.avg;
-    int64_t lim = parent->limit ? parent->limit : parent->shape ? shape_limit(parent->shape) : 0;
+    if (shape && shape->kind == KP_SHAPE_EACH && shape->expect.is_given) rows = shape->expect.avg;
+    int64_t lim = parent->limit ? parent->limit : shape && (parent->shape || parent->is_paged) ? shape_limit(shape) : 0;
     if (!parent->rel && parent->shape && lim > 0) rows = (double)lim;
     if (lim > 0 && rows > (double)lim) rows = (double)lim;
     /* rows the client tests or sorts come whole, and each reads its reference */
@@ -1061,6 +1069,21 @@ static size_t add_copy_col(builder *B, cq_table *t, const kp_rel *r, const kp_at
     return t->col_count - 1;
 }
 
+/* The join rows of an N:M answer its listing themselves: each row yields its target made
+ * of the key the row holds and the copies (`cols` of the join table, for `attrs`), in the
+ * order and page the join rows were read in; the reads of the targets by key go. */
+static void join_answers(cq_fetch *join, cq_fetch *targets, const size_t *cols, const kp_attr **attrs, size_t n)
+{
+    join->is_join = 0;
+    join->is_join_keys = 1;
+    join->copy_cols = cols;
+    join->copy_attrs = attrs;
+    join->copy_count = n;
+    join->shape = targets->shape;
+    join->is_client_ordered |= targets->is_client_ordered;
+    join->base.next_hop = NULL;
+}
+
 static void decide_copies(builder *B)
 {
     kp_copy_sites sites = {0};
@@ -1116,6 +1139,11 @@ static void decide_copies(builder *B)
             kp_decision_add_pattern(B->d, dc, s->p);
             if (!v.is_taken) continue;
             cq_table *base = (cq_table *)hop->table;
+            if (((const cq_fetch *)s->parent)->is_join) {
+                join_answers((cq_fetch *)s->parent, hop, cols, attrs, v.need.attr_count);
+                if (base && !tree_reads(B->L->roots[s->p->index], base)) uncause(base, s->p);
+                continue;
+            }
             hop->kind = CQ_COPY;
             hop->table = NULL;
             hop->bind_count = 0;
@@ -1645,6 +1673,37 @@ static void price_references(builder *B, write_sum *S, const kp_write_effect *fx
     }
 }
 
+/* The join tables whose rows copy attributes of an N:M's targets (join_answers), when the
+ * step updates those targets: every join row naming a changed record is rewritten, once per
+ * table (priced as the extended references above: rows that are not the write's records). */
+static void price_join_copies(builder *B, write_sum *S, const kp_write_effect *fx, const kp_index_list *copying)
+{
+    const kp_write_step *st = fx->step;
+    double per = fx->records > 0 ? fx->records : 1;
+    for (size_t j = 0; st->op != KP_WRITE_INSERT && st->op != KP_WRITE_DELETE && j < copying->count; j++) {
+        const cq_table *t = B->L->tables[copying->at[j]];
+        const cq_column *moved = NULL;
+        for (size_t k = 0; k < t->col_count && !moved; k++) {
+            const cq_column *c = &t->cols[k];
+            for (size_t a = 0; c->via && c->via->relation->link == KP_LINK_THROUGH && c->entity == st->entity && a < st->assign_count; a++)
+                if (st->assigns[a].attr == c->attr) moved = c;
+        }
+        if (!moved) continue;
+        kp_write_effect *ref = kp_arena_alloc(B->A, sizeof *ref);
+        if (!ref) return;
+        *ref = *fx;
+        ref->kind = KP_EFFECT_REFERENCE;
+        ref->entity = t->entity;
+        ref->rel = moved->via;
+        ref->per_record = kp_copy_holders_per(moved->via);
+        ref->count = per * ref->per_record;
+        add_touch(B, S, ref, t->name, kp_arena_printf(B->A, "copy of %s.%s in the %s rows that name it", st->entity->name,
+                                                  moved->attr->name, t->entity->name),
+                  ref->count, ref->count * t->row_bytes);
+        S->copy_rows += ref->count;
+    }
+}
+
 /* A derived value the step's records change (KP_EFFECT_AGGREGATE): its column in every
  * row that holds it — the holder's own rows in each of its tables, and the static columns
  * of the partitions it is the parent of. A regular column has no increment, so the writer
@@ -1728,6 +1787,7 @@ static void plan_writes(builder *B)
             end = i + 1;
             if (fx->kind == KP_EFFECT_RECORDS) {
                 price_records(B, &S, fx, tables_of);
+                price_join_copies(B, &S, fx, &copies_of[fx->entity->index]);
             } else if (fx->kind == KP_EFFECT_COPY && fx->step->op == KP_WRITE_UPDATE) {
                 /* a copy the model declares: a column of each holder's row in every table of it */
                 price_rows(B, &S, fx, tables_of, kp_arena_printf(B->A, "copy of %s.%s in", fx->step->entity->name,

@@ -13,6 +13,7 @@
  * checksums of seeding and read-back agree.
  */
 #include "backends/cassandra/cql.h"
+#include "backends/copies.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,7 +138,7 @@ static int push_item(kp_item_list *out, const cq_table *t, const kp_record *r, c
 static const cJSON *column_value(const cq_column *c, const kp_dataset *data, const kp_record *r)
 {
     if (!c->via) return kp_record_get(r, c->attr);
-    const kp_record *source = data ? kp_dataset_follow_one(data, r, (kp_rel *const *)&c->via, 1) : NULL;
+    const kp_record *source = data ? kp_copy_source(data, r, c->via) : NULL;
     return source ? kp_record_get(source, c->attr) : NULL;
 }
 

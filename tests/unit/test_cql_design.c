@@ -249,6 +249,49 @@ static void test_a_join_page_pages_the_join_rows_not_the_targets(void **state)
     kp_model_free(m);
 }
 
+/* The same fixture's other listing, points of interest near a hotel with their description:
+ * no write changes often what it returns, so the join rows copy each point's description (the
+ * documentation's pois_by_hotel table) and answer the listing themselves, with no read of a
+ * point by key; the write that describes a point rewrites the join rows naming it in its
+ * logged batch (5 on average), and the rows of the hotels' listing, whose hotels are renamed
+ * too often to copy, keep no copy. */
+static void test_join_rows_copy_what_their_listing_returns(void **state)
+{
+    (void)state;
+    kp_model *m = load("tests/fixtures/models/join-pages.json", 1);
+    kp_design *d = propose(m);
+    const kp_plan *p = plan_of(d, "pois-near-hotel");
+    int joins = 0;
+    for (size_t i = 0; i < p->op_count; i++) {
+        assert_string_not_equal(p->ops[i].container, "point_of_interest");
+        if (strstr(p->ops[i].container, "hotel_poi")) {
+            joins++;
+            assert_non_null(strstr(p->ops[i].why, "paging state"));
+        }
+    }
+    assert_int_equal(joins, 1);
+    assert_int_equal((int)p->requests_max, 2);
+    const cq_layout *L = d->layout;
+    int copies = 0, hotel_copies = 0;
+    for (size_t i = 0; i < L->table_count; i++)
+        for (size_t k = 0; k < L->tables[i]->col_count; k++) {
+            const cq_column *c = &L->tables[i]->cols[k];
+            if (!c->via) continue;
+            if (!strcmp(L->tables[i]->name, "hotel_poi_by_hotel_id_poi_name") && !strcmp(c->attr->name, "description")) copies++;
+            if (!strcmp(c->entity->name, "Hotel")) hotel_copies++;
+        }
+    assert_int_equal(copies, 1);
+    assert_int_equal(hotel_copies, 0);
+    const kp_write_plan *wp = NULL;
+    for (size_t i = 0; i < m->write_count; i++)
+        if (!strcmp(m->writes[i]->name, "describe-poi")) wp = &d->write_plans[i];
+    assert_non_null(wp);
+    assert_true(wp->items > 5.9 && wp->items < 6.1);
+    assert_string_equal(wp->mechanism, "logged batch");
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
 static void test_a_lookup_by_key_reads_the_table_by_key(void **state)
 {
     (void)state;
@@ -583,6 +626,7 @@ int main(void)
         cmocka_unit_test(test_a_ranged_token_page_over_buckets_reads_a_page_per_bucket),
         cmocka_unit_test(test_a_bucketed_join_reads_a_page_per_bucket),
         cmocka_unit_test(test_a_join_page_pages_the_join_rows_not_the_targets),
+        cmocka_unit_test(test_join_rows_copy_what_their_listing_returns),
         cmocka_unit_test(test_a_lookup_by_key_reads_the_table_by_key),
         cmocka_unit_test(test_a_partition_larger_than_a_page_counts_its_pages_in_the_bound),
         cmocka_unit_test(test_no_allow_filtering_secondary_index_or_view_in_any_example),
