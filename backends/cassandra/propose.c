@@ -1679,7 +1679,6 @@ static void price_references(builder *B, write_sum *S, const kp_write_effect *fx
 static void price_join_copies(builder *B, write_sum *S, const kp_write_effect *fx, const kp_index_list *copying)
 {
     const kp_write_step *st = fx->step;
-    double per = fx->records > 0 ? fx->records : 1;
     for (size_t j = 0; st->op != KP_WRITE_INSERT && st->op != KP_WRITE_DELETE && j < copying->count; j++) {
         const cq_table *t = B->L->tables[copying->at[j]];
         const cq_column *moved = NULL;
@@ -1689,14 +1688,8 @@ static void price_join_copies(builder *B, write_sum *S, const kp_write_effect *f
                 if (st->assigns[a].attr == c->attr) moved = c;
         }
         if (!moved) continue;
-        kp_write_effect *ref = kp_arena_alloc(B->A, sizeof *ref);
+        const kp_write_effect *ref = kp_copy_join_effect(B->A, fx, t->entity, moved->via);
         if (!ref) return;
-        *ref = *fx;
-        ref->kind = KP_EFFECT_REFERENCE;
-        ref->entity = t->entity;
-        ref->rel = moved->via;
-        ref->per_record = kp_copy_holders_per(moved->via);
-        ref->count = per * ref->per_record;
         add_touch(B, S, ref, t->name, kp_arena_printf(B->A, "copy of %s.%s in the %s rows that name it", st->entity->name,
                                                   moved->attr->name, t->entity->name),
                   ref->count, ref->count * t->row_bytes);

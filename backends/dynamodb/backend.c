@@ -7,6 +7,7 @@
  * copies come from, so a resumed or repeated seed writes byte-identical items
  * (idempotent puts keyed by PK/SK).
  */
+#include "backends/copies.h"
 #include "backends/dynamodb/ddb.h"
 
 #include <stdio.h>
@@ -141,7 +142,7 @@ int kp_ddb_item_for(const kp_design *d, const kp_dataset *data, const kp_record 
     /* copies of the referenced records' attributes (none without the data they come from) */
     for (size_t i = 0; data && i < e->copy_count; i++) {
         const ddb_copy *c = &e->copies[i];
-        const kp_record *source = kp_dataset_follow_one(data, r, (kp_rel *const *)&c->rel, 1);
+        const kp_record *source = kp_copy_source(data, r, c->rel);
         cJSON *av = source ? kp_ddb_to_attribute_value(&c->attr->type, kp_record_get(source, c->attr)) : NULL;
         if (av) cJSON_AddItemToObject(item, c->name, av);
     }

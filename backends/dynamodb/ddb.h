@@ -158,7 +158,8 @@ struct ddb_fetch {
     double whole;                   /* items a root-set Query's key range holds: what a read without
                                        Limit takes (the client sorts, or the server filters) */
     /* DDB_COPY: for each attribute of the referenced record, the parent record's attribute
-     * that holds it (a ddb_copy's name, or the model's own copy_of attribute) */
+     * that holds it (a ddb_copy's name, or the model's own copy_of attribute);
+     * is_join_target: the join item's copies of its target's attributes */
     const char **copy_names;
     const kp_attr **copy_attrs;
     size_t copy_count;

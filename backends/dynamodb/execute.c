@@ -452,7 +452,8 @@ static int copy_level(run *R, const ddb_fetch *f, const pairs *in, pairs *out)
     return 0;
 }
 
-/* The target a join item names (is_join_target): a record of its key alone. */
+/* The target a join item names (is_join_target): a record of its key and the copies of its
+ * attributes the join item holds (copy_names). */
 static kp_frec *join_target(run *R, const ddb_fetch *f, const kp_frec *join)
 {
     int is_nomem;
@@ -462,6 +463,10 @@ static kp_frec *join_target(run *R, const ddb_fetch *f, const kp_frec *join)
         else kp_error_set(R->err, KP_ERR_TARGET, NULL, 0, 0, "a %s item in table %s has no %s key", join->entity->name,
                           table_name(R), f->rel->target->name);
         return NULL;
+    }
+    for (size_t k = 0; k < f->copy_count; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(join->object, f->copy_names[k]);
+        if (v && !cJSON_IsNull(v)) cJSON_AddItemToObject(obj, f->copy_attrs[k]->name, kp_data_copy(v, NULL));
     }
     kp_frec *rec = kp_fetched_add(R->fetched, f->rel->target, obj);
     if (!rec) nomem(R);

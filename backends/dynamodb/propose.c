@@ -2083,11 +2083,40 @@ static void price_references(builder *B, write_sum *S, const kp_write_effect *fx
     S->requests += fx->count;
 }
 
+/* An update of records whose attributes an N:M's join items copy (decide_copies): each join
+ * item that names a changed record is put again, with its index entries. */
+static void price_join_copies(builder *B, write_sum *S, const kp_write_effect *fx)
+{
+    const kp_write_step *st = fx->step;
+    const kp_entity *e = st->entity;
+    for (size_t r = 0; (st->op == KP_WRITE_UPDATE || st->op == KP_WRITE_UPSERT) && r < e->rel_count; r++) {
+        const kp_relation *rel = e->rels[r]->relation;
+        if (rel->link != KP_LINK_THROUGH) continue;
+        const ddb_entity *join = entity_of(B, rel->through);
+        const ddb_copy *moved = NULL;
+        for (size_t k = 0; k < join->copy_count && !moved; k++)
+            for (size_t x = 0; join->copies[k].rel->relation == rel && join->copies[k].rel->target == e && x < st->assign_count; x++)
+                if (st->assigns[x].attr == join->copies[k].attr) moved = &join->copies[k];
+        if (!moved) continue;
+        const kp_write_effect *ref = kp_copy_join_effect(B->arena, fx, rel->through, moved->rel);
+        if (!ref) return;
+        double size = item_bytes(B, rel->through);
+        add_touch(B, S, ref, kp_design_printf(B->d, "copy of %s.%s in the %s items that name it (PutItem each)", e->name,
+                                          moved->attr->name, rel->through->name),
+                  ref->count, ref->count * size, ref->count * write_units(size));
+        index_entries(B, S, ref, join, ref->count, "copying ");
+        S->requests += ref->count;
+    }
+}
+
 static void price_effect(builder *B, write_sum *S, const kp_write_effect *fx, const paired_index *X)
 {
     const kp_write_step *st = fx->step;
     switch (fx->kind) {
-    case KP_EFFECT_RECORDS: price_records(B, S, fx); break;
+    case KP_EFFECT_RECORDS:
+        price_records(B, S, fx);
+        price_join_copies(B, S, fx);
+        break;
     case KP_EFFECT_PAIRING: price_pairing(B, S, fx, X); break;
     case KP_EFFECT_COPY: {
         /* a denormalised copy of a changed attribute, elsewhere: found by a Query, then updated */
@@ -2454,6 +2483,12 @@ static void find_copy_sites(builder *B, const kp_pattern *p, ddb_fetch *f, const
         !kp_ddb_next_hop(f) && f->source == DDB_FROM_PARENT && !f->base.is_independent && parent->entity &&
         parent->entity->entity == r->source)
         kp_copy_sites_add(B->arena, out, f, parent, p, r, NULL);
+    /* the targets of an N:M read by key after a page of its join items, which copies in the
+     * join items could answer (an adjacency list that holds what its listing returns) */
+    ddb_fetch *g = kp_ddb_next_hop(f);
+    if (f->is_join_ordered && g && g->kind == DDB_BATCH_GET && g->shape && g->shape->kind == KP_SHAPE_EACH &&
+        !g->base.child_count && !kp_ddb_next_hop(g) && !g->is_scan)
+        kp_copy_sites_add(B->arena, out, g, f, p, f->rel, NULL);
     const ddb_fetch *end = f;
     for (ddb_fetch *h = kp_ddb_next_hop(f); h; h = kp_ddb_next_hop(h)) { find_copy_sites(B, p, h, end, out); end = h; }
     for (size_t i = 0; i < end->base.child_count; i++) find_copy_sites(B, p, kp_ddb_child(end, i), end, out);
@@ -2482,7 +2517,9 @@ static void decide_copies(builder *B)
     for (size_t i = 0, end; i < sites.count; i = end) {
         for (end = i + 1; end < sites.count && sites.items[end].group_id == sites.items[i].group_id;) end++;
         const kp_rel *r = sites.items[i].rel;
-        ddb_entity *de = entity_of(B, r->source);
+        /* the items that hold the copies: the referencing entity's, or an N:M's join items */
+        const kp_entity *holder = r->relation->link == KP_LINK_THROUGH ? r->relation->through : r->source;
+        ddb_entity *de = entity_of(B, holder);
         kp_copy_verdict v;
         kp_copy_weigh(B->arena, B->m, B->mix, &sites.items[i], end - i, copy_site_items, attr_bytes, &v);
         const char *names = "";
@@ -2500,14 +2537,14 @@ static void decide_copies(builder *B)
             }
             names = bprintf(B, "%s%s%s", names, k ? ", " : "", copy_names[k]);
         }
-        kp_decision *dc = kp_design_decide(B->d, bprintf(B, "%s.%s", r->source->name, r->name ? r->name : r->target->name),
+        kp_decision *dc = kp_design_decide(B->d, bprintf(B, "%s.%s", holder->name, r->name ? r->name : r->target->name),
             v.is_taken ? (v.added.attr_count ? bprintf(B, "copy %s.{%s} into each %s item (%s): no read of the %s item", r->target->name, v.fields,
-                                              r->source->name, names, r->target->name)
+                                              holder->name, names, r->target->name)
                     : v.need.attr_count ? bprintf(B, "%s.{%s} from each %s item's own copy (%s): no read of the %s item", r->target->name,
-                                                v.fields, r->source->name, names, r->target->name)
+                                                v.fields, holder->name, names, r->target->name)
                                       : bprintf(B, "the %s's key from the %s item's own foreign key: no read of the %s item",
-                                                r->target->name, r->source->name, r->target->name))
-                 : bprintf(B, "reference: read the %s item by key for each %s item", r->target->name, r->source->name),
+                                                r->target->name, holder->name, r->target->name))
+                 : bprintf(B, "reference: read the %s item by key for each %s item", r->target->name, holder->name),
             !v.is_few ? bprintf(B, "the patterns read %s of the %s through %s: too much to copy into every item",
                            v.need.is_unfit ? "more" : v.fields, r->target->name, r->name ? r->name : "the reference")
                  : v.is_all_own ? bprintf(B, "the model keeps the copy in step (copy_of); it saves reading "
@@ -2526,6 +2563,16 @@ static void decide_copies(builder *B)
             ddb_fetch *hop = s->hop;
             kp_decision_add_pattern(B->d, dc, s->p);
             if (!v.is_taken) continue;
+            if (holder != r->source) {
+                /* the join items' page answers the listing: no BatchGetItem */
+                ddb_fetch *join = (ddb_fetch *)s->parent;
+                join->is_join_target = 1;
+                join->base.next_hop = NULL;
+                join->copy_names = copy_names;
+                join->copy_attrs = attrs;
+                join->copy_count = v.need.attr_count;
+                continue;
+            }
             hop->kind = DDB_COPY;
             hop->copy_names = copy_names;
             hop->copy_attrs = attrs;
