@@ -72,6 +72,8 @@ typedef struct cq_table {
     size_t cause_count, cause_cap;
     double rows, bytes, row_bytes, max_partition_rows;
     double row_bytes_max;           /* a row at its largest: every column present at its size model's maximum */
+    double rows_per_record;     /* rows one record has here: its array's elements on average for a
+                                   table keyed by them (0: one) */
     const char *why;
 } cq_table;
 
@@ -117,6 +119,7 @@ struct cq_fetch {
     cq_bind *binds;             /* equality on every partition column (and leading clustering) */
     size_t bind_count;
     const kp_cond *range;       /* on the first free clustering column, or NULL */
+    const kp_cond *range_hi;    /* its other bound, a condition of its own (`>= :from`, `<= :until`), or NULL */
     const cq_column *range_col;
     const kp_cond **client_conds;  /* tested on the records read */
     size_t client_cond_count;

@@ -238,6 +238,10 @@ static int build(run *R, const cq_fetch *f, const kp_frec *parent, int bucket, c
                 default: lo_op = ">=", lo_v = lo; break;
                 }
             }
+            const kp_cond *hc = f->range_hi;
+            const cJSON *other = !hc ? NULL : hc->value.param ? param_value(R, hc->value.param) : hc->value.literal;
+            if (other && (hc->op == KP_OP_LT || hc->op == KP_OP_LE)) hi_op = hc->op == KP_OP_LT ? "<" : "<=", hi_v = other;
+            else if (other) lo_op = hc->op == KP_OP_GT ? ">" : ">=", lo_v = other;
         }
         if (from && from_lower) lo_op = ">=", lo_v = from;
         else if (from) hi_op = "<=", hi_v = from;

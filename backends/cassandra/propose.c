@@ -315,6 +315,15 @@ static void add_client_cond(builder *B, cq_fetch *f, const kp_cond *c)
 
 static int is_range_op(kp_op op) { return op != KP_OP_EQ; }
 
+/* Is c the other bound of `range` on the same attribute (`>= :from` with `<= :until`)? Both
+ * go in one clustering range, as a `between` does. */
+static int closes_range(const kp_cond *range, const kp_cond *c)
+{
+    if (!range || c->path_len || range->path_len || c->attr != range->attr) return 0;
+    int lower = range->op == KP_OP_GT || range->op == KP_OP_GE, upper = range->op == KP_OP_LT || range->op == KP_OP_LE;
+    return (lower && (c->op == KP_OP_LT || c->op == KP_OP_LE)) || (upper && (c->op == KP_OP_GT || c->op == KP_OP_GE));
+}
+
 static int is_eq_bindable(const kp_cond *c)
 {
     return c->path_len == 0 && c->op == KP_OP_EQ && (!c->value.param || !c->value.param->is_optional);
@@ -513,6 +522,8 @@ static cq_fetch *hop_fetch(walk *W, const kp_rel *r, const kp_shape *s, int is_l
             } else if (c->path_len == 0 && is_range_op(c->op) && !range && kp_type_is_orderable(c->attr->type.kind) &&
                        (!os || !os->order_count || os->order[0].attr == c->attr)) {
                 range = c;
+            } else if (!f->range_hi && closes_range(range, c)) {
+                f->range_hi = c;
             } else {
                 add_client_cond(B, f, c);
             }
@@ -609,6 +620,8 @@ static cq_fetch *hop_fetch(walk *W, const kp_rel *r, const kp_shape *s, int is_l
     f->rel = r;
     double rows = r->fanout && r->fanout->max > 0 ? r->fanout->max : 1;
     f->table = query_table(B, t, NULL, os, W->p, rows);
+    /* a record has a row per element of its array (the relation's fan-out from the holder) */
+    ((cq_table *)f->table)->rows_per_record = rel->fanout.avg > 0 ? rel->fanout.avg : 1;
     for (size_t i = 0; i < f->table->pk_count; i++)
         if (f->table->cols[i].is_element) add_bind(B, f, &f->table->cols[i], CQ_SRC_PARENT, NULL, r->source->key[0]);
     return f;
@@ -865,11 +878,13 @@ static cq_fetch *plan_pattern(builder *B, const kp_pattern *p)
             } else if (c->path_len == 0 && is_range_op(c->op) && !range && kp_type_is_orderable(c->attr->type.kind) &&
                        (!rs || !rs->order_count || rs->order[0].attr == c->attr || neq == 0)) {
                 range = c;
+            } else if (!root->range_hi && closes_range(range, c)) {
+                root->range_hi = c;
             }
         }
         for (size_t i = 0; i < p->where_count; i++) {
             const kp_cond *c = &p->where[i];
-            if (c == range || (is_eq_bindable(c))) continue;
+            if (c == range || c == root->range_hi || (is_eq_bindable(c))) continue;
             if (c->path_len) leaf_hops(&W, root, c->path, c->path_len);
             add_client_cond(B, root, c);
         }
@@ -927,6 +942,7 @@ static cq_fetch *plan_pattern(builder *B, const kp_pattern *p)
                 const kp_cond *c = &each->where[i];
                 if (c->path_len == 0 && is_range_op(c->op) && !range && kp_type_is_orderable(c->attr->type.kind) &&
                     (!each->order_count || each->order[0].attr == c->attr)) range = c;
+                else if (!f->range_hi && closes_range(range, c)) f->range_hi = c;
                 else ok = 0;
             }
             if (ok) {
@@ -1230,6 +1246,7 @@ const char *kp_cq_select_text(kp_arena *A, const cq_fetch *f, const char *ks, co
         if (f->range->op == KP_OP_BETWEEN) s = kp_arena_printf(A, "%s AND %s >= ? AND %s <= ?", s, c, c);
         else if (f->range->op == KP_OP_BEGINS_WITH) s = kp_arena_printf(A, "%s AND %s >= ? AND %s < ?", s, c, c);
         else s = kp_arena_printf(A, "%s AND %s %s ?", s, c, op_text(f->range->op));
+        if (f->range_hi) s = kp_arena_printf(A, "%s AND %s %s ?", s, c, op_text(f->range_hi->op));
     }
     if (f->limit || f->limit_param) s = kp_arena_printf(A, "%s LIMIT ?", s);
     return s;
@@ -1566,6 +1583,9 @@ static const cq_column *read_first(const kp_write_step *st, const cq_table *t)
     return NULL;
 }
 
+/* The rows of one record in t: one, or its array's elements in a table keyed by them. */
+static double record_rows(const cq_table *t) { return t->rows_per_record > 0 ? t->rows_per_record : 1; }
+
 static kp_write_touch *add_touch(builder *B, write_sum *S, const kp_write_effect *fx, const char *container, const char *what,
                                  double count, double bytes)
 {
@@ -1616,7 +1636,7 @@ static void price_records(builder *B, write_sum *S, const kp_write_effect *fx, c
                       kp_arena_printf(B->A, "%s row%s%s", st->entity->name,
                                       t->is_base ? "" : kp_arena_printf(B->A, " (copy keyed by %s)", t->cols[0].name),
                                       moves ? ": its key changes, deleted and inserted again" : ""),
-                      per * (moves ? 2 : 1), per * (moves ? 2 : 1) * t->row_bytes);
+                      per * (moves ? 2 : 1) * record_rows(t), per * (moves ? 2 : 1) * record_rows(t) * t->row_bytes);
         int b = t->buckets > 1 ? t->buckets : 1;
         if (t->parent == st->entity && st->op != KP_WRITE_INSERT)
             add_touch(B, S, fx, t->name, kp_arena_printf(B->A, "static columns of %s (%d partition%s)", st->entity->name, b, b == 1 ? "" : "s"),
@@ -1643,7 +1663,7 @@ static void price_rows(builder *B, write_sum *S, const kp_write_effect *fx, cons
                   kp_arena_printf(B->A, "%s %s row%s%s", what, fx->entity->name,
                                   t->is_base ? "s" : kp_arena_printf(B->A, "s (copy keyed by %s)", t->cols[0].name),
                                   keyed ? ", deleted (a key column cannot be null)" : ""),
-                  fx->count, fx->count * t->row_bytes);
+                  fx->count * record_rows(t), fx->count * record_rows(t) * t->row_bytes);
     }
 }
 
@@ -1665,7 +1685,7 @@ static void price_references(builder *B, write_sum *S, const kp_write_effect *fx
         const kp_write_effect *via = fx;
         while (moved && via < end && via->rel != moved->via) via++;
         if (!moved || via == end) continue; /* via == end never: a copy is taken only over a reference (kp_copy_sites_add) */
-        double count = per * via->per_record;
+        double count = per * via->per_record * record_rows(t);
         add_touch(B, S, via, t->name, kp_arena_printf(B->A, "copy of %s.%s in the %s rows that reference it", st->entity->name,
                                                  moved->attr->name, t->entity->name),
                   count, count * t->row_bytes);
