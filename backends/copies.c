@@ -151,14 +151,18 @@ long kp_copy_sites_group(kp_arena *arena, kp_copy_sites *sites)
 
 static const kp_rel *reverse(const kp_rel *r) { return r->is_inverse ? &r->relation->forward : &r->relation->inverse; }
 
+int kp_copy_holder_records(const kp_dataset *data, const kp_record *target, const kp_rel *via, kp_record_list *out, kp_error *err)
+{
+    /* the referencing records, or an N:M's join records */
+    if (via->relation->link == KP_LINK_THROUGH) return kp_dataset_dependents(data, target, via->relation, out, err);
+    return kp_dataset_follow(data, target, reverse(via), out, err);
+}
+
 int kp_copy_holders(const kp_dataset *before, const kp_dataset *after, const kp_record *target, const kp_dataset *target_data,
                     const kp_rel *via, kp_record_list *done, kp_copy_holder_fn fn, void *ctx, kp_error *err)
 {
     kp_record_list refs = {0};
-    /* the records that hold the copies: the referencing ones, or an N:M's join records */
-    if (via->relation->link == KP_LINK_THROUGH ? kp_dataset_dependents(target_data, target, via->relation, &refs, err)
-                                               : kp_dataset_follow(target_data, target, reverse(via), &refs, err))
-        return -1;
+    if (kp_copy_holder_records(target_data, target, via, &refs, err)) return -1;
     int rc = 0;
     for (size_t j = 0; j < refs.count && rc == 0; j++)
         rc = kp_copy_once(before, after, refs.items[j]->entity, refs.items[j]->object, done, fn, ctx, err);

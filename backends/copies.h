@@ -91,6 +91,10 @@ void kp_copy_weigh(kp_arena *arena, const kp_model *m, const kp_mix *mix, const 
  * -1 when out of memory. */
 long kp_copy_sites_group(kp_arena *arena, kp_copy_sites *sites);
 
+/* The records that hold copies of `target` over `via` in `data`: those that reference it, or
+ * for an N:M the join records naming it. 0, or -1 (err set). */
+int kp_copy_holder_records(const kp_dataset *data, const kp_record *target, const kp_rel *via, kp_record_list *out, kp_error *err);
+
 /* Calls fn once for each record that references `target` (reached over the reverse of
  * `via` in `target_data`) and is the same in both datasets — one whose copies of target's
  * attributes a write moved without changing it — unless `done` holds it already (then it

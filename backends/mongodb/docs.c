@@ -26,6 +26,7 @@
  * doc, which is what read-back sees — checksums on both sides are computed on it.
  */
 #include "backends/assemble.h"
+#include "backends/copies.h"
 #include "backends/mongodb/mongo.h"
 
 #include <inttypes.h>
@@ -557,8 +558,7 @@ static int add_extrefs(const mg_entity *me, const kp_dataset *data, const kp_rec
     for (size_t i = 0; i < me->extref_count; i++) {
         const mg_extref *x = &me->extrefs[i];
         if (inside && x->rel->relation == inside->relation) continue; /* a copy of the document it sits in */
-        kp_rel *hop = (kp_rel *)x->rel;
-        kp_record *target = kp_dataset_follow_one(data, r, &hop, 1);
+        const kp_record *target = kp_copy_source(data, r, x->rel);
         if (!target) continue;
         cJSON *sub = cJSON_CreateObject();
         for (size_t k = 0; sub && k < x->attr_count; k++) {

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "backends/assemble.h"
+#include "backends/copies.h"
 #include "backends/mongodb/conn.h"
 #include "backends/mongodb/mongo.h"
 #include "core/data.h"
@@ -449,14 +450,13 @@ static int level_nested(run *R, const mg_fetch *f, const pairs *in, pairs *out)
                 if (d->container && d->container->entity == t && pairs_push(out, d->container, origin, from)) return nomem(R);
                 continue;
             }
-            const kp_relation *rel = f->rel->relation;
-            cJSON *object = cJSON_CreateObject();
-            for (size_t k = 0; k < t->key_count; k++)
-                for (size_t x = 0; x < rel->fk_count; x++)
-                    if (rel->ref_attrs[x] == t->key[k]) {
-                        const cJSON *v = cJSON_GetObjectItemCaseSensitive(from->object, rel->fk_attrs[x]->name);
-                        if (v) cJSON_AddItemToObject(object, t->key[k]->name, kp_data_copy(v, NULL));
-                    }
+            /* the target's key from the referencing record's foreign key (or the join record) */
+            int is_nomem = 0;
+            cJSON *object = kp_copy_target_key(f->rel, from->object, &is_nomem);
+            if (!object) {
+                if (is_nomem) return nomem(R);
+                continue;
+            }
             for (size_t k = 0; k < f->extref->attr_count; k++) {
                 const kp_attr *a = f->extref->attrs[k];
                 const cJSON *e = cJSON_GetObjectItemCaseSensitive(sub, a->name);

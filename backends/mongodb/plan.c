@@ -14,6 +14,7 @@
  * exactly as execute.c measures them.
  */
 #include "backends/mongodb/propose.h"
+#include "backends/copies.h"
 #include "backends/write_effects.h"
 
 #include <math.h>
@@ -583,13 +584,20 @@ static mg_fetch *plan_hop(pctx *P, const mg_entity *from, const kp_rel *r, const
             pairs[2 * k + 1] = far[k];
         }
         int keys_only = s && s->kind == KP_SHAPE_EACH && kp_shape_reads_only_key(s, r->target);
-        mg_fetch *t = new_fetch(B, keys_only ? MG_KEYS : MG_FIND, target);
-        t->coll = kp_mg_home(B->L, r->target);
+        /* the join documents' copies of the targets' fields answer the listing (decide_join_extrefs) */
+        const mg_extref *jx = NULL;
+        for (size_t i = 0; !keys_only && s && s->kind == KP_SHAPE_EACH && !s->where_count && i < join->extref_count; i++)
+            if (join->extrefs[i].rel == r) jx = &join->extrefs[i];
+        mg_fetch *t = new_fetch(B, keys_only ? MG_KEYS : jx ? MG_NESTED : MG_FIND, target);
         t->rel = r;
         t->shape = s;
-        t->match = MG_MATCH_KEY;
-        t->key_from = kp_arena_alloc(B->arena, sizeof *t->key_from * (r->target->key_count ? r->target->key_count : 1));
-        for (size_t k = 0; k < r->target->key_count; k++) t->key_from[k] = far[k];
+        t->extref = jx;
+        if (!jx) {
+            t->coll = kp_mg_home(B->L, r->target);
+            t->match = MG_MATCH_KEY;
+            t->key_from = kp_arena_alloc(B->arena, sizeof *t->key_from * (r->target->key_count ? r->target->key_count : 1));
+            for (size_t k = 0; k < r->target->key_count; k++) t->key_from[k] = far[k];
+        }
         if (keys_only && s) {
             /* order and page the join documents themselves: the order is the target's key */
             order_listing(B, p, j, s, key_field_map, pairs, 1);
@@ -1273,6 +1281,26 @@ static void price_reference(builder *B, write_sum *S, const kp_write_effect *fx)
     }
 }
 
+/* An update of records whose fields the join documents of an N:M copy (decide_join_extrefs):
+ * each join document naming a changed record is rewritten, as any extended reference. */
+static void price_join_extrefs(builder *B, write_sum *S, const kp_write_effect *fx)
+{
+    const kp_write_step *st = fx->step;
+    const kp_entity *e = st->entity;
+    for (size_t r = 0; (st->op == KP_WRITE_UPDATE || st->op == KP_WRITE_UPSERT) && r < e->rel_count; r++) {
+        const kp_relation *rel = e->rels[r]->relation;
+        if (rel->link != KP_LINK_THROUGH || !rel->through) continue;
+        const mg_entity *je = mg_entity_of(B, rel->through);
+        for (size_t i = 0; i < je->extref_count; i++) {
+            const kp_rel *via = je->extrefs[i].rel;
+            if (via->relation != rel || via->target != e) continue;
+            const kp_write_effect *ref = kp_copy_join_effect(B->arena, fx, rel->through, via);
+            if (!ref) return;
+            price_reference(B, S, ref);
+        }
+    }
+}
+
 static void price_copy(builder *B, write_sum *S, const kp_write_effect *fx)
 {
     const mg_collection *cc = kp_mg_home(B->L, fx->entity);
@@ -1321,7 +1349,10 @@ void mg_plan_writes(builder *B)
             const kp_write_effect *fx = &fxs->items[i];
             end = i + 1;
             switch (fx->kind) {
-            case KP_EFFECT_RECORDS: price_records(B, &S, fx, subsets); break;
+            case KP_EFFECT_RECORDS:
+                price_records(B, &S, fx, subsets);
+                price_join_extrefs(B, &S, fx);
+                break;
             case KP_EFFECT_COPY:
             case KP_EFFECT_REFERENCE:
                 while (end < fxs->count && fxs->items[end].step == fx->step &&

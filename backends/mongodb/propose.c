@@ -36,6 +36,7 @@
  * a first page when the data matches the model's averages.
  */
 #include "backends/mongodb/propose.h"
+#include "backends/copies.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -696,6 +697,94 @@ static void collect_extref(builder *B, const kp_pattern *p, const mg_hop_use *u,
     }
 }
 
+/* The same for the join documents of an N:M: what a listing over the hop returns of its
+ * targets (their own fields, those it sorts by), so the join documents answer it with no
+ * find of the targets; a listing with conditions on them, or reading further, is unfit. */
+static void collect_join_extref(builder *B, const kp_pattern *p, const mg_hop_use *u, void *ctx)
+{
+    extref_ctx *c = ctx;
+    const kp_shape *s = u->node;
+    if (u->rel != c->rel) return;
+    if (u->is_cond || u->index + 1 != u->count || !s || s->kind != KP_SHAPE_EACH || s->where_count) { c->is_too_many = 1; return; }
+    const kp_attr *need[16];
+    size_t n = 0;
+    for (size_t k = 0; k < s->order_count && n < 16; k++)
+        if (s->order[k].attr->key_index < 0) need[n++] = s->order[k].attr;
+    for (size_t i = 0; i <= s->member_count; i++) {
+        const kp_shape *m = i < s->member_count ? s->members[i] : s->value;
+        if (!m || m->kind == KP_SHAPE_PARAM || m->kind == KP_SHAPE_TOKEN) continue;
+        if (m->kind != KP_SHAPE_ATTR || m->path_len) { c->is_too_many = 1; return; }
+        if (m->attr->key_index < 0 && n < 16) need[n++] = m->attr;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int seen = 0;
+        for (size_t k = 0; k < c->attr_count; k++) seen |= c->attrs[k] == need[i];
+        if (seen) continue;
+        if (c->attr_count == 16) { c->is_too_many = 1; continue; }
+        c->attrs[c->attr_count++] = need[i];
+    }
+    int counted = 0;
+    for (size_t k = 0; k < c->reader_count; k++) counted |= c->readers[k] == p;
+    if (!counted && c->reader_count < 32) {
+        c->readers[c->reader_count++] = p;
+        c->benefit += mg_pattern_rate(B, p);
+    }
+}
+
+/* Extended references in the join documents of an N:M (the join collection holds what its
+ * listings return of the targets), by the rule of decide_extrefs: the finds of the targets
+ * saved against the join documents the writes that change the copied fields rewrite. */
+static void decide_join_extrefs(builder *B)
+{
+    const kp_model *m = B->m;
+    for (size_t r = 0; r < m->relation_count; r++) {
+        const kp_relation *rel = m->relations[r];
+        if (rel->link != KP_LINK_THROUGH || !rel->through || rel->from == rel->to) continue;
+        mg_entity *je = mg_entity_of(B, rel->through);
+        if (je->parent) continue;
+        for (int dir = 0; dir < 2; dir++) {
+            const kp_rel *h = dir ? &rel->inverse : &rel->forward;
+            extref_ctx c;
+            memset(&c, 0, sizeof c);
+            c.rel = h;
+            mg_walk_patterns_reaching(B, h->target, collect_join_extref, &c);
+            if (!c.reader_count || !c.attr_count) continue;
+            double bytes = 0;
+            for (size_t k = 0; k < c.attr_count; k++) bytes += mg_attr_bytes(c.attrs[k]);
+            int few = c.attr_count <= KP_COPY_ATTRS && bytes <= KP_COPY_BYTES && !c.is_too_many;
+            double cost = 0;
+            if (few) {
+                kp_copy_need need = {.rel = h, .attr_count = c.attr_count};
+                memcpy(need.attrs, c.attrs, sizeof *c.attrs * c.attr_count);
+                cost = kp_copy_write_rate(m, B->mix, &need);
+            }
+            int take = few && c.benefit > cost;
+            const char *fields = "";
+            for (size_t k = 0; k < c.attr_count; k++) fields = mg_bprintf(B, "%s%s%s", fields, k ? ", " : "", c.attrs[k]->name);
+            if (take) {
+                mg_extref *x = kp_arena_push(B->arena, (void **)&je->extrefs, &je->extref_count, &je->extref_cap, sizeof *je->extrefs);
+                if (!x) { B->is_out_of_memory = 1; return; }
+                x->rel = h;
+                x->field = h->name;
+                x->attr_count = c.attr_count;
+                x->attrs = kp_arena_alloc(B->arena, sizeof *x->attrs * c.attr_count);
+                memcpy(x->attrs, c.attrs, sizeof *x->attrs * c.attr_count);
+            }
+            kp_decision *d = kp_design_decide(
+                B->d, mg_bprintf(B, "%s.%s", rel->through->name, h->name ? h->name : "?"),
+                take ? mg_bprintf(B, "extended reference: copy %s.{%s} into '%s' of each %s document", h->target->name, fields,
+                                  h->name, rel->through->name)
+                     : mg_bprintf(B, "reference: find the %s of the join documents by _id", h->target->name),
+                !few ? mg_bprintf(B, "the listings read %s of the %s: too much to copy into every join document",
+                                  c.is_too_many ? "more" : fields, h->target->name)
+                     : mg_bprintf(B, "the finds of the %s it saves (%.0f req/s) %s the join documents the writes that change "
+                                     "%s rewrite (%.1f/s)",
+                                  h->target->name, c.benefit, take ? "outweigh" : "do not outweigh", fields, cost));
+            for (size_t k = 0; d && k < c.reader_count; k++) kp_decision_add_pattern(B->d, d, c.readers[k]);
+        }
+    }
+}
+
 /* A copy keyplan keeps on a record (core/kept_copies.c) whose source this document embeds
  * already, over to-one hops (Order.shippingCarrier, and the order embeds its shipping): the
  * document holds it once, at the embedded field, and finds and indexes read it there. */
@@ -947,6 +1036,7 @@ static int propose_one(const kp_model *m, const kp_mix *mix, int alternative, kp
     make_collections(&B);
     decide_subsets(&B);
     decide_extrefs(&B);
+    decide_join_extrefs(&B);
     decide_aliases(&B);
     decide_computed(&B);
     int rc = 0;

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "backends/mongodb/conn.h"
+#include "backends/copies.h"
 #include "backends/mongodb/mongo.h"
 #include "core/arena.h"
 #include "core/data.h"
@@ -106,7 +107,7 @@ static int holders(const mg_layout *L, const kp_dataset *data, const kp_record *
             const mg_extref *x = &pe->extrefs[i];
             if (x->rel->target != r->entity) continue;
             kp_record_list copies = {0};
-            if (kp_dataset_follow(data, r, reverse(x->rel), &copies, err)) return -1;
+            if (kp_copy_holder_records(data, r, x->rel, &copies, err)) return -1;
             for (size_t k = 0; k < copies.count; k++) {
                 if (document_of(L, data, copies.items[k], o, err)) { kp_record_list_free(&copies); return -1; }
                 /* a copy inside a subset element lives in the subset's parent too */
