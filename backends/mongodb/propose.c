@@ -675,13 +675,9 @@ typedef struct extref_ctx {
     size_t reader_count;
 } extref_ctx;
 
-static void collect_extref(builder *B, const kp_pattern *p, const mg_hop_use *u, void *ctx)
+/* Adds what pattern p reads of the target (n attributes) to c, and p as a reader once. */
+static void extref_add(builder *B, extref_ctx *c, const kp_pattern *p, const kp_attr *const *attrs, size_t n)
 {
-    extref_ctx *c = ctx;
-    if (u->rel != c->rel) return;
-    const kp_attr *attrs[16];
-    size_t n;
-    if (use_attrs(u, attrs, 16, &n)) return;
     for (size_t i = 0; i < n; i++) {
         int seen = 0;
         for (size_t k = 0; k < c->attr_count; k++) seen |= c->attrs[k] == attrs[i];
@@ -695,6 +691,16 @@ static void collect_extref(builder *B, const kp_pattern *p, const mg_hop_use *u,
         c->readers[c->reader_count++] = p;
         c->benefit += mg_pattern_rate(B, p);
     }
+}
+
+static void collect_extref(builder *B, const kp_pattern *p, const mg_hop_use *u, void *ctx)
+{
+    extref_ctx *c = ctx;
+    if (u->rel != c->rel) return;
+    const kp_attr *attrs[16];
+    size_t n;
+    if (use_attrs(u, attrs, 16, &n)) return;
+    extref_add(B, c, p, attrs, n);
 }
 
 /* The same for the join documents of an N:M: what a listing over the hop returns of its
@@ -716,19 +722,7 @@ static void collect_join_extref(builder *B, const kp_pattern *p, const mg_hop_us
         if (m->kind != KP_SHAPE_ATTR || m->path_len) { c->is_too_many = 1; return; }
         if (m->attr->key_index < 0 && n < 16) need[n++] = m->attr;
     }
-    for (size_t i = 0; i < n; i++) {
-        int seen = 0;
-        for (size_t k = 0; k < c->attr_count; k++) seen |= c->attrs[k] == need[i];
-        if (seen) continue;
-        if (c->attr_count == 16) { c->is_too_many = 1; continue; }
-        c->attrs[c->attr_count++] = need[i];
-    }
-    int counted = 0;
-    for (size_t k = 0; k < c->reader_count; k++) counted |= c->readers[k] == p;
-    if (!counted && c->reader_count < 32) {
-        c->readers[c->reader_count++] = p;
-        c->benefit += mg_pattern_rate(B, p);
-    }
+    extref_add(B, c, p, need, n);
 }
 
 /* Extended references in the join documents of an N:M (the join collection holds what its
