@@ -556,6 +556,14 @@ static int run_write(kp_vctx *v, wgen *g, kp_dataset *shadow, const fingerprints
             note(vw, "not exercised: %s", g->gen_problem);
             break;
         }
+        /* a delete or update needs a record to start from: at a small scale the data may hold
+         * none (left), which is not an operation that "did not fit" */
+        const kp_write_step *first = w->step_count ? &w->steps[0] : NULL;
+        if (first && (first->op == KP_WRITE_DELETE || first->op == KP_WRITE_UPDATE) && !first->for_each_len && !kp_dataset_count(v->data, first->entity)) {
+            note(vw, "no %s record left to %s after %d operation%s: the data at this scale holds too few", first->entity->name,
+                 first->op == KP_WRITE_DELETE ? "delete" : "update", vw->ops, vw->ops == 1 ? "" : "s");
+            break;
+        }
         kp_error gen_err;
         if (kp_write_generate(v->data, g->gen, w, operation_seed(v->o->seed, w->name, attempts), &req, &gen_err)) {
             kp_write_request_free(&req);
