@@ -621,7 +621,10 @@ static cq_fetch *hop_fetch(walk *W, const kp_rel *r, const kp_shape *s, int is_l
     double rows = r->fanout && r->fanout->max > 0 ? r->fanout->max : 1;
     f->table = query_table(B, t, NULL, os, W->p, rows);
     /* a record has a row per element of its array (the relation's fan-out from the holder) */
-    ((cq_table *)f->table)->rows_per_record = rel->fanout.avg > 0 ? rel->fanout.avg : 1;
+    cq_table *et = (cq_table *)f->table;
+    et->rows_per_record = rel->fanout.avg > 0 ? rel->fanout.avg : 1;
+    et->rows = et->entity->count * et->rows_per_record;
+    et->bytes = et->rows * et->row_bytes;
     for (size_t i = 0; i < f->table->pk_count; i++)
         if (f->table->cols[i].is_element) add_bind(B, f, &f->table->cols[i], CQ_SRC_PARENT, NULL, r->source->key[0]);
     return f;
