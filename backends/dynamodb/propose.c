@@ -2034,7 +2034,10 @@ static void price_records(builder *B, write_sum *S, const kp_write_effect *fx)
             for (size_t h = 0; !moved && h < ep->hold_count; h++) moved = st->assigns[x].attr == ep->holds[h];
         }
         if (!moved) continue;
-        double per = arr ? (arr->type.avg_items > 0 ? arr->type.avg_items : 1) : (erel->fanout.avg > 0 ? erel->fanout.avg : 1);
+        /* an array holds at most as many distinct references as there are targets (--scale
+         * caps the relation's fan-out; the attribute's own average is not) */
+        double per = erel->fanout.avg > 0 ? erel->fanout.avg : 1;
+        if (arr && arr->type.avg_items > 0 && arr->type.avg_items < per) per = arr->type.avg_items;
         double bytes = element_item_bytes(ep, 0), count = rows * per;
         add_touch(B, S, fx, kp_design_printf(B->d, "%s element items of the %s item (one per element of %s)",
                                          st->op == KP_WRITE_DELETE ? "deleted" : "put", st->entity->name, kp_ddb_elements_name(erel)),
