@@ -374,15 +374,6 @@ static int extref_usable(builder *B, const kp_pattern *p, const mg_entity *me, c
     return 1;
 }
 
-/* A listing without conditions ordered by its elements' key alone (t's). */
-static int ordered_by_key(const kp_shape *s, const kp_entity *t)
-{
-    if (s->where_count || !s->order_count) return 0;
-    for (size_t k = 0; k < s->order_count; k++)
-        if (s->order[k].attr->key_index < 0 || s->order[k].attr->entity != t) return 0;
-    return 1;
-}
-
 static int64_t shape_limit(const kp_shape *s)
 {
     if (!s || s->kind != KP_SHAPE_EACH) return 0;
@@ -410,14 +401,35 @@ static void order_listing(builder *B, const kp_pattern *p, mg_fetch *f, const kp
     if (s->limit_param) f->limit = -1; /* from the parameter at run time */
 }
 
+/* What a join's documents hold of its targets: their key under the join's own attribute
+ * names, and the fields an extended reference copies (or none). */
+typedef struct join_fields {
+    const kp_attr **pairs;      /* [target key attr, join attr] * n, NULL-terminated */
+    const mg_extref *copies;
+} join_fields;
+
 static const char *key_field_map(builder *B, const kp_attr *a, void *ctx)
 {
-    (void)B;
-    /* a join's documents hold the target's key under the join's own attribute names */
-    const kp_attr *const *pairs = ctx; /* [target key attr, join attr] * n, NULL-terminated */
-    for (size_t i = 0; pairs[i]; i += 2)
-        if (pairs[i] == a) return pairs[i + 1]->name;
+    const join_fields *j = ctx;
+    for (size_t i = 0; j->pairs[i]; i += 2)
+        if (j->pairs[i] == a) return j->pairs[i + 1]->name;
+    for (size_t k = 0; j->copies && k < j->copies->attr_count; k++)
+        if (j->copies->attrs[k] == a) return mg_bprintf(B, "%s.%s", j->copies->field, a->name);
     return NULL;
+}
+
+/* A listing without conditions whose order the join documents hold: the targets' key, and
+ * the fields the join copies (or none). */
+static int join_orders(const kp_shape *s, const kp_entity *t, const mg_extref *copies)
+{
+    if (s->where_count || !s->order_count) return 0;
+    for (size_t k = 0; k < s->order_count; k++) {
+        const kp_attr *a = s->order[k].attr;
+        int held = a->entity == t && a->key_index >= 0;
+        for (size_t c = 0; !held && copies && c < copies->attr_count; c++) held = copies->attrs[c] == a;
+        if (!held) return 0;
+    }
+    return 1;
 }
 
 static double fanout_avg(const kp_rel *r) { return r && r->fanout ? r->fanout->avg : 1; }
@@ -598,16 +610,17 @@ static mg_fetch *plan_hop(pctx *P, const mg_entity *from, const kp_rel *r, const
             t->key_from = kp_arena_alloc(B->arena, sizeof *t->key_from * (r->target->key_count ? r->target->key_count : 1));
             for (size_t k = 0; k < r->target->key_count; k++) t->key_from[k] = far[k];
         }
+        join_fields held = {pairs, jx};
         if (keys_only && s) {
             /* order and page the join documents themselves: the order is the target's key */
-            order_listing(B, p, j, s, key_field_map, pairs, 1);
+            order_listing(B, p, j, s, key_field_map, &held, 1);
             j->is_per_parent = j->limit != 0 || j->is_paged;
             t->is_server_ordered = j->is_server_ordered;
-        } else if (s && s->kind == KP_SHAPE_EACH && ordered_by_key(s, r->target)) {
-            /* ordered by the target's key, which the join documents hold: they give the page
-             * (and the token's start); the targets of that page are found by _id and linked in
-             * the join documents' order (execute.c level_by_key) */
-            order_listing(B, p, j, s, key_field_map, pairs, 1);
+        } else if (s && s->kind == KP_SHAPE_EACH && join_orders(s, r->target, jx)) {
+            /* ordered by the target's key, or by fields the join documents copy: they give the
+             * page (and the token's start); the targets of that page are their copies, or found
+             * by _id and linked in the join documents' order (execute.c level_by_key) */
+            order_listing(B, p, j, s, key_field_map, &held, 1);
             j->is_per_parent = j->limit != 0 || j->is_paged;
             t->is_server_ordered = j->is_server_ordered;
         } else {
