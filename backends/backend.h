@@ -198,6 +198,9 @@ typedef struct kp_write_touch {
  * references). */
 typedef struct kp_write_share {
     const kp_entity *per;
+    const kp_rel *via;          /* per NULL: the records that hold copies of the changed records of
+                                   via->target over via (a backend's extended references), `records`
+                                   of them expected; NULL: a fixed count */
     double count;
     double records;             /* each effect's records once */
     const void *last;           /* the effect counted last (building only) */
@@ -286,8 +289,10 @@ kp_write_touch *kp_write_plan_touch(kp_design *design, kp_write_plan *wp);
 struct kp_write_effect;
 void kp_write_plan_items(kp_design *design, kp_write_plan *wp, const struct kp_write_effect *fx, double items);
 /* The items the plan claims for one operation that changed changed[e] records of the
- * model's entity e (what the neutral data's change log shows). */
-double kp_write_plan_items_for(const kp_write_plan *wp, const double *changed);
+ * model's entity e (what the neutral data's change log shows), and whose changed records
+ * have holders(ctx, via) records holding copies of them over via (NULL: as expected). */
+double kp_write_plan_items_for(const kp_write_plan *wp, const double *changed, double (*holders)(void *ctx, const kp_rel *via),
+                               void *ctx);
 /* Notes that the write reads `container` before it writes (kp_write_plan.reads). */
 void kp_write_plan_read(kp_design *design, kp_write_plan *wp, const char *container);
 void kp_decision_add_pattern(kp_design *design, kp_decision *decision, const kp_pattern *pattern);

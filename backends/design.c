@@ -111,23 +111,30 @@ void kp_write_plan_items(kp_design *d, kp_write_plan *wp, const kp_write_effect 
     wp->items += items;
     /* the documents of extended references are not records the write changes */
     const kp_entity *per = fx->kind == KP_EFFECT_REFERENCE || fx->count <= 0 ? NULL : fx->entity;
+    /* their number follows the references the changed records have */
+    const kp_rel *via = fx->kind == KP_EFFECT_REFERENCE && fx->count > 0 ? fx->rel : NULL;
     kp_write_share *x = NULL;
     for (size_t i = 0; i < wp->share_count && !x; i++)
-        if (wp->shares[i].per == per) x = &wp->shares[i];
+        if (wp->shares[i].per == per && wp->shares[i].via == via) x = &wp->shares[i];
     if (!x) x = grow(d, (void **)&wp->shares, &wp->share_count, sizeof *wp->shares);
     if (!x) return;
     x->per = per;
+    x->via = via;
     x->count += items;
-    if (per && x->last != fx) x->records += fx->count;
+    if ((per || via) && x->last != fx) x->records += fx->count;
     x->last = fx;
 }
 
-double kp_write_plan_items_for(const kp_write_plan *wp, const double *changed)
+double kp_write_plan_items_for(const kp_write_plan *wp, const double *changed, double (*holders)(void *ctx, const kp_rel *via),
+                               void *ctx)
 {
     double items = 0;
-    for (size_t i = 0; i < wp->share_count; i++)
-        items += wp->shares[i].per ? wp->shares[i].count * changed[wp->shares[i].per->index] / wp->shares[i].records
-                                   : wp->shares[i].count;
+    for (size_t i = 0; i < wp->share_count; i++) {
+        const kp_write_share *x = &wp->shares[i];
+        if (x->per) items += x->count * changed[x->per->index] / x->records;
+        else if (x->via && holders && x->records > 0) items += x->count * holders(ctx, x->via) / x->records;
+        else items += x->count;
+    }
     return items;
 }
 

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/copies.h"
 #include "core/mutate.h"
 #include "migrations/generate.h"
 #include "migrations/seed.h"
@@ -488,13 +489,39 @@ static int by_record(const void *a, const void *b)
     return x[0] != y[0] ? (x[0] < y[0] ? -1 : 1) : x[1] != y[1] ? (x[1] < y[1] ? -1 : 1) : 0;
 }
 
+/* The records an operation changed, each once: (entity index, serial, log index) triples. */
+typedef struct changed_set {
+    const kp_dataset *data;     /* after the operation */
+    const kp_change_log *log;
+    const uint64_t *keys;
+    size_t count;
+} changed_set;
+
+/* The records holding copies over `via` of the changed records of via->target (the join
+ * records or referencing records whose items a backend rewrites), in the data after it. */
+static double count_holders(void *ctx, const kp_rel *via)
+{
+    const changed_set *cs = ctx;
+    double n = 0;
+    for (size_t i = 0; i < cs->count; i++) {
+        const kp_change *c = &cs->log->items[cs->keys[3 * i + 2]];
+        if (c->entity != via->target || !c->after) continue;
+        const kp_record *r = kp_dataset_find_like(cs->data, c->entity, c->after);
+        kp_record_list holders = {0};
+        kp_error err;
+        if (r && kp_copy_holder_records(cs->data, r, via, &holders, &err) == 0) n += (double)holders.count;
+        kp_record_list_free(&holders);
+    }
+    return n;
+}
+
 /* The items one applied operation wrote (its changes: log[mark..]), against the plan's claim
  * evaluated on the records the operation changed, each record once. */
-static int count_sent(const kp_model *m, kp_verify_write *vw, const kp_write_sent *sent, const kp_change_log *log, size_t mark,
-                      kp_error *err)
+static int count_sent(const kp_model *m, const kp_dataset *data, kp_verify_write *vw, const kp_write_sent *sent,
+                      const kp_change_log *log, size_t mark, kp_error *err)
 {
     size_t n = log->count - mark;
-    uint64_t *keys = malloc((n ? n : 1) * 2 * sizeof *keys);
+    uint64_t *keys = malloc((n ? n : 1) * 3 * sizeof *keys);
     double *changed = calloc(m->entity_count ? m->entity_count : 1, sizeof *changed);
     if (!keys || !changed) {
         free(keys);
@@ -505,15 +532,21 @@ static int count_sent(const kp_model *m, kp_verify_write *vw, const kp_write_sen
     for (size_t i = 0; i < n; i++) {
         const kp_change *c = &log->items[mark + i];
         if (c->before && c->after && kp_data_equal(c->before, c->after, NULL)) continue; /* written as it was */
-        keys[2 * k] = c->entity->index;
-        keys[2 * k + 1] = c->serial;
+        keys[3 * k] = c->entity->index;
+        keys[3 * k + 1] = c->serial;
+        keys[3 * k + 2] = mark + i;
         k++;
     }
     n = k;
-    qsort(keys, n, 2 * sizeof *keys, by_record);
+    qsort(keys, n, 3 * sizeof *keys, by_record);
+    size_t unique = 0;
     for (size_t i = 0; i < n; i++)
-        if (i == 0 || by_record(&keys[2 * i], &keys[2 * i - 2])) changed[keys[2 * i]] += 1;
-    if (vw->plan) vw->claimed_sum += kp_write_plan_items_for(vw->plan, changed);
+        if (i == 0 || by_record(&keys[3 * i], &keys[3 * unique - 3])) {
+            changed[keys[3 * i]] += 1;
+            memmove(&keys[3 * unique++], &keys[3 * i], 3 * sizeof *keys);
+        }
+    changed_set cs = {data, log, keys, unique};
+    if (vw->plan) vw->claimed_sum += kp_write_plan_items_for(vw->plan, changed, count_holders, &cs);
     free(keys);
     free(changed);
 
@@ -603,7 +636,7 @@ static int run_write(kp_vctx *v, wgen *g, kp_dataset *shadow, const fingerprints
         case KP_WRITE_REFUSED: vw->refused++; break;
         }
         if (sent.is_atomic) vw->atomic_exercised++;
-        if (brc == 0 && result.outcome == KP_WRITE_APPLIED && count_sent(v->o->model, vw, &sent, &log, mark, err)) {
+        if (brc == 0 && result.outcome == KP_WRITE_APPLIED && count_sent(v->o->model, v->data, vw, &sent, &log, mark, err)) {
             kp_write_request_free(&req);
             rc = -1;
             break;

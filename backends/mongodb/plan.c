@@ -1411,7 +1411,7 @@ void mg_plan_writes(builder *B)
             wp->requests = 1;
             wp->items = 1;
             if (wp->share_count) {  /* whatever the steps change, one document per operation */
-                wp->shares[0] = (kp_write_share){NULL, 1, 0, NULL};
+                wp->shares[0] = (kp_write_share){.count = 1};
                 wp->share_count = 1;
             }
         } else if (wr->is_atomic) {

@@ -255,6 +255,12 @@ static void test_a_join_page_pages_the_join_rows_not_the_targets(void **state)
  * point by key; the write that describes a point rewrites the join rows naming it in its
  * logged batch (5 on average), and the rows of the hotels' listing, whose hotels are renamed
  * too often to copy, keep no copy. */
+static double nine_holders(void *ctx, const kp_rel *via)
+{
+    (void)ctx;
+    return via->relation->link == KP_LINK_THROUGH ? 9 : 0;
+}
+
 static void test_join_rows_copy_what_their_listing_returns(void **state)
 {
     (void)state;
@@ -288,6 +294,12 @@ static void test_join_rows_copy_what_their_listing_returns(void **state)
     assert_non_null(wp);
     assert_true(wp->items > 5.9 && wp->items < 6.1);
     assert_string_equal(wp->mechanism, "logged batch");
+    /* verify evaluates the claim on the operation's own records: a point named by 9 join rows
+     * claims its row and those 9, not the average 5 */
+    double changed[8] = {0};
+    changed[kp_model_entity(m, "PointOfInterest")->index] = 1;
+    assert_true(fabs(kp_write_plan_items_for(wp, changed, nine_holders, NULL) - 10) < 1e-9);
+    assert_true(fabs(kp_write_plan_items_for(wp, changed, NULL, NULL) - 6) < 1e-9);
     kp_design_free(d);
     kp_model_free(m);
 }
