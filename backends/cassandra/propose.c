@@ -499,6 +499,35 @@ static cq_fetch *by_key(walk *W, const kp_rel *r, const kp_attr *const *from, co
 
 /* The fetch of one relation hop from records of r->source; `s` the node it feeds (its
  * conditions, order and limit apply when it is the last hop). */
+/* The name of the column of t that copies r's target's `a`: "<relation>_<attribute>", made
+ * unique in t. */
+static const char *copy_col_name(builder *B, const cq_table *t, const kp_rel *r, const kp_attr *a)
+{
+    const char *base = kp_arena_printf(B->A, "%s_%s", snake(B->A, r->name ? r->name : r->target->name), snake(B->A, a->name));
+    const char *name = base;
+    for (int k = 2;; k++) {
+        int clash = 0;
+        for (size_t i = 0; i < t->col_count; i++) clash |= t->cols[i].name && t->cols[i].via != r && !strcmp(t->cols[i].name, name);
+        if (!clash) return name;
+        name = kp_arena_printf(B->A, "%s_%d", base, k);
+    }
+}
+
+/* Will the join rows of an N:M listing copy what it returns of its targets (decide_copies
+ * weighs it over every pattern; this is the same rule for this pattern alone)? Then an order
+ * on the targets' own attributes can be the join table's clustering. */
+static int join_copies_likely(walk *W, const kp_rel *r, const kp_shape *os)
+{
+    if (!os || os->kind != KP_SHAPE_EACH || !os->declared_order_count || r->target == r->source) return 0;
+    kp_copy_need need = {.rel = r};
+    kp_copy_need_pattern(&need, W->p);
+    double bytes = 0;
+    for (size_t k = 0; k < need.attr_count; k++) bytes += attr_bytes(need.attrs[k]);
+    if (need.is_unfit || !need.attr_count || bytes > KP_COPY_BYTES) return 0;
+    double rows = shape_limit(os) > 0 ? (double)shape_limit(os) : r->fanout && r->fanout->avg > 0 ? r->fanout->avg : 1;
+    return kp_pattern_rps(W->p, W->B->mix) * rows > kp_copy_write_rate(W->B->m, W->B->mix, &need);
+}
+
 static cq_fetch *hop_fetch(walk *W, const kp_rel *r, const kp_shape *s, int is_last)
 {
     builder *B = W->B;
@@ -546,13 +575,24 @@ static cq_fetch *hop_fetch(walk *W, const kp_rel *r, const kp_shape *s, int is_l
         size_t ntheirs = forward ? rel->through_to_count : rel->through_from_count;
         cq_table *t = new_table(B, j);
         for (size_t k = 0; k < nmine; k++) add_col(B, t, mine[k], j, CQ_PARTITION, 0);
-        /* order by the target's key = the join entity's columns that hold it */
-        int ordered = 1;
+        /* order by the target's key = the join entity's columns that hold it; by another
+         * attribute of the targets, which the join rows will copy (join_copies_likely), = the
+         * copy, a clustering column like the documentation's posts_by_tag (published_at) */
+        int ordered = 1, copies = join_copies_likely(W, r, os);
         for (size_t k = 0; os && k < os->order_count; k++) {
             const kp_attr *a = os->order[k].attr;
             int found = 0;
             if (a->key_index >= 0 && (size_t)a->key_index < ntheirs) {
                 add_col(B, t, theirs[a->key_index], j, CQ_CLUSTERING, os->order[k].is_desc);
+                found = 1;
+            } else if (copies && a->entity == r->target && !a->is_optional) {
+                cq_column *c = add_col(B, t, a, r->target, CQ_CLUSTERING, os->order[k].is_desc);
+                if (c) {
+                    c->via = r;
+                    c->as_target = a;
+                    c->name = copy_col_name(B, t, r, a);
+                    c->quoted = quoted(B->A, c->name);
+                }
                 found = 1;
             }
             if (!found) { ordered = 0; break; }
@@ -563,6 +603,10 @@ static cq_fetch *hop_fetch(walk *W, const kp_rel *r, const kp_shape *s, int is_l
         f->rel = r;
         f->is_join = 1;
         f->table = finish_table(B, t, W->p, rows);
+        for (size_t k = 0; copies && ordered && k < ntheirs; k++) {
+            cq_column *c = (cq_column *)col_of(f->table, theirs[k]);
+            if (c) c->as_target = r->target->key[k];
+        }
         const kp_entity *src = r->source;
         for (size_t k = 0; k < nmine && k < src->key_count; k++) add_bind(B, f, col_of(f->table, mine[k]), CQ_SRC_PARENT, NULL, src->key[k]);
         /* hash buckets come back in no common order: a page needs them all, merged in the client */
@@ -1068,14 +1112,7 @@ static size_t add_copy_col(builder *B, cq_table *t, const kp_rel *r, const kp_at
 {
     for (size_t i = 0; i < t->col_count; i++)
         if (t->cols[i].via == r && t->cols[i].attr == a) return i;
-    const char *base = kp_arena_printf(B->A, "%s_%s", snake(B->A, r->name ? r->name : r->target->name), snake(B->A, a->name));
-    const char *name = base;
-    for (int k = 2;; k++) {
-        int clash = 0;
-        for (size_t i = 0; i < t->col_count; i++) clash |= !strcmp(t->cols[i].name, name);
-        if (!clash) break;
-        name = kp_arena_printf(B->A, "%s_%d", base, k);
-    }
+    const char *name = copy_col_name(B, t, r, a);
     cq_column *c = kp_arena_push(B->A, (void **)&t->cols, &t->col_count, &t->col_cap, sizeof *c);
     c->attr = a;
     c->entity = r->target;
@@ -1101,6 +1138,23 @@ static void join_answers(cq_fetch *join, cq_fetch *targets, const size_t *cols, 
     join->shape = targets->shape;
     join->is_client_ordered |= targets->is_client_ordered;
     join->base.next_hop = NULL;
+}
+
+/* A join read that now answers its listing but was not read in its order (hash buckets, or
+ * the targets sorted in the client): planned again as the listing's own read, so buckets
+ * clustered by the copies answer a page each (LIMIT) and the client only merges. */
+static void join_refinish(builder *B, const kp_pattern *p, cq_fetch *join)
+{
+    walk W = {B, p, 1};
+    join->is_client_ordered = join->is_server_ordered = join->is_merged = join->reads_ties = join->is_paged = 0;
+    join->limit = 0;
+    join->limit_param = NULL;
+    finish_each(&W, join, join->shape);
+    if (join->is_client_ordered && !join->is_merged) {
+        join->is_paged = 0;
+        join->limit = 0;
+        join->limit_param = NULL;
+    }
 }
 
 static void decide_copies(builder *B)
@@ -1160,6 +1214,7 @@ static void decide_copies(builder *B)
             cq_table *base = (cq_table *)hop->table;
             if (((const cq_fetch *)s->parent)->is_join) {
                 join_answers((cq_fetch *)s->parent, hop, cols, attrs, v.need.attr_count);
+                if (((cq_fetch *)s->parent)->is_client_ordered) join_refinish(B, s->p, (cq_fetch *)s->parent);
                 if (base && !tree_reads(B->L->roots[s->p->index], base)) uncause(base, s->p);
                 continue;
             }
@@ -1705,18 +1760,24 @@ static void price_join_copies(builder *B, write_sum *S, const kp_write_effect *f
     for (size_t j = 0; st->op != KP_WRITE_INSERT && st->op != KP_WRITE_DELETE && j < copying->count; j++) {
         const cq_table *t = B->L->tables[copying->at[j]];
         const cq_column *moved = NULL;
-        for (size_t k = 0; k < t->col_count && !moved; k++) {
+        int keyed = 0;  /* a copy that clusters the rows: each row is deleted and inserted again */
+        for (size_t k = 0; k < t->col_count; k++) {
             const cq_column *c = &t->cols[k];
             for (size_t a = 0; c->via && c->via->relation->link == KP_LINK_THROUGH && c->entity == st->entity && a < st->assign_count; a++)
-                if (st->assigns[a].attr == c->attr) moved = c;
+                if (st->assigns[a].attr == c->attr) {
+                    if (!moved) moved = c;
+                    keyed |= k < t->pk_count + t->ck_count;
+                }
         }
         if (!moved) continue;
         const kp_write_effect *ref = kp_copy_join_effect(B->A, fx, t->entity, moved->via);
         if (!ref) return;
-        add_touch(B, S, ref, t->name, kp_arena_printf(B->A, "copy of %s.%s in the %s rows that name it", st->entity->name,
-                                                  moved->attr->name, t->entity->name),
-                  ref->count, ref->count * t->row_bytes);
-        S->copy_rows += ref->count;
+        double count = ref->count * (keyed ? 2 : 1);
+        add_touch(B, S, ref, t->name, kp_arena_printf(B->A, "copy of %s.%s in the %s rows that name it%s", st->entity->name,
+                                                  moved->attr->name, t->entity->name,
+                                                  keyed ? ": it keys them, deleted and inserted again" : ""),
+                  count, count * t->row_bytes);
+        S->copy_rows += count;
     }
 }
 
