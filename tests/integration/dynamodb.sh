@@ -55,10 +55,9 @@ fi
 # every-feature fixture too (a filtered token-paged listing whose page only the client can cut), and
 # bucketed-follows (N:M listings of ids, token pages of 3 and 2, answered from the join items), and
 # join-pages (N:M listings of the targets' attributes, pages of 1 and 2 in the join items' order), and
-# blog-through (an adjacency list of posts per tag in the listing's order, kept by the join items),
 # bucketed-tags (the posts of a tag newest first, from the join items)
 examples=(saas-control-plane:0.004 ecommerce-single-table:0.0002 leaderboard:0.00001 order-response:0.00002 auction-mixes:0.0002
-          every-feature:0.02 bucketed-follows:1 hotel-reservations:0.0005 product-catalog:0.0008 join-pages:1 blog-through:0.001 bucketed-tags:1)
+          every-feature:0.02 bucketed-follows:1 hotel-reservations:0.0005 product-catalog:0.0008 join-pages:1 bucketed-tags:1)
 for entry in "${examples[@]}"; do
     name=${entry%%:*} scale=${entry##*:}
     model=$root/examples/$name/model.json data=$work/$name prefix=it-$$-
