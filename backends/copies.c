@@ -249,16 +249,3 @@ const kp_record *kp_copy_source(const kp_dataset *data, const kp_record *holder,
     cJSON_Delete(key);
     return source;
 }
-
-const kp_write_effect *kp_copy_join_effect(kp_arena *arena, const kp_write_effect *records, const kp_entity *join, const kp_rel *via)
-{
-    kp_write_effect *ref = kp_arena_alloc(arena, sizeof *ref);
-    if (!ref) return NULL;
-    *ref = *records;
-    ref->kind = KP_EFFECT_REFERENCE;
-    ref->entity = join;
-    ref->rel = via;
-    ref->per_record = kp_copy_holders_per(via);
-    ref->count = (records->records > 0 ? records->records : 1) * ref->per_record;
-    return ref;
-}

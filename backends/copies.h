@@ -16,7 +16,6 @@
 #include "core/arena.h"
 #include "core/data.h"
 #include "core/model.h"
-#include "backends/write_effects.h"
 
 #define KP_COPY_ATTRS 4          /* a copy holds a few small attributes, never a record */
 #define KP_COPY_BYTES 256.0      /* and at most this many bytes of them on average */
@@ -118,11 +117,5 @@ const kp_record *kp_copy_source(const kp_dataset *data, const kp_record *holder,
  * derived items a join record moved (DynamoDB's adjacency lists over an N:M). */
 int kp_copy_once(const kp_dataset *before, const kp_dataset *after, const kp_entity *e, const cJSON *like,
                  kp_record_list *done, kp_copy_holder_fn fn, void *ctx, kp_error *err);
-
-/* An update's records (`records`, a KP_EFFECT_RECORDS) as the join records of an N:M that
- * copy their attributes (`join`, over `via`) see it: a reference effect reaching the join
- * records that name them (kp_copy_holders_per each), which a backend prices like the
- * rewrites of any extended reference. Allocated in `arena`; NULL when out of memory. */
-const kp_write_effect *kp_copy_join_effect(kp_arena *arena, const kp_write_effect *records, const kp_entity *join, const kp_rel *via);
 
 #endif

@@ -9,6 +9,8 @@
  */
 #include "backends/write_effects.h"
 
+#include "backends/copies.h"
+
 #include <string.h>
 
 /* For each entity (by index), a run of relation directions: items[first[e] .. first[e + 1]]. */
@@ -28,12 +30,15 @@ static int start_runs(kp_arena *arena, rel_runs *runs, size_t *fill, size_t enti
     return 0;
 }
 
-/* The direction a record of `r->source` references its target by: a to-one foreign key the
- * source holds, to another entity (the references a backend may copy from). */
+/* A direction whose records hold a reference to its target, from which a backend may copy:
+ * a to-one foreign key its source holds, or an N:M whose join records name the targets (the
+ * holders are then the join records), to another entity. */
 static int is_reference(const kp_rel *r)
 {
     const kp_relation *rel = r->relation;
-    return !r->is_many && rel->link == KP_LINK_FOREIGN_KEY && rel->holder == r->source && r->target != r->source;
+    if (r->target == r->source) return 0;
+    if (rel->link == KP_LINK_THROUGH) return rel->through != NULL;
+    return !r->is_many && rel->link == KP_LINK_FOREIGN_KEY && rel->holder == r->source;
 }
 
 /* referencing: per entity, the references to it, in the referencing entities' model order
@@ -177,8 +182,8 @@ static int enumerate_step(kp_arena *arena, kp_write_effect_list *list, const kp_
     }
     for (size_t i = referencing->first[e->index]; is_update && i < referencing->first[e->index + 1]; i++) {
         const kp_rel *ref = referencing->items[i];
-        double avg = ref->relation->fanout.avg;
-        if (!(fx = add(arena, list, KP_EFFECT_REFERENCE, st, s, ref->source, records, avg > 0 ? avg : 1))) return -1;
+        const kp_entity *holder = ref->relation->link == KP_LINK_THROUGH ? ref->relation->through : ref->source;
+        if (!(fx = add(arena, list, KP_EFFECT_REFERENCE, st, s, holder, records, kp_copy_holders_per(ref)))) return -1;
         fx->rel = ref;
     }
     for (size_t i = 0; i < e->aggregated_by_count; i++) {

@@ -30,9 +30,11 @@ typedef enum kp_write_effect_kind {
                                the copy; entity: the records that hold it, reached back along
                                its path) */
     KP_EFFECT_REFERENCE,    /* an update changes records that others reference by a to-one
-                               foreign key (rel: the referencing entity's relation to the step's;
-                               entity: the referencing records), where a backend may keep copies
-                               of the changed attributes (extended references) */
+                               foreign key, or that the join records of an N:M name (rel: the
+                               referencing entity's relation to the step's, or the N:M's
+                               direction to it; entity: the referencing records, or the join
+                               records), where a backend may keep copies of the changed
+                               attributes (extended references) */
     KP_EFFECT_AGGREGATE,    /* a derived aggregate over the step's entity (attr: the aggregate;
                                entity: the record that holds it; count: the holders to update,
                                0 when the write inserts the holder with the value) */

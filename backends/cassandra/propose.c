@@ -1737,45 +1737,20 @@ static void price_references(builder *B, write_sum *S, const kp_write_effect *fx
     for (size_t j = 0; j < copying->count; j++) {
         const cq_table *t = B->L->tables[copying->at[j]];
         const cq_column *moved = NULL;
-        for (size_t k = 0; k < t->col_count && !moved; k++)
+        int keyed = 0;  /* a copy that clusters the rows (join_copies_likely): each is deleted and inserted again */
+        for (size_t k = 0; k < t->col_count; k++)
             for (size_t a = 0; t->cols[k].via && t->cols[k].entity == st->entity && a < st->assign_count; a++)
-                if (st->assigns[a].attr == t->cols[k].attr) moved = &t->cols[k];
+                if (st->assigns[a].attr == t->cols[k].attr) {
+                    if (!moved) moved = &t->cols[k];
+                    keyed |= k < t->pk_count + t->ck_count;
+                }
         const kp_write_effect *via = fx;
         while (moved && via < end && via->rel != moved->via) via++;
         if (!moved || via == end) continue; /* via == end never: a copy is taken only over a reference (kp_copy_sites_add) */
-        double count = per * via->per_record * record_rows(t);
-        add_touch(B, S, via, t->name, kp_arena_printf(B->A, "copy of %s.%s in the %s rows that reference it", st->entity->name,
-                                                 moved->attr->name, t->entity->name),
-                  count, count * t->row_bytes);
-        S->copy_rows += count;
-    }
-}
-
-/* The join tables whose rows copy attributes of an N:M's targets (join_answers), when the
- * step updates those targets: every join row naming a changed record is rewritten, once per
- * table (priced as the extended references above: rows that are not the write's records). */
-static void price_join_copies(builder *B, write_sum *S, const kp_write_effect *fx, const kp_index_list *copying)
-{
-    const kp_write_step *st = fx->step;
-    for (size_t j = 0; st->op != KP_WRITE_INSERT && st->op != KP_WRITE_DELETE && j < copying->count; j++) {
-        const cq_table *t = B->L->tables[copying->at[j]];
-        const cq_column *moved = NULL;
-        int keyed = 0;  /* a copy that clusters the rows: each row is deleted and inserted again */
-        for (size_t k = 0; k < t->col_count; k++) {
-            const cq_column *c = &t->cols[k];
-            for (size_t a = 0; c->via && c->via->relation->link == KP_LINK_THROUGH && c->entity == st->entity && a < st->assign_count; a++)
-                if (st->assigns[a].attr == c->attr) {
-                    if (!moved) moved = c;
-                    keyed |= k < t->pk_count + t->ck_count;
-                }
-        }
-        if (!moved) continue;
-        const kp_write_effect *ref = kp_copy_join_effect(B->A, fx, t->entity, moved->via);
-        if (!ref) return;
-        double count = ref->count * (keyed ? 2 : 1);
-        add_touch(B, S, ref, t->name, kp_arena_printf(B->A, "copy of %s.%s in the %s rows that name it%s", st->entity->name,
-                                                  moved->attr->name, t->entity->name,
-                                                  keyed ? ": it keys them, deleted and inserted again" : ""),
+        double count = per * via->per_record * record_rows(t) * (keyed ? 2 : 1);
+        add_touch(B, S, via, t->name, kp_arena_printf(B->A, "copy of %s.%s in the %s rows that reference it%s", st->entity->name,
+                                                 moved->attr->name, t->entity->name,
+                                                 keyed ? ": it keys them, deleted and inserted again" : ""),
                   count, count * t->row_bytes);
         S->copy_rows += count;
     }
@@ -1864,7 +1839,6 @@ static void plan_writes(builder *B)
             end = i + 1;
             if (fx->kind == KP_EFFECT_RECORDS) {
                 price_records(B, &S, fx, tables_of);
-                price_join_copies(B, &S, fx, &copies_of[fx->entity->index]);
             } else if (fx->kind == KP_EFFECT_COPY && fx->step->op == KP_WRITE_UPDATE) {
                 /* a copy the model declares: a column of each holder's row in every table of it */
                 price_rows(B, &S, fx, tables_of, kp_arena_printf(B->A, "copy of %s.%s in", fx->step->entity->name,

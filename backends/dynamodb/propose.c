@@ -2086,40 +2086,11 @@ static void price_references(builder *B, write_sum *S, const kp_write_effect *fx
     S->requests += fx->count;
 }
 
-/* An update of records whose attributes an N:M's join items copy (decide_copies): each join
- * item that names a changed record is put again, with its index entries. */
-static void price_join_copies(builder *B, write_sum *S, const kp_write_effect *fx)
-{
-    const kp_write_step *st = fx->step;
-    const kp_entity *e = st->entity;
-    for (size_t r = 0; (st->op == KP_WRITE_UPDATE || st->op == KP_WRITE_UPSERT) && r < e->rel_count; r++) {
-        const kp_relation *rel = e->rels[r]->relation;
-        if (rel->link != KP_LINK_THROUGH) continue;
-        const ddb_entity *join = entity_of(B, rel->through);
-        const ddb_copy *moved = NULL;
-        for (size_t k = 0; k < join->copy_count && !moved; k++)
-            for (size_t x = 0; join->copies[k].rel->relation == rel && join->copies[k].rel->target == e && x < st->assign_count; x++)
-                if (st->assigns[x].attr == join->copies[k].attr) moved = &join->copies[k];
-        if (!moved) continue;
-        const kp_write_effect *ref = kp_copy_join_effect(B->arena, fx, rel->through, moved->rel);
-        if (!ref) return;
-        double size = item_bytes(B, rel->through);
-        add_touch(B, S, ref, kp_design_printf(B->d, "copy of %s.%s in the %s items that name it (PutItem each)", e->name,
-                                          moved->attr->name, rel->through->name),
-                  ref->count, ref->count * size, ref->count * write_units(size));
-        index_entries(B, S, ref, join, ref->count, "copying ");
-        S->requests += ref->count;
-    }
-}
-
 static void price_effect(builder *B, write_sum *S, const kp_write_effect *fx, const paired_index *X)
 {
     const kp_write_step *st = fx->step;
     switch (fx->kind) {
-    case KP_EFFECT_RECORDS:
-        price_records(B, S, fx);
-        price_join_copies(B, S, fx);
-        break;
+    case KP_EFFECT_RECORDS: price_records(B, S, fx); break;
     case KP_EFFECT_PAIRING: price_pairing(B, S, fx, X); break;
     case KP_EFFECT_COPY: {
         /* a denormalised copy of a changed attribute, elsewhere: found by a Query, then updated */

@@ -1294,26 +1294,6 @@ static void price_reference(builder *B, write_sum *S, const kp_write_effect *fx)
     }
 }
 
-/* An update of records whose fields the join documents of an N:M copy (decide_join_extrefs):
- * each join document naming a changed record is rewritten, as any extended reference. */
-static void price_join_extrefs(builder *B, write_sum *S, const kp_write_effect *fx)
-{
-    const kp_write_step *st = fx->step;
-    const kp_entity *e = st->entity;
-    for (size_t r = 0; (st->op == KP_WRITE_UPDATE || st->op == KP_WRITE_UPSERT) && r < e->rel_count; r++) {
-        const kp_relation *rel = e->rels[r]->relation;
-        if (rel->link != KP_LINK_THROUGH || !rel->through) continue;
-        const mg_entity *je = mg_entity_of(B, rel->through);
-        for (size_t i = 0; i < je->extref_count; i++) {
-            const kp_rel *via = je->extrefs[i].rel;
-            if (via->relation != rel || via->target != e) continue;
-            const kp_write_effect *ref = kp_copy_join_effect(B->arena, fx, rel->through, via);
-            if (!ref) return;
-            price_reference(B, S, ref);
-        }
-    }
-}
-
 static void price_copy(builder *B, write_sum *S, const kp_write_effect *fx)
 {
     const mg_collection *cc = kp_mg_home(B->L, fx->entity);
@@ -1362,10 +1342,7 @@ void mg_plan_writes(builder *B)
             const kp_write_effect *fx = &fxs->items[i];
             end = i + 1;
             switch (fx->kind) {
-            case KP_EFFECT_RECORDS:
-                price_records(B, &S, fx, subsets);
-                price_join_extrefs(B, &S, fx);
-                break;
+            case KP_EFFECT_RECORDS: price_records(B, &S, fx, subsets); break;
             case KP_EFFECT_COPY:
             case KP_EFFECT_REFERENCE:
                 while (end < fxs->count && fxs->items[end].step == fx->step &&
