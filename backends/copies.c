@@ -83,6 +83,13 @@ void kp_copy_need_pattern(kp_copy_need *need, const kp_pattern *p)
     for (size_t c = 0; c < p->where_count; c++) need_path(need, p->where[c].path, p->where[c].path_len, p->where[c].attr);
 }
 
+int kp_copy_is_few(const kp_copy_need *need, double (*attr_bytes)(const kp_attr *a))
+{
+    double bytes = 0;
+    for (size_t k = 0; k < need->attr_count; k++) bytes += attr_bytes(need->attrs[k]);
+    return !need->is_unfit && bytes <= KP_COPY_BYTES;
+}
+
 double kp_copy_holders_per(const kp_rel *via)
 {
     const kp_relation *rel = via->relation;
@@ -223,16 +230,12 @@ void kp_copy_weigh(kp_arena *arena, const kp_model *m, const kp_mix *mix, const 
         out->saved += kp_pattern_rps(sites[k].p, mix) * parent_rows(sites[k].parent);
     }
     /* what the model copies itself costs nothing more: the cost and size are the new copies' */
-    double bytes = 0;
     out->added.is_unfit = out->need.is_unfit;
     for (size_t k = 0; k < out->need.attr_count; k++)
-        if (!kp_copy_own(r->source, r, out->need.attrs[k])) {
-            out->added.attrs[out->added.attr_count++] = out->need.attrs[k];
-            bytes += attr_bytes(out->need.attrs[k]);
-        }
+        if (!kp_copy_own(r->source, r, out->need.attrs[k])) out->added.attrs[out->added.attr_count++] = out->need.attrs[k];
     out->cost = kp_copy_write_rate(m, mix, &out->added);
     out->is_all_own = out->need.attr_count && !out->added.attr_count;
-    out->is_few = !out->need.is_unfit && bytes <= KP_COPY_BYTES;
+    out->is_few = kp_copy_is_few(&out->added, attr_bytes);
     out->is_taken = out->is_few && out->saved > out->cost;
     out->fields = "";
     for (size_t k = 0; k < out->need.attr_count; k++)

@@ -34,6 +34,10 @@ typedef struct kp_copy_need {
  * the referencing record's foreign key holds are not needed. */
 void kp_copy_need_pattern(kp_copy_need *need, const kp_pattern *p);
 
+/* The rule's "a few small attributes": nothing the patterns read is unfit for a copy, and
+ * need's attributes take at most KP_COPY_BYTES of the backend's own size model. */
+int kp_copy_is_few(const kp_copy_need *need, double (*attr_bytes)(const kp_attr *a));
+
 /* The records that hold copies of one record `via` reaches, on average: those that
  * reference it (the relation's fan-out), or for an N:M the join records naming it. */
 double kp_copy_holders_per(const kp_rel *via);

@@ -538,6 +538,20 @@ static int merge_buckets(run *R, const cq_fetch *f, const reqs *Q, const size_t 
     return 0;
 }
 
+/* Adds to obj the attributes (`attrs`) a row of t copies in its columns `cols` (n of them);
+ * -1 when a cell does not decode (R->err). */
+static int add_copied_cells(run *R, const cq_table *t, const size_t *cols, const kp_attr *const *attrs, size_t n,
+                            const cJSON *row, cJSON *obj)
+{
+    for (size_t k = 0; k < n; k++) {
+        const cq_column *col = &t->cols[cols[k]];
+        cJSON *v = kp_cq_from_cell(col, cJSON_GetObjectItemCaseSensitive(row, col->name), R->err);
+        if (!v && R->err->code) return -1;
+        if (v) cJSON_AddItemToObject(obj, attrs[k]->name, v);
+    }
+    return 0;
+}
+
 /* The records a row's copies give (cq_column.via): for each CQ_COPY child of f, the
  * referenced record made of the row's foreign key and the copied columns, linked under
  * the child's relation; none where the row references nothing. */
@@ -549,12 +563,7 @@ static int link_copies(run *R, const cq_fetch *f, const cJSON *row, kp_frec *rec
         int is_nomem;
         cJSON *obj = kp_copy_target_key(c->rel, rec->object, &is_nomem);
         if (!obj) { if (is_nomem) return nomem(R); continue; }
-        for (size_t k = 0; k < c->copy_count; k++) {
-            const cq_column *col = &f->table->cols[c->copy_cols[k]];
-            cJSON *v = kp_cq_from_cell(col, cJSON_GetObjectItemCaseSensitive(row, col->name), R->err);
-            if (!v && R->err->code) { cJSON_Delete(obj); return -1; }
-            if (v) cJSON_AddItemToObject(obj, c->copy_attrs[k]->name, v);
-        }
+        if (add_copied_cells(R, f->table, c->copy_cols, c->copy_attrs, c->copy_count, row, obj)) { cJSON_Delete(obj); return -1; }
         kp_frec *target = kp_fetched_add(R->fetched, c->entity, obj);
         /* linked as the hop's own read would be: under a leaf's relation, or under its "$one" */
         const void *edge = c->edge_rel ? (const void *)c->edge_rel : (const void *)c->shape;
@@ -634,13 +643,11 @@ static int select_finish(run *R, const cq_fetch *f, reqs *Q, int depth, const pa
                     continue;
                 }
                 /* and the target's attributes the row copies (join_answers in propose.c) */
-                for (size_t k = 0; k < f->copy_count && rc == 0; k++) {
-                    const cq_column *col = &t->cols[f->copy_cols[k]];
-                    cJSON *v = kp_cq_from_cell(col, cJSON_GetObjectItemCaseSensitive(row, col->name), R->err);
-                    if (!v && R->err->code) rc = -1;
-                    else if (v) cJSON_AddItemToObject(obj, f->copy_attrs[k]->name, v);
+                if (add_copied_cells(R, t, f->copy_cols, f->copy_attrs, f->copy_count, row, obj)) {
+                    cJSON_Delete(obj);
+                    rc = -1;
+                    break;
                 }
-                if (rc) { cJSON_Delete(obj); break; }
             }
             kp_frec *rec = kp_fetched_add(R->fetched, f->is_join_keys ? f->rel->target : t->entity, obj);
             if (!rec) { rc = nomem(R); break; }

@@ -521,9 +521,7 @@ static int join_copies_likely(walk *W, const kp_rel *r, const kp_shape *os)
     if (!os || os->kind != KP_SHAPE_EACH || !os->declared_order_count || r->target == r->source) return 0;
     kp_copy_need need = {.rel = r};
     kp_copy_need_pattern(&need, W->p);
-    double bytes = 0;
-    for (size_t k = 0; k < need.attr_count; k++) bytes += attr_bytes(need.attrs[k]);
-    if (need.is_unfit || !need.attr_count || bytes > KP_COPY_BYTES) return 0;
+    if (!need.attr_count || !kp_copy_is_few(&need, attr_bytes)) return 0;
     double rows = shape_limit(os) > 0 ? (double)shape_limit(os) : r->fanout && r->fanout->avg > 0 ? r->fanout->avg : 1;
     return kp_pattern_rps(W->p, W->B->mix) * rows > kp_copy_write_rate(W->B->m, W->B->mix, &need);
 }

@@ -432,6 +432,19 @@ static int scan_array(run *R, const ddb_fetch *f, const kp_frec *from, cJSON *it
     return rc;
 }
 
+/* The referenced record `from` names (over f->rel: its foreign key, or a join item's target)
+ * with the copies of its attributes `from`'s item holds (f->copy_names); NULL when it names
+ * none (or out of memory: *is_nomem). */
+static cJSON *copied_target(const ddb_fetch *f, const kp_frec *from, int *is_nomem)
+{
+    cJSON *obj = kp_copy_target_key(f->rel, from->object, is_nomem);
+    for (size_t k = 0; obj && k < f->copy_count; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(from->object, f->copy_names[k]);
+        if (v && !cJSON_IsNull(v)) cJSON_AddItemToObject(obj, f->copy_attrs[k]->name, kp_data_copy(v, NULL));
+    }
+    return obj;
+}
+
 /* DDB_COPY: the referenced record of each input, made of its foreign key and the copies
  * its item holds; no request. An input that references nothing yields nothing. */
 static int copy_level(run *R, const ddb_fetch *f, const pairs *in, pairs *out)
@@ -440,12 +453,8 @@ static int copy_level(run *R, const ddb_fetch *f, const pairs *in, pairs *out)
         kp_frec *from = in->items[i].rec;
         if (!from) continue;
         int is_nomem;
-        cJSON *obj = kp_copy_target_key(f->rel, from->object, &is_nomem);
+        cJSON *obj = copied_target(f, from, &is_nomem);
         if (!obj) { if (is_nomem) return nomem(R); continue; }
-        for (size_t k = 0; k < f->copy_count; k++) {
-            const cJSON *v = cJSON_GetObjectItemCaseSensitive(from->object, f->copy_names[k]);
-            if (v && !cJSON_IsNull(v)) cJSON_AddItemToObject(obj, f->copy_attrs[k]->name, kp_data_copy(v, NULL));
-        }
         kp_frec *rec = kp_fetched_add(R->fetched, f->entity->entity, obj);
         if (!rec || pairs_push3(out, rec, in->items[i].origin ? in->items[i].origin : from, from)) return nomem(R);
     }
@@ -457,16 +466,12 @@ static int copy_level(run *R, const ddb_fetch *f, const pairs *in, pairs *out)
 static kp_frec *join_target(run *R, const ddb_fetch *f, const kp_frec *join)
 {
     int is_nomem;
-    cJSON *obj = kp_copy_target_key(f->rel, join->object, &is_nomem);
+    cJSON *obj = copied_target(f, join, &is_nomem);
     if (!obj) {
         if (is_nomem) nomem(R);
         else kp_error_set(R->err, KP_ERR_TARGET, NULL, 0, 0, "a %s item in table %s has no %s key", join->entity->name,
                           table_name(R), f->rel->target->name);
         return NULL;
-    }
-    for (size_t k = 0; k < f->copy_count; k++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(join->object, f->copy_names[k]);
-        if (v && !cJSON_IsNull(v)) cJSON_AddItemToObject(obj, f->copy_attrs[k]->name, kp_data_copy(v, NULL));
     }
     kp_frec *rec = kp_fetched_add(R->fetched, f->rel->target, obj);
     if (!rec) nomem(R);

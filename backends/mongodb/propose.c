@@ -743,15 +743,13 @@ static void decide_join_extrefs(builder *B)
             c.rel = h;
             mg_walk_patterns_reaching(B, h->target, collect_join_extref, &c);
             if (!c.reader_count || !c.attr_count) continue;
-            double bytes = 0;
-            for (size_t k = 0; k < c.attr_count; k++) bytes += mg_attr_bytes(c.attrs[k]);
-            int few = c.attr_count <= KP_COPY_ATTRS && bytes <= KP_COPY_BYTES && !c.is_too_many;
-            double cost = 0;
-            if (few) {
-                kp_copy_need need = {.rel = h, .attr_count = c.attr_count};
+            kp_copy_need need = {.rel = h, .is_unfit = c.is_too_many || c.attr_count > KP_COPY_ATTRS};
+            if (!need.is_unfit) {
+                need.attr_count = c.attr_count;
                 memcpy(need.attrs, c.attrs, sizeof *c.attrs * c.attr_count);
-                cost = kp_copy_write_rate(m, B->mix, &need);
             }
+            int few = kp_copy_is_few(&need, mg_attr_bytes);
+            double cost = few ? kp_copy_write_rate(m, B->mix, &need) : 0;
             int take = few && c.benefit > cost;
             const char *fields = "";
             for (size_t k = 0; k < c.attr_count; k++) fields = mg_bprintf(B, "%s%s%s", fields, k ? ", " : "", c.attrs[k]->name);
