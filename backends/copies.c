@@ -90,6 +90,17 @@ int kp_copy_is_few(const kp_copy_need *need, double (*attr_bytes)(const kp_attr 
     return !need->is_unfit && bytes <= KP_COPY_BYTES;
 }
 
+int kp_copy_join_likely(const kp_model *m, const kp_mix *mix, const kp_pattern *p, const kp_rel *r, const kp_shape *os,
+                        double rows, double (*attr_bytes)(const kp_attr *a))
+{
+    if (!os || os->kind != KP_SHAPE_EACH || !os->declared_order_count || r->target == r->source) return 0;
+    if (r->relation->link != KP_LINK_THROUGH) return 0;
+    kp_copy_need need = {.rel = r};
+    kp_copy_need_pattern(&need, p);
+    if (!need.attr_count || !kp_copy_is_few(&need, attr_bytes)) return 0;
+    return kp_pattern_rps(p, mix) * rows > kp_copy_write_rate(m, mix, &need);
+}
+
 double kp_copy_holders_per(const kp_rel *via)
 {
     const kp_relation *rel = via->relation;

@@ -38,6 +38,15 @@ void kp_copy_need_pattern(kp_copy_need *need, const kp_pattern *p);
  * need's attributes take at most KP_COPY_BYTES of the backend's own size model. */
 int kp_copy_is_few(const kp_copy_need *need, double (*attr_bytes)(const kp_attr *a));
 
+/* Will the join records of an N:M listing (os, over r, of pattern p) copy what it returns of
+ * its targets? The rule a backend's decision weighs over every pattern, for this pattern
+ * alone: the listing declares an order, reads a few small attributes, and the target reads
+ * the copies save (`rows` join records per request) outweigh the rewrites. Then an order on
+ * the targets' own attributes can key the join records (a clustering column, an index's
+ * sort key). */
+int kp_copy_join_likely(const kp_model *m, const kp_mix *mix, const kp_pattern *p, const kp_rel *r, const kp_shape *os,
+                        double rows, double (*attr_bytes)(const kp_attr *a));
+
 /* The records that hold copies of one record `via` reaches, on average: those that
  * reference it (the relation's fan-out), or for an N:M the join records naming it. */
 double kp_copy_holders_per(const kp_rel *via);

@@ -513,17 +513,12 @@ static const char *copy_col_name(builder *B, const cq_table *t, const kp_rel *r,
     }
 }
 
-/* Will the join rows of an N:M listing copy what it returns of its targets (decide_copies
- * weighs it over every pattern; this is the same rule for this pattern alone)? Then an order
- * on the targets' own attributes can be the join table's clustering. */
+/* Will the join rows of an N:M listing copy what it returns of its targets
+ * (kp_copy_join_likely: rows per request, the page or the fan-out)? */
 static int join_copies_likely(walk *W, const kp_rel *r, const kp_shape *os)
 {
-    if (!os || os->kind != KP_SHAPE_EACH || !os->declared_order_count || r->target == r->source) return 0;
-    kp_copy_need need = {.rel = r};
-    kp_copy_need_pattern(&need, W->p);
-    if (!need.attr_count || !kp_copy_is_few(&need, attr_bytes)) return 0;
     double rows = shape_limit(os) > 0 ? (double)shape_limit(os) : r->fanout && r->fanout->avg > 0 ? r->fanout->avg : 1;
-    return kp_pattern_rps(W->p, W->B->mix) * rows > kp_copy_write_rate(W->B->m, W->B->mix, &need);
+    return kp_copy_join_likely(W->B->m, W->B->mix, W->p, r, os, rows, attr_bytes);
 }
 
 static cq_fetch *hop_fetch(walk *W, const kp_rel *r, const kp_shape *s, int is_last)

@@ -91,6 +91,26 @@ static unsigned shard_of(const char *pk, const char *sk, int shards)
     return (unsigned)(h % (uint64_t)shards);
 }
 
+/* An index key of record r: its own attributes, and the copies of its targets' a segment
+ * names (none without the data they come from: the item is not in the index). */
+static int index_key(const kp_dataset *data, const kp_record *r, const ddb_format *f, char *buf, size_t size)
+{
+    int copies = 0;
+    for (size_t i = 0; i < f->count; i++) copies |= f->segs[i].via != NULL;
+    if (!copies) return kp_ddb_format_value(f, r->object, buf, size);
+    const cJSON *values[32];
+    size_t n = 0;
+    for (size_t i = 0; i < f->count; i++) {
+        const ddb_segment *s = &f->segs[i];
+        if (s->literal) continue;
+        if (n == sizeof values / sizeof *values) return -1;
+        const kp_record *source = s->via && data ? kp_copy_source(data, r, s->via) : NULL;
+        values[n++] = !s->via ? cJSON_GetObjectItemCaseSensitive(r->object, s->attr->name)
+                      : source ? kp_record_get(source, s->attr) : NULL;
+    }
+    return kp_ddb_format_values(f, values, n, buf, size);
+}
+
 int kp_ddb_item_for(const kp_design *d, const kp_dataset *data, const kp_record *r, cJSON **out, kp_error *err)
 {
     const ddb_layout *L = d->layout;
@@ -115,8 +135,8 @@ int kp_ddb_item_for(const kp_design *d, const kp_dataset *data, const kp_record 
         const ddb_placement *pl = &e->placements[i];
         if (!meets(r, pl)) continue;
         char ipk[2048], isk[2048];
-        if (pl->index->kind == DDB_GSI && kp_ddb_format_value(&pl->pk, r->object, ipk, sizeof ipk)) continue;
-        if (kp_ddb_format_value(&pl->sk, r->object, isk, sizeof isk)) continue;
+        if (pl->index->kind == DDB_GSI && index_key(data, r, &pl->pk, ipk, sizeof ipk)) continue;
+        if (index_key(data, r, &pl->sk, isk, sizeof isk)) continue;
         if (pl->index->kind == DDB_GSI) {
             if (pl->shards > 1) {
                 size_t len = strlen(ipk);

@@ -46,6 +46,10 @@ typedef struct ddb_segment {
      * required (an item without one is not in the index: sparse). */
     int is_inverted;
     const char *null_text;
+    /* a copy's value (an N:M's join items keyed by what they copy of their target, so an
+     * index reads a listing in an order on the targets' own attributes): attr is the
+     * record's over `via` (kp_copy_source), held in the item as a ddb_copy */
+    const kp_rel *via;
 } ddb_segment;
 
 typedef struct ddb_format {

@@ -204,7 +204,8 @@ const char *kp_ddb_format_describe(kp_arena *arena, const ddb_format *f)
             if (s->width) snprintf(how, sizeof how, ":%d", s->width);
             if (s->is_inverted) snprintf(how + strlen(how), sizeof how - strlen(how), ":inverted");
             if (s->null_text) snprintf(how + strlen(how), sizeof how - strlen(how), ",null=%s", s->null_text);
-            snprintf(part, sizeof part, "<%s%s>", s->attr->name, how);
+            if (s->via) snprintf(part, sizeof part, "<%s.%s%s>", s->via->name ? s->via->name : s->via->target->name, s->attr->name, how);
+            else snprintf(part, sizeof part, "<%s%s>", s->attr->name, how);
             append(buf, sizeof buf, &len, part, strlen(part));
         }
     }

@@ -210,6 +210,7 @@ static int same_format(const ddb_format *a, const ddb_format *b)
     for (size_t i = 0; i < a->count; i++) {
         if ((a->segs[i].literal == NULL) != (b->segs[i].literal == NULL)) return 0;
         if (a->segs[i].literal ? strcmp(a->segs[i].literal, b->segs[i].literal) : a->segs[i].attr != b->segs[i].attr) return 0;
+        if (a->segs[i].via != b->segs[i].via) return 0;
         if (a->segs[i].is_inverted != b->segs[i].is_inverted || (a->segs[i].null_text == NULL) != (b->segs[i].null_text == NULL) ||
             (a->segs[i].null_text && strcmp(a->segs[i].null_text, b->segs[i].null_text)))
             return 0;
@@ -926,6 +927,91 @@ static int join_orders(const kp_shape *s, const kp_rel *r, const ddb_placement *
     return 1;
 }
 
+/* The item attribute of `holder` (a referencing entity, or an N:M's join entity) that holds
+ * a copy of attribute a of the record r reaches ("posts.publishedAt"): one ddb_copy, added
+ * the first time (an index key may need it before the copy decision takes the rest). */
+static const char *held_copy(builder *B, ddb_entity *holder, const kp_rel *r, const kp_attr *a)
+{
+    for (size_t k = 0; k < holder->copy_count; k++)
+        if (holder->copies[k].rel == r && holder->copies[k].attr == a) return holder->copies[k].name;
+    ddb_copy *c = kp_arena_push(B->arena, (void **)&holder->copies, &holder->copy_count, &holder->copy_cap, sizeof *c);
+    if (!c) return NULL;
+    c->rel = r;
+    c->attr = a;
+    c->name = bprintf(B, "%s.%s", r->name ? r->name : r->target->name, a->name);
+    return c->name;
+}
+
+/* A listing over an N:M (r) ordered by its targets' own attributes, which the join items
+ * will copy (kp_copy_join_likely): a global index on the join items, partitioned by the
+ * source's key and sorted by the copies, then the target's key (the Cassandra
+ * documentation's posts_by_tag, as an index). The join items hold the copies the key needs
+ * whatever the copy decision says. NULL: the order cannot be a sort key (an optional part,
+ * a type whose key text does not sort as its values, a direction a part cannot invert). */
+static ddb_placement *copy_ordered_index(builder *B, const kp_pattern *p, const kp_rel *r, const kp_shape *s, ddb_entity *join)
+{
+    const kp_relation *rel = r->relation;
+    const kp_entity *t = r->target;
+    if (!s || s->kind != KP_SHAPE_EACH || s->where_count || !s->order_count || t->key_count != 1) return NULL;
+    if ((r->is_inverse ? rel->through_from_count : rel->through_to_count) != 1) return NULL;
+    const kp_attr *held = r->is_inverse ? rel->through_from[0] : rel->through_to[0];
+    if (held->type.kind != KP_T_STRING && held->type.kind != KP_T_UUID) return NULL;
+    double rows = s->limit > 0 ? (double)s->limit : r->fanout && r->fanout->avg > 0 ? r->fanout->avg : 1;
+    if (!kp_copy_join_likely(B->m, B->mix, p, r, s, rows, attr_bytes)) return NULL;
+    ddb_format sk = {0};
+    fmt_literal(B, &sk, join->prefix);
+    int keyed = 0, copied = 0;
+    for (size_t i = 0; i < s->order_count && !keyed; i++) {
+        const kp_order_key *o = &s->order[i];
+        const kp_attr *a = o->attr;
+        int inverted = o->is_desc != s->order[0].is_desc;
+        if (a->entity != t || a->is_optional || (inverted && !kp_ddb_invertible(a))) return NULL;
+        fmt_literal(B, &sk, "#");
+        if (a == t->key[0]) {
+            if (inverted) return NULL;
+            fmt_attr(B, &sk, held); /* the key breaks every tie: what follows never decides */
+            keyed = 1;
+            continue;
+        }
+        switch (a->type.kind) {
+        case KP_T_STRING: case KP_T_INT: case KP_T_COUNTER: case KP_T_DATE: case KP_T_UUID: break;
+        case KP_T_TIMESTAMP: if (a->encoding == KP_ENC_ISO) break; return NULL;
+        case KP_T_DECIMAL: if (kp_ddb_invertible(a)) break; return NULL;
+        default: return NULL;
+        }
+        fmt_attr(B, &sk, a);
+        sk.segs[sk.count - 1].via = r;
+        sk.segs[sk.count - 1].is_inverted = inverted;
+        copied = 1;
+    }
+    if (!copied) return NULL;
+    if (!keyed) {
+        fmt_literal(B, &sk, "#");
+        fmt_attr(B, &sk, held);
+    }
+    const kp_entity *side = r->is_inverse ? rel->to : rel->from;
+    ddb_format pk = fmt_keyed(B, kp_ddb_entity_prefix(B->arena, B->m, side),
+                              (const kp_attr *const *)(r->is_inverse ? rel->through_to : rel->through_from),
+                              r->is_inverse ? rel->through_to_count : rel->through_from_count);
+    int is_new = 0;
+    ddb_placement *gp = secondary(B, join, 0, pk, sk, NULL, 0, p, &is_new);
+    if (!gp) return NULL;
+    for (size_t i = 0; i < sk.count; i++)
+        if (sk.segs[i].via && !held_copy(B, join, r, sk.segs[i].attr)) return NULL;
+    if (is_new) {
+        kp_decision *x = kp_design_decide(
+            B->d, kp_design_printf(B->d, "%s %s", gp->index->name, rel->through->name),
+            kp_design_printf(B->d, "index on the join items sorted by the copies: %s=%s, %s=%s", gp->index->pk_attr,
+                             kp_ddb_format_describe(B->arena, &pk), gp->index->sk_attr, kp_ddb_format_describe(B->arena, &sk)),
+            kp_design_printf(B->d, "'%s' lists %s.%s of a %s by %s's own attributes: the join items copy them (the reads "
+                                   "saved outweigh the rewrites), so one Query reads a page in the listing's order, where "
+                                   "the join items' key order would make the client read and sort them all",
+                             p->name, side->name, r->name ? r->name : t->name, side->name, t->name));
+        kp_decision_add_pattern(B->d, x, p);
+    }
+    return gp;
+}
+
 static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r, const kp_shape *s, int allow_header_on)
 {
     const kp_relation *rel = r->relation;
@@ -1093,7 +1179,10 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
             /* the join items cannot name the targets' items: the listing reads an adjacency
              * list its targets write instead */
             return element_listing(B, p, r, s, entity_of(B, r->target));
-        if (r->is_inverse) {
+        const ddb_placement *copy_ordered = unkeyed ? NULL : copy_ordered_index(B, p, r, s, join);
+        if (copy_ordered) {
+            pl = copy_ordered;
+        } else if (r->is_inverse) {
             ddb_format pk = fmt_keyed(B, kp_ddb_entity_prefix(B->arena, B->m, rel->to), (const kp_attr *const *)rel->through_to,
                                       rel->through_to_count);
             ddb_format sk = fmt_keyed(B, join->prefix, (const kp_attr *const *)rel->through_from, rel->through_from_count);
@@ -1128,7 +1217,7 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
                 if (side[x] == pl->pk.segs[i].attr) from = r->source->key[x];
             f->pk_from[k++] = from;
         }
-        int is_join_ordered = join_orders(s, r, pl);
+        int is_join_ordered = copy_ordered || join_orders(s, r, pl);
         if (is_join_ordered) {
             /* the join items come in the listing's order: their Query reads a page (and pages) */
             f->shape = s;
@@ -1968,8 +2057,13 @@ static void index_entries(builder *B, write_sum *S, const kp_write_effect *fx, c
         /* an update of an attribute the index key is built on moves the entry: a delete and a put */
         int moves = 0;
         const ddb_format *parts[2] = {&x->pk, &x->sk};
-        for (int f = 0; fx->kind == KP_EFFECT_RECORDS && f < 2; f++)
-            for (size_t g = 0; g < parts[f]->count; g++) moves |= kp_write_step_changes(S->wr, fx->step, parts[f]->segs[g].attr);
+        for (int f = 0; f < 2; f++)
+            for (size_t g = 0; g < parts[f]->count; g++) {
+                /* a key built on a copy moves with the copy the step changes */
+                const ddb_segment *seg = &parts[f]->segs[g];
+                if (fx->kind == KP_EFFECT_RECORDS ? !seg->via : fx->kind == KP_EFFECT_REFERENCE && seg->via == fx->rel)
+                    moves |= kp_write_step_changes(S->wr, fx->step, seg->attr);
+            }
         double count = rows * (x->only_when_count ? 0.5 : 1) * (moves ? 2 : 1);
         S->entries += count;
         add_touch(B, S, fx, kp_design_printf(B->d, "%s entry of the %s%s item%s%s", x->index->name, which, e->entity->name,
@@ -2500,15 +2594,7 @@ static void decide_copies(builder *B)
         const char **copy_names = v.is_taken ? kp_arena_alloc(B->arena, sizeof *copy_names * (v.need.attr_count + 1)) : NULL;
         for (size_t k = 0; v.is_taken && k < v.need.attr_count; k++) {
             const kp_attr *own = kp_copy_own(r->source, r, v.need.attrs[k]);
-            if (own) {
-                copy_names[k] = own->name;
-            } else {
-                ddb_copy *c = kp_arena_push(B->arena, (void **)&de->copies, &de->copy_count, &de->copy_cap, sizeof *c);
-                c->rel = r;
-                c->attr = v.need.attrs[k];
-                c->name = bprintf(B, "%s.%s", r->name ? r->name : r->target->name, v.need.attrs[k]->name);
-                copy_names[k] = c->name;
-            }
+            copy_names[k] = own ? own->name : held_copy(B, de, r, v.need.attrs[k]);
             names = bprintf(B, "%s%s%s", names, k ? ", " : "", copy_names[k]);
         }
         kp_decision *dc = kp_design_decide(B->d, bprintf(B, "%s.%s", holder->name, r->name ? r->name : r->target->name),

@@ -600,6 +600,60 @@ static void test_a_referenced_attribute_is_copied_into_the_referencing_items(voi
     kp_model_free(m);
 }
 
+/* The posts of a tag, newest first, 3 a page (tests/fixtures/models/bucketed-tags.json):
+ * the join items copy each post's publishedAt and title, and an index on them is sorted by
+ * the copied publishedAt, so one Query reads the page in order (the Cassandra
+ * documentation's posts_by_tag as an index). It read every join item of the tag and each
+ * post, and sorted in the client (up to 600,001 items at the declared 300,000 a tag). An
+ * update of a post's publishedAt moves its join items' index entries: a delete and a put. */
+static void test_a_join_ordered_by_its_targets_attribute_keys_an_index_by_the_copy(void **state)
+{
+    (void)state;
+    kp_model *m = load("tests/fixtures/models/bucketed-tags.json");
+    kp_design *d = propose(m);
+    const kp_plan *p = plan_of(d, "posts-by-tag");
+    assert_int_equal((int)p->op_count, 2);
+    assert_string_equal(p->ops[1].op, "Query");
+    assert_int_equal(p->sequential_steps, 1);
+    assert_true(p->items_max <= 1 + 3 + 1);
+    for (size_t i = 0; i < p->op_count; i++) assert_null(strstr(p->ops[i].condition, "sorted in the client"));
+    const kp_write_plan *retime = &d->write_plans[kp_model_write(m, "retime-post")->index];
+    const kp_write_plan *retitle = &d->write_plans[kp_model_write(m, "retitle-post")->index];
+    assert_true(retime->items > retitle->items + 1.5); /* the same items, and each moved entry twice */
+
+    /* the index key of a join item holds its post's publishedAt */
+    kp_dataset *data = NULL;
+    kp_error err;
+    assert_int_equal(kp_dataset_new(m, &data, &err), 0);
+    const char *post = "{\"id\":\"p00001\",\"title\":\"t\",\"publishedAt\":\"2024-03-01T10:00:00.000Z\"}\n";
+    const char *tag = "{\"name\":\"go\"}\n";
+    const char *join = "{\"tagName\":\"go\",\"postId\":\"p00001\"}\n";
+    assert_int_equal(kp_dataset_add_ndjson(data, kp_model_entity(m, "Post"), "p.ndjson", post, strlen(post), &err), 0);
+    assert_int_equal(kp_dataset_add_ndjson(data, kp_model_entity(m, "Tag"), "t.ndjson", tag, strlen(tag), &err), 0);
+    assert_int_equal(kp_dataset_add_ndjson(data, kp_model_entity(m, "PostTag"), "j.ndjson", join, strlen(join), &err), 0);
+    if (kp_dataset_finish(data, &err)) fail_msg("%s", err.message);
+    size_t n;
+    kp_record *const *recs = kp_dataset_records(data, kp_model_entity(m, "PostTag"), &n);
+    assert_int_equal(n, 1);
+    cJSON *item = NULL;
+    assert_int_equal(kp_ddb_item_for(d, data, recs[0], &item, &err), 0);
+    const cJSON *pk = cJSON_GetObjectItem(cJSON_GetObjectItem(item, "GSI1PK"), "S");
+    const cJSON *sk = cJSON_GetObjectItem(cJSON_GetObjectItem(item, "GSI1SK"), "S");
+    assert_non_null(pk);
+    assert_non_null(sk);
+    assert_string_equal(pk->valuestring, "TAG#go");
+    assert_non_null(strstr(sk->valuestring, "2024-03-01T10:00:00"));
+    assert_non_null(strstr(sk->valuestring, "#p00001"));
+    cJSON_Delete(item);
+    /* without the data the copy comes from, the item is not in the index */
+    assert_int_equal(kp_ddb_item_for(d, NULL, recs[0], &item, &err), 0);
+    assert_null(cJSON_GetObjectItem(item, "GSI1SK"));
+    cJSON_Delete(item);
+    kp_dataset_free(data);
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
 /* Comments keyed [postId, id], listed by createdAt with their post: the listing first takes
  * a local index, then merges onto GSI1, where the post is found — the LSI entry would be
  * written for every comment and read by nothing, so the design drops it (and its claim). */
@@ -995,6 +1049,7 @@ int main(void)
         cmocka_unit_test(test_a_client_sorted_listing_claims_the_whole_partition_it_reads),
         cmocka_unit_test(test_a_range_the_base_sort_key_holds_needs_no_local_index),
         cmocka_unit_test(test_a_join_in_its_listings_order_reads_one_page_of_targets),
+        cmocka_unit_test(test_a_join_ordered_by_its_targets_attribute_keys_an_index_by_the_copy),
         cmocka_unit_test(test_an_atomic_write_above_a_transactions_items_is_a_defect),
         cmocka_unit_test(test_a_count_claims_the_pages_it_reads_to_the_end),
         cmocka_unit_test(test_an_order_of_mixed_directions_and_nulls_is_held_by_the_sort_key),
