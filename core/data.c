@@ -1675,44 +1675,183 @@ cJSON *kp_dataset_compute(const kp_dataset *ds, const kp_record *rec, const kp_a
     return NULL;
 }
 
-int kp_dataset_refresh(kp_dataset *ds, kp_data_change_fn changed, void *ctx, kp_error *err)
+/* Recomputes rec's copy_of and derived attributes; replaces it (after `changed`) when one
+ * moved, and says so in *moved. */
+static int recompute(kp_dataset *ds, kp_record *rec, kp_data_change_fn changed, void *ctx, int *moved, kp_error *err)
+{
+    const kp_entity *entity = rec->entity;
+    cJSON *next = NULL;
+    *moved = 0;
+    for (size_t a = 0; a < entity->attr_count; a++) {
+        const kp_attr *attr = entity->attrs[a];
+        if (!is_computed(attr)) continue;
+        int failed = 0;
+        cJSON *v = kp_dataset_compute(ds, rec, attr, &failed);
+        if (failed) { cJSON_Delete(next); return nomem(err); }
+        const cJSON *now = object_get(next ? next : rec->object, attr->name);
+        if (!kp_data_equal(now, v, NULL)) {
+            cJSON *with = kp_record_with(entity, next ? next : rec->object, attr, v);
+            cJSON_Delete(next);
+            next = with;
+            if (!next) { cJSON_Delete(v); return nomem(err); }
+        }
+        cJSON_Delete(v);
+    }
+    if (!next) return 0;
+    *moved = 1;
+    if (changed && changed(ctx, rec, next, err)) { cJSON_Delete(next); return -1; }
+    return kp_dataset_replace(ds, rec, next, err);
+}
+
+static size_t computed_count(const kp_model *m)
 {
     size_t computed = 0;
-    for (size_t e = 0; e < ds->model->entity_count; e++)
-        for (size_t a = 0; a < ds->model->entities[e]->attr_count; a++)
-            computed += is_computed(ds->model->entities[e]->attrs[a]);
+    for (size_t e = 0; e < m->entity_count; e++)
+        for (size_t a = 0; a < m->entities[e]->attr_count; a++) computed += is_computed(m->entities[e]->attrs[a]);
+    return computed;
+}
+
+static int settle_error(const kp_dataset *ds, kp_error *err)
+{
+    return kp_error_set(err, KP_ERR_MODEL, ds->model->file, 0, 0, "copy_of and derived attributes do not settle: "
+                        "they depend on each other in a cycle");
+}
+
+int kp_dataset_refresh(kp_dataset *ds, kp_data_change_fn changed, void *ctx, kp_error *err)
+{
+    size_t computed = computed_count(ds->model);
     if (computed == 0) return 0;
     for (size_t pass = 0; pass < computed + 2; pass++) {
         int any = 0;
         for (size_t e = 0; e < ds->model->entity_count; e++) {
             table *t = &ds->tables[e];
-            const kp_entity *entity = t->entity;
             for (size_t i = 0; i < t->count; i++) {
-                kp_record *rec = t->records[i];
-                cJSON *next = NULL;
-                for (size_t a = 0; a < entity->attr_count; a++) {
-                    const kp_attr *attr = entity->attrs[a];
-                    if (!is_computed(attr)) continue;
-                    int failed = 0;
-                    cJSON *v = kp_dataset_compute(ds, rec, attr, &failed);
-                    if (failed) { cJSON_Delete(next); return nomem(err); }
-                    const cJSON *now = object_get(next ? next : rec->object, attr->name);
-                    if (!kp_data_equal(now, v, NULL)) {
-                        cJSON *with = kp_record_with(entity, next ? next : rec->object, attr, v);
-                        cJSON_Delete(next);
-                        next = with;
-                        if (!next) { cJSON_Delete(v); return nomem(err); }
-                    }
-                    cJSON_Delete(v);
-                }
-                if (!next) continue;
-                any = 1;
-                if (changed && changed(ctx, rec, next, err)) { cJSON_Delete(next); return -1; }
-                if (kp_dataset_replace(ds, rec, next, err)) return -1;
+                int moved;
+                if (recompute(ds, t->records[i], changed, ctx, &moved, err)) return -1;
+                any |= moved;
             }
         }
         if (!any) return 0;
     }
-    return kp_error_set(err, KP_ERR_MODEL, ds->model->file, 0, 0, "copy_of and derived attributes do not settle: "
-                        "they depend on each other in a cycle");
+    return settle_error(ds, err);
+}
+
+/* ---- recomputing near a change --------------------------------------------------------- */
+
+/* The way back over a relation (its other side). */
+static const kp_rel *way_back(const kp_rel *r) { return r->is_inverse ? &r->relation->forward : &r->relation->inverse; }
+
+/* Can the records a change moves be found from the changed records alone? Not when a
+ * computed attribute is itself a link (a foreign key, an array of references, a join
+ * record's side: the walks would need its old value) or a derived filter reaches further
+ * than the aggregated records (a condition with a path). */
+static int is_local(const kp_model *m)
+{
+    for (size_t e = 0; e < m->entity_count; e++)
+        for (size_t a = 0; a < m->entities[e]->attr_count; a++) {
+            const kp_attr *attr = m->entities[e]->attrs[a];
+            if (attr->derived)
+                for (size_t c = 0; c < attr->derived->where_count; c++)
+                    if (attr->derived->where[c].path_len) return 0;
+        }
+    for (size_t i = 0; i < m->relation_count; i++) {
+        const kp_relation *r = m->relations[i];
+        for (size_t k = 0; k < r->fk_count; k++) if (is_computed(r->fk_attrs[k]) || is_computed(r->ref_attrs[k])) return 0;
+        for (size_t k = 0; k < r->through_from_count; k++) if (is_computed(r->through_from[k])) return 0;
+        for (size_t k = 0; k < r->through_to_count; k++) if (is_computed(r->through_to[k])) return 0;
+        if (r->array_attr && is_computed(r->array_attr)) return 0;
+    }
+    return 1;
+}
+
+/* The records whose attribute over `path` (from their entity) may read `rec` (a record of
+ * the dataset, or the object of one that was): those the path reaches it from at any
+ * step — the record at that step holds the link or the value — and, for a join entity's
+ * record, those whose path crosses its N:M. Appended to out (duplicates allowed). */
+static int readers_of(const kp_dataset *ds, const kp_record *rec, const kp_entity *holder, kp_rel *const *path,
+                      size_t path_len, kp_record_list *out, kp_error *err)
+{
+    kp_rel *back[64];
+    if (path_len > sizeof back / sizeof *back) return kp_error_set(err, KP_ERR_INTERNAL, NULL, 0, 0, "path too long");
+    for (size_t j = 0; j <= path_len; j++) {
+        const kp_entity *at = j == 0 ? holder : path[j - 1]->target;
+        const kp_record *from = NULL;
+        if (at == rec->entity) {
+            /* the record itself: the dataset's (rec may be the content of one that was) */
+            from = j ? rec : kp_dataset_find_like(ds, rec->entity, rec->object);
+            if (!from) continue;
+        } else if (j < path_len && path[j]->relation->link == KP_LINK_THROUGH && path[j]->relation->through == rec->entity &&
+                   at == path[j]->source) {
+            /* a join record of the hop from step j: the record at step j it names */
+            const kp_relation *r = path[j]->relation;
+            kp_attr *const *side = path[j]->is_inverse ? r->through_to : r->through_from;
+            size_t n = path[j]->is_inverse ? r->through_to_count : r->through_from_count;
+            const cJSON *values[16];
+            if (n > 16 || n != at->key_count) continue;
+            for (size_t k = 0; k < n; k++) values[k] = kp_record_get(rec, side[k]);
+            from = kp_dataset_find(ds, at, values);
+            if (!from) continue;
+        } else {
+            continue;
+        }
+        for (size_t k = 0; k < j; k++) back[k] = (kp_rel *)way_back(path[j - 1 - k]);
+        if (kp_dataset_follow_path(ds, from, back, j, out, err)) return -1;
+    }
+    return 0;
+}
+
+static int by_address(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(kp_record *const *)a, y = (uintptr_t)*(kp_record *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The records of the dataset whose computed attributes a change of `rec` may move. */
+static int dirty_near(const kp_dataset *ds, const kp_record *rec, kp_record_list *out, kp_error *err)
+{
+    const kp_model *m = ds->model;
+    for (size_t e = 0; e < m->entity_count; e++) {
+        const kp_entity *holder = m->entities[e];
+        for (size_t a = 0; a < holder->attr_count; a++) {
+            const kp_attr *attr = holder->attrs[a];
+            int rc = 0;
+            if (attr->copy_of) rc = readers_of(ds, rec, holder, attr->copy_of->path, attr->copy_of->path_len, out, err);
+            else if (attr->derived) rc = readers_of(ds, rec, holder, attr->derived->path, attr->derived->path_len, out, err);
+            if (rc) return -1;
+        }
+    }
+    return 0;
+}
+
+int kp_dataset_refresh_near(kp_dataset *ds, const kp_entity *const *entities, const cJSON *const *objects, size_t n,
+                            kp_data_change_fn changed, void *ctx, kp_error *err)
+{
+    size_t computed = computed_count(ds->model);
+    if (computed == 0) return 0;
+    if (!is_local(ds->model)) return kp_dataset_refresh(ds, changed, ctx, err);
+    kp_record_list dirty = {0}, moved = {0};
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (!objects[i]) continue;
+        kp_record r = {.entity = entities[i], .object = (cJSON *)objects[i]};
+        rc = dirty_near(ds, &r, &dirty, err);
+    }
+    for (size_t pass = 0; rc == 0 && dirty.count; pass++) {
+        if (pass == computed + 2) { rc = settle_error(ds, err); break; }
+        qsort(dirty.items, dirty.count, sizeof *dirty.items, by_address);
+        moved.count = 0;
+        for (size_t i = 0; i < dirty.count && rc == 0; i++) {
+            kp_record *rec = dirty.items[i];
+            if ((i && rec == dirty.items[i - 1]) || rec->is_deleted) continue;
+            int did = 0;
+            rc = recompute(ds, rec, changed, ctx, &did, err);
+            if (rc == 0 && did && kp_record_list_push(&moved, rec)) rc = nomem(err);
+        }
+        /* what moved is read by others in turn (a copy of a count) */
+        dirty.count = 0;
+        for (size_t i = 0; i < moved.count && rc == 0; i++) rc = dirty_near(ds, moved.items[i], &dirty, err);
+    }
+    kp_record_list_free(&dirty);
+    kp_record_list_free(&moved);
+    return rc;
 }

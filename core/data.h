@@ -150,6 +150,16 @@ int kp_dataset_dependents(const kp_dataset *data, const kp_record *record, const
 typedef int (*kp_data_change_fn)(void *ctx, const kp_record *record, const cJSON *next, kp_error *err);
 int kp_dataset_refresh(kp_dataset *data, kp_data_change_fn changed, void *ctx, kp_error *err);
 
+/* The same after a change of a few records, in time proportional to what they reach: only
+ * the records whose computed attributes can read them are recomputed (the records a
+ * copy's or aggregate's path reaches them from, at any step, and through a join record),
+ * then those that read what moved, until nothing moves. `entities[i]`/`objects[i]` name
+ * each changed record's content before and after the change (an object may be NULL: an
+ * insert's before, a delete's after). Falls back to kp_dataset_refresh where a computed
+ * attribute is itself a link or a derived filter reaches past its records. */
+int kp_dataset_refresh_near(kp_dataset *data, const kp_entity *const *entities, const cJSON *const *objects, size_t n,
+                            kp_data_change_fn changed, void *ctx, kp_error *err);
+
 /* The value a copy_of or derived attribute must have in a record (a new tree, NULL
  * for "absent"). *failed is set on out-of-memory. */
 cJSON *kp_dataset_compute(const kp_dataset *data, const kp_record *record, const kp_attr *attr, int *failed);

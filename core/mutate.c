@@ -12,6 +12,7 @@
 #include "core/mutate.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,6 +213,30 @@ static int refresh_cb(void *ctx, const kp_record *record, const cJSON *next, kp_
     mctx *m = ctx;
     (void)err;
     return log_change(m, record, record->object, next);
+}
+
+/* The copies and aggregates the step's changes (log[mark..]) move, recomputed and logged. */
+static int refresh_step(mctx *m, size_t mark)
+{
+    size_t n = 2 * (m->log->count - mark);
+    const kp_entity **entities = malloc((n ? n : 1) * sizeof *entities);
+    const cJSON **objects = malloc((n ? n : 1) * sizeof *objects);
+    if (!entities || !objects) {
+        free(entities);
+        free(objects);
+        return nomem(m->err);
+    }
+    for (size_t i = mark, k = 0; i < m->log->count; i++) {
+        const kp_change *c = &m->log->items[i];
+        entities[k] = c->entity;
+        objects[k++] = c->before;
+        entities[k] = c->entity;
+        objects[k++] = c->after;
+    }
+    int rc = kp_dataset_refresh_near(m->ds, entities, objects, n, refresh_cb, m, m->err);
+    free(entities);
+    free(objects);
+    return rc;
 }
 
 /* ---- conditions and values ---------------------------------------------------------- */
@@ -606,7 +631,7 @@ int kp_write_apply(kp_dataset *ds, const kp_write_request *request, kp_change_lo
         case KP_WRITE_UPDATE: case KP_WRITE_UPSERT: status = run_update(&m, i, &written); break;
         default: status = run_delete(&m, i, &written); break;
         }
-        if (status >= 0 && status != STEP_REFUSED && kp_dataset_refresh(ds, refresh_cb, &m, err)) status = -1;
+        if (status >= 0 && status != STEP_REFUSED && refresh_step(&m, step_mark)) status = -1;
         if (status < 0) { rc = -1; kp_record_list_free(&written); break; }
         result->records_written += status == STEP_APPLIED ? written.count : 0;
         if (i == 0) { m.first = written; written.items = NULL; written.count = written.cap = 0; }
@@ -640,5 +665,68 @@ int kp_write_apply(kp_dataset *ds, const kp_write_request *request, kp_change_lo
     kp_record_list_free(&m.deleting);
     kp_params_free(m.params);
     kp_change_log_free(&local);
+    return rc;
+}
+
+/* ---- the records a list of changes names ------------------------------------------------ */
+
+typedef struct change_pair {
+    const kp_entity *entity;
+    const kp_record *old, *cur;
+} change_pair;
+
+static int pair_order(const void *a, const void *b)
+{
+    const change_pair *x = a, *y = b;
+    if (x->entity->index != y->entity->index) return x->entity->index < y->entity->index ? -1 : 1;
+    if (!x->cur != !y->cur) return x->cur ? -1 : 1;
+    const kp_record *p = x->cur ? x->cur : x->old, *q = y->cur ? y->cur : y->old;
+    if (p->serial != q->serial) return p->serial < q->serial ? -1 : 1;
+    uintptr_t u = (uintptr_t)x->old, v = (uintptr_t)y->old;
+    return u < v ? -1 : u > v;
+}
+
+static int every_record(const kp_dataset *before, const kp_dataset *after, kp_change_pair_fn fn, void *ctx, kp_error *err)
+{
+    const kp_model *m = kp_dataset_model(after);
+    for (size_t e = 0; e < m->entity_count; e++) {
+        const kp_entity *entity = m->entities[e];
+        size_t n;
+        kp_record *const *recs = kp_dataset_records(after, entity, &n);
+        for (size_t i = 0; i < n; i++) {
+            const kp_record *old = kp_dataset_find_like(before, entity, recs[i]->object);
+            if (old && kp_data_equal(old->object, recs[i]->object, NULL)) continue;
+            if (fn(ctx, entity, old, recs[i], err)) return -1;
+        }
+        recs = kp_dataset_records(before, entity, &n);
+        for (size_t i = 0; i < n; i++)
+            if (!kp_dataset_find_like(after, entity, recs[i]->object) && fn(ctx, entity, recs[i], NULL, err)) return -1;
+    }
+    return 0;
+}
+
+int kp_changed_records(const kp_dataset *before, const kp_dataset *after, const kp_change *changes, size_t count,
+                       kp_change_pair_fn fn, void *ctx, kp_error *err)
+{
+    if (!changes) return every_record(before, after, fn, ctx, err);
+    change_pair *pairs = malloc((count ? count : 1) * sizeof *pairs);
+    if (!pairs) return nomem(err);
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) {
+        const cJSON *like = changes[i].after ? changes[i].after : changes[i].before;
+        if (!like) continue;
+        const kp_record *old = kp_dataset_find_like(before, changes[i].entity, like);
+        const kp_record *cur = kp_dataset_find_like(after, changes[i].entity, like);
+        if (!old && !cur) continue;
+        if (old && cur && kp_data_equal(old->object, cur->object, NULL)) continue;
+        pairs[n++] = (change_pair){changes[i].entity, old, cur};
+    }
+    qsort(pairs, n, sizeof *pairs, pair_order);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (i && pairs[i].old == pairs[i - 1].old && pairs[i].cur == pairs[i - 1].cur) continue;
+        rc = fn(ctx, pairs[i].entity, pairs[i].old, pairs[i].cur, err);
+    }
+    free(pairs);
     return rc;
 }

@@ -48,3 +48,14 @@ int kp_test_run(const char *args, char **output)
     int status = pclose(p);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
+
+int kp_test_stale(void *ctx, const kp_record *record, const cJSON *next, kp_error *err)
+{
+    (void)ctx;
+    char *was = cJSON_PrintUnformatted(record->object), *is = cJSON_PrintUnformatted(next);
+    kp_error_set(err, KP_ERR_INTERNAL, NULL, 0, 0, "a %s record was left stale: %.200s, where its copies and aggregates "
+                 "give %.200s", record->entity->name, was ? was : "?", is ? is : "?");
+    cJSON_free(was);
+    cJSON_free(is);
+    return -1;
+}

@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "core/data.h"
+
 /* Reads a whole file (relative paths are taken from the source tree). Returns a
  * NUL-terminated malloc'd buffer, or NULL. */
 char *kp_test_read_file(const char *path, size_t *len);
@@ -14,5 +16,10 @@ char *kp_test_read_file(const char *path, size_t *len);
 /* Runs `keyplan` (the built binary) with the given shell-quoted argument string,
  * capturing stdout and stderr together. Returns the exit status; *output is malloc'd. */
 int kp_test_run(const char *args, char **output);
+
+/* A kp_data_change_fn for kp_dataset_refresh after a write: any record whose copies or
+ * aggregates a full refresh would still change was left stale by the write's own
+ * (incremental) refresh; fails with a message naming it. */
+int kp_test_stale(void *ctx, const kp_record *record, const cJSON *next, kp_error *err);
 
 #endif
