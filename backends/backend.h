@@ -33,6 +33,7 @@
 #include "core/data.h"
 #include "core/error.h"
 #include "core/model.h"
+#include "core/mutate.h"
 #include "core/params.h"
 
 typedef struct kp_backend kp_backend;
@@ -441,9 +442,13 @@ struct kp_backend {
     /* Applies one write operation through the design's write plan. `before` is the
      * neutral data before the write, `after` after it (the oracle's view), so a plan can
      * find the items it must touch; *out (zeroed by the backend) says what it sent: the
-     * items written and whether the steps went in atomically. */
+     * items written and whether the steps went in atomically. `request` NULL: no write of
+     * the model but a difference to write as it is, not atomically (verify's undo writes
+     * the data after its operations back to the data before them). `changes` names the
+     * records that differ (kp_changed_records; NULL: compare them all). */
     int (*apply_write)(kp_conn *, const kp_design *, const kp_dataset *before, const kp_dataset *after,
-                       const void *request, kp_write_sent *out, kp_error *);
+                       const void *request, const kp_change *changes, size_t change_count, kp_write_sent *out,
+                       kp_error *);
     int (*read_back)(kp_conn *, const kp_design *, kp_readback *out, kp_error *);
     /* The checksum of one transformed item body that read_back's checksums are built
      * from (XOR over a container's items), so seeding and read-back compare. */

@@ -60,13 +60,16 @@
  * first write the marker's status becomes "writes-in-progress"; a verify that finds
  * that status refuses and asks for a re-seed.
  *
- * Undo (generic, whatever the layout). Before the writes, the items the seeded data
- * makes (transform over every record) are fingerprinted: id -> kp_item_hash. After a
- * write pattern's operations, the same is done over the changed data — the items the
- * target now holds if apply_write did its job. The data is restored with
- * kp_change_log_undo, then: items whose fingerprint changed or disappeared are put
- * again from the restored data (submit/poll), and items that did not exist before are
- * deleted (backend->delete_items, required by --writes). After the last write
+ * Undo. After a write pattern's operations, the data is restored with
+ * kp_change_log_undo and the backend writes the difference back: apply_write from the
+ * changed data (the shadow copy, which took the same operations) to the restored data,
+ * over the records the change log names — in time proportional to what the writes
+ * changed, not to the data. When an operation failed half way (what the target holds is
+ * not known), the generic undo runs instead: the items the seeded data makes
+ * (transform over every record, fingerprinted before the writes: id -> kp_item_hash)
+ * against those the changed data makes; items whose fingerprint changed or disappeared
+ * are put again from the restored data (submit/poll), and items that did not exist
+ * before are deleted (backend->delete_items, required by --writes). After the last write
  * pattern, read_back must equal the read_back taken before the first write (items and
  * checksum per container); only then does the marker return to "complete".
  * Invariant: --writes leaves the oracle's data exactly as it found it, on success and

@@ -570,12 +570,60 @@ static void judge_items(kp_verify_write *vw)
          "average (%ld-%ld)", claimed, claimed == 1 ? "" : "s", sent, vw->sent_items_min, vw->sent_items_max);
 }
 
+/* The changes of a log from `mark` on, for a backend (never NULL: NULL would mean "not known"). */
+static const kp_change *changes_from(const kp_change_log *log, size_t mark)
+{
+    static const kp_change none;
+    return log->items ? log->items + mark : &none;
+}
+
+/* The undo after operations that each went in whole: the data back first, then the backend
+ * writes the difference from the data after them (the shadow, which took the same
+ * operations) to the data before them, as it wrote each operation — in time proportional
+ * to what they changed. The read-back at the end of the phase proves the target whole. */
+static int undo_difference(kp_vctx *v, kp_change_log *log, kp_change_log *shadow_log, kp_dataset *shadow, long *written,
+                           kp_error *err)
+{
+    if (kp_change_log_undo(v->data, log, 0, err)) return -1;
+    kp_write_sent sent = {0};
+    int rc = v->b->apply_write(v->conn, v->design, shadow, v->data, NULL, changes_from(shadow_log, 0),
+                               shadow_log->count, &sent, err);
+    if (rc && err->code == KP_OK) err->code = KP_ERR_TARGET;
+    *written = sent.items;
+    kp_error ignored;
+    if (kp_change_log_undo(shadow, shadow_log, 0, rc ? &ignored : err)) rc = -1;
+    return rc;
+}
+
+/* The undo after an operation that failed half way (what the target holds is not known):
+ * every item the changed data makes is fingerprinted, the data put back, and every item
+ * that differs from it put back, those it does not make deleted. */
+static int undo_everything(kp_vctx *v, const fingerprints *seeded, kp_change_log *log, kp_change_log *shadow_log,
+                           kp_dataset *shadow, long *puts, long *deletes, kp_error *err)
+{
+    fingerprints changed = {0};
+    kp_item_list fresh = {0};
+    fp_ctx fc = {&changed, seeded, &fresh};
+    int rc = kp_verify_each_item(v, fingerprint_item, &fc, err);
+    kp_error data_err;
+    if (kp_change_log_undo(v->data, log, 0, &data_err)) {
+        if (rc == 0) *err = data_err;
+        rc = -1;
+    }
+    kp_error ignored;
+    kp_change_log_undo(shadow, shadow_log, 0, &ignored);
+    if (rc == 0) rc = restore_target(v, &changed, &fresh, puts, deletes, err);
+    fp_free(&changed);
+    kp_item_list_free(&fresh);
+    return rc;
+}
+
 static int run_write(kp_vctx *v, wgen *g, kp_dataset *shadow, const fingerprints *seeded, kp_verify_write *vw,
                      kp_error *err)
 {
     const kp_write *w = vw->write;
     kp_change_log log = {0}, shadow_log = {0};
-    int rc = 0, attempts = 0;
+    int rc = 0, attempts = 0, is_unsure = 0;
     int wanted = v->r->write_ops;
     checked_clear(&g->checked);     /* the undo of the write before changed the target */
     while (rc == 0 && vw->ops < wanted && attempts < wanted * 4) {
@@ -618,7 +666,8 @@ static int run_write(kp_vctx *v, wgen *g, kp_dataset *shadow, const fingerprints
         kp_write_sent sent = {0};
         kp_error backend_err;
         kp_error_clear(&backend_err);
-        int brc = v->b->apply_write(v->conn, v->design, shadow, v->data, &req, &sent, &backend_err);
+        int brc = v->b->apply_write(v->conn, v->design, shadow, v->data, &req, changes_from(&log, mark), log.count - mark,
+                                    &sent, &backend_err);
         kp_write_result shadow_result;
         kp_error shadow_err;
         if (kp_write_apply(shadow, &req, &shadow_log, &shadow_result, &shadow_err) ||
@@ -642,6 +691,7 @@ static int run_write(kp_vctx *v, wgen *g, kp_dataset *shadow, const fingerprints
             break;
         }
         if (brc) {
+            is_unsure = 1;  /* the operation may have gone in part */
             kp_write_request_free(&req);
             if (backend_err.code == KP_ERR_TARGET || backend_err.code == KP_ERR_NOMEM || backend_err.code == KP_OK) {
                 *err = backend_err;
@@ -669,28 +719,15 @@ static int run_write(kp_vctx *v, wgen *g, kp_dataset *shadow, const fingerprints
     if (rc == 0 && vw->ops > 0 && !vw->has_difference) rc = check_all(v, g, vw, err);
     judge_items(vw);
 
-    /* undo: the target first (it needs the changed data's fingerprints), then the data */
-    fingerprints changed = {0};
-    kp_item_list fresh = {0};
+    long puts = 0, deletes = 0, written = 0;
     kp_error undo_err;
     kp_error_clear(&undo_err);
-    fp_ctx fc = {&changed, seeded, &fresh};
-    int urc = kp_verify_each_item(v, fingerprint_item, &fc, &undo_err);
-    kp_error data_undo_err;
-    if (kp_change_log_undo(v->data, &log, 0, &data_undo_err)) {
-        if (urc == 0) undo_err = data_undo_err;
-        urc = -1;
-    }
-    kp_error shadow_undo;
-    kp_change_log_undo(shadow, &shadow_log, 0, &shadow_undo);
-    long puts = 0, deletes = 0;
-    if (urc == 0) urc = restore_target(v, &changed, &fresh, &puts, &deletes, &undo_err);
-    fp_free(&changed);
-    kp_item_list_free(&fresh);
+    int urc = is_unsure ? undo_everything(v, seeded, &log, &shadow_log, shadow, &puts, &deletes, &undo_err)
+                        : undo_difference(v, &log, &shadow_log, shadow, &written, &undo_err);
     kp_change_log_free(&log);
     kp_change_log_free(&shadow_log);
-    if (urc == 0 && (puts || deletes)) note(vw, "undone: %ld item%s put back, %ld deleted", puts, puts == 1 ? "" : "s",
-                                            deletes);
+    if (urc == 0 && (puts || deletes)) note(vw, "undone: %ld item%s put back, %ld deleted", puts, puts == 1 ? "" : "s", deletes);
+    if (urc == 0 && written) note(vw, "undone: %ld item%s written back", written, written == 1 ? "" : "s");
     if (vw->ops == 0 && !vw->has_difference) note(vw, "not exercised: no operation could be generated");
     vw->is_pass = rc == 0 && urc == 0 && vw->ops > 0 && vw->reads_failed == 0 && !vw->is_items_mismatch;
     if (urc) {

@@ -231,7 +231,8 @@ int kp_cq_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const 
                   kp_result *out, kp_error *err);
 /* writes.c */
 int kp_cq_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *before, const kp_dataset *after,
-                      const void *request, kp_write_sent *out, kp_error *err);
+                      const void *request, const kp_change *changes, size_t change_count,
+                      kp_write_sent *out, kp_error *err);
 /* emit.c */
 int kp_cq_emit(const kp_design *d, const char *out_dir, const kp_emit_options *options, kp_error *err);
 

@@ -96,37 +96,40 @@ static const kp_item *find_item(const by_id *index, const char *id)
     return NULL;
 }
 
+typedef struct rows_ctx {
+    const kp_design *d;
+    const kp_dataset *before, *after;
+    kp_record_list *copying;
+    kp_item_list *was, *now;
+} rows_ctx;
+
+/* One changed record (kp_changed_records): its rows before and after, and the rows of the
+ * records that copy from it. */
+static int rows_of_change(void *p, const kp_entity *entity, const kp_record *old, const kp_record *cur, kp_error *err)
+{
+    rows_ctx *c = p;
+    (void)entity;
+    int rc = cur ? rows_of(c->d, c->after, cur, c->now, err) : 0;
+    if (rc == 0 && old) rc = rows_of(c->d, c->before, old, c->was, err);
+    if (rc == 0 && cur) rc = copying_rows(c->d, c->before, c->after, cur, c->after, c->copying, c->was, c->now, err);
+    if (rc == 0 && old) rc = copying_rows(c->d, c->before, c->after, old, c->before, c->copying, c->was, c->now, err);
+    return rc;
+}
+
 int kp_cq_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *before, const kp_dataset *after,
-                      const void *request, kp_write_sent *out, kp_error *err)
+                      const void *request, const kp_change *changes, size_t change_count,
+                      kp_write_sent *out, kp_error *err)
 {
     (void)request;
     memset(out, 0, sizeof *out);
     kp_cq_conn_rewriting(conn);
-    const kp_model *m = d->model;
     const char *ks = kp_cq_conn_keyspace(conn, d);
     kp_cql_client *client = kp_cq_conn_client(conn);
     kp_item_list was = {0}, now = {0};
     kp_record_list copying = {0};
     int rc = 0;
-    for (size_t e = 0; e < m->entity_count && rc == 0; e++) {
-        const kp_entity *entity = m->entities[e];
-        size_t n;
-        kp_record *const *recs = kp_dataset_records(after, entity, &n);
-        for (size_t i = 0; i < n && rc == 0; i++) {
-            kp_record *old = kp_dataset_find_like(before, entity, recs[i]->object);
-            if (old && kp_data_equal(old->object, recs[i]->object, NULL)) continue;
-            rc = rows_of(d, after, recs[i], &now, err);
-            if (rc == 0 && old) rc = rows_of(d, before, old, &was, err);
-            if (rc == 0) rc = copying_rows(d, before, after, recs[i], after, &copying, &was, &now, err);
-            if (rc == 0 && old) rc = copying_rows(d, before, after, old, before, &copying, &was, &now, err);
-        }
-        recs = kp_dataset_records(before, entity, &n);
-        for (size_t i = 0; i < n && rc == 0; i++)
-            if (!kp_dataset_find_like(after, entity, recs[i]->object)) {
-                rc = rows_of(d, before, recs[i], &was, err);
-                if (rc == 0) rc = copying_rows(d, before, after, recs[i], before, &copying, &was, &now, err);
-            }
-    }
+    rows_ctx rc_ctx = {d, before, after, &copying, &was, &now};
+    rc = kp_changed_records(before, after, changes, change_count, rows_of_change, &rc_ctx, err);
     kp_record_list_free(&copying);
     /* the statements: deletes of rows gone, then rewrites of rows new or changed */
     kp_arena A = {0};

@@ -186,34 +186,34 @@ static int put_paired(const kp_design *d, const kp_dataset *before, const kp_dat
 }
 
 /* Every record whose item differs between the two datasets. */
-static int collect(const kp_design *d, const kp_dataset *before, const kp_dataset *after, change_set *cs, kp_error *err)
+typedef struct collect_ctx {
+    const kp_design *d;
+    const kp_dataset *before, *after;
+    change_set *cs;
+    kp_record_list copying, paired;
+} collect_ctx;
+
+/* One changed record (kp_changed_records): its items, the items that copy from it, the
+ * element items it pairs. */
+static int collect_record(void *p, const kp_entity *entity, const kp_record *old, const kp_record *cur, kp_error *err)
 {
-    const kp_model *m = d->model;
-    kp_record_list copying = {0}, paired = {0};
-    int rc = 0;
-    for (size_t e = 0; e < m->entity_count && rc == 0; e++) {
-        const kp_entity *entity = m->entities[e];
-        size_t n;
-        kp_record *const *recs = kp_dataset_records(after, entity, &n);
-        for (size_t i = 0; i < n && rc == 0; i++) {
-            kp_record *old = kp_dataset_find_like(before, entity, recs[i]->object);
-            if (old && kp_data_equal(old->object, recs[i]->object, NULL)) continue;
-            rc = diff_record(d, before, after, old, recs[i], cs, err);
-            if (rc == 0) rc = put_copying(d, before, after, recs[i], after, &copying, cs, err);
-            if (rc == 0 && old) rc = put_copying(d, before, after, old, before, &copying, cs, err);
-            if (rc == 0) rc = put_paired(d, before, after, recs[i], &paired, cs, err);
-            if (rc == 0 && old) rc = put_paired(d, before, after, old, &paired, cs, err);
-        }
-        recs = kp_dataset_records(before, entity, &n);
-        for (size_t i = 0; i < n && rc == 0; i++) {
-            if (kp_dataset_find_like(after, entity, recs[i]->object)) continue;
-            rc = diff_record(d, before, after, recs[i], NULL, cs, err);
-            if (rc == 0) rc = put_copying(d, before, after, recs[i], before, &copying, cs, err);
-            if (rc == 0) rc = put_paired(d, before, after, recs[i], &paired, cs, err);
-        }
-    }
-    kp_record_list_free(&copying);
-    kp_record_list_free(&paired);
+    collect_ctx *c = p;
+    (void)entity;
+    int rc = diff_record(c->d, c->before, c->after, old, cur, c->cs, err);
+    if (rc == 0 && cur) rc = put_copying(c->d, c->before, c->after, cur, c->after, &c->copying, c->cs, err);
+    if (rc == 0 && old) rc = put_copying(c->d, c->before, c->after, old, c->before, &c->copying, c->cs, err);
+    if (rc == 0 && cur) rc = put_paired(c->d, c->before, c->after, cur, &c->paired, c->cs, err);
+    if (rc == 0 && old) rc = put_paired(c->d, c->before, c->after, old, &c->paired, c->cs, err);
+    return rc;
+}
+
+static int collect(const kp_design *d, const kp_dataset *before, const kp_dataset *after, const kp_change *changes,
+                   size_t change_count, change_set *cs, kp_error *err)
+{
+    collect_ctx c = {d, before, after, cs, {0}, {0}};
+    int rc = kp_changed_records(before, after, changes, change_count, collect_record, &c, err);
+    kp_record_list_free(&c.copying);
+    kp_record_list_free(&c.paired);
     return rc;
 }
 
@@ -243,7 +243,7 @@ static int one_by_one(kp_ddb_conn *c, const char *table, const change_set *cs, k
 }
 
 int kp_ddb_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *before, const kp_dataset *after,
-                       const void *request, kp_write_sent *out, kp_error *err)
+                       const void *request, const kp_change *changes, size_t change_count, kp_write_sent *out, kp_error *err)
 {
     kp_ddb_conn *c = (kp_ddb_conn *)conn;
     const kp_write_request *req = request;
@@ -252,7 +252,7 @@ int kp_ddb_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *befo
     change_set cs = {cJSON_CreateArray(), cJSON_CreateArray(), 0};
     char table[512];
     snprintf(table, sizeof table, "%s", kp_ddb_conn_table(c, L->table));
-    int rc = collect(d, before, after, &cs, err);
+    int rc = collect(d, before, after, changes, change_count, &cs, err);
     size_t total = (size_t)cJSON_GetArraySize(cs.puts) + (size_t)cJSON_GetArraySize(cs.deletes);
     out->items = (long)total + cs.index_entries;
     out->requests = (long)total;     /* one by one, unless the transaction below goes in */

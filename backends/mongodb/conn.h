@@ -37,7 +37,8 @@ int kp_mg_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const 
                   kp_result *out, kp_error *err);
 /* writes.c */
 int kp_mg_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *before, const kp_dataset *after,
-                      const void *request, kp_write_sent *out, kp_error *err);
+                      const void *request, const kp_change *changes, size_t change_count,
+                      kp_write_sent *out, kp_error *err);
 int kp_mg_delete_items(kp_conn *conn, const kp_design *d, const kp_item_list *items, kp_error *err);
 int kp_mg_read_records(kp_conn *conn, const kp_design *d, kp_read_record_fn on_record, void *ctx, kp_error *err);
 int kp_mg_migrate_schema(kp_conn *conn, const kp_design *from, const kp_design *to, int is_final, int *emptied,

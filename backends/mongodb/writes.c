@@ -26,6 +26,7 @@
 #include "core/data.h"
 
 #define DELETES_PER_COMMAND 500
+#define STORES_PER_COMMAND 500
 
 typedef struct owner_ref {
     const kp_entity *entity;        /* owns a collection */
@@ -133,26 +134,30 @@ typedef struct change_set {
     cJSON *delete_colls;
 } change_set;
 
-static int collect(const kp_design *d, const kp_dataset *before, const kp_dataset *after, change_set *cs, kp_error *err)
+typedef struct holders_ctx {
+    const mg_layout *L;
+    const kp_dataset *before, *after;
+    owners *o;
+} holders_ctx;
+
+/* One changed record (kp_changed_records): the documents that hold it or copy from it,
+ * before and after. */
+static int holders_of_change(void *p, const kp_entity *entity, const kp_record *old, const kp_record *cur, kp_error *err)
 {
-    const kp_model *m = d->model;
+    holders_ctx *c = p;
+    (void)entity;
+    int rc = cur ? holders(c->L, c->after, cur, c->o, err) : 0;
+    if (rc == 0 && old) rc = holders(c->L, c->before, old, c->o, err);
+    return rc;
+}
+
+static int collect(const kp_design *d, const kp_dataset *before, const kp_dataset *after, const kp_change *changes,
+                   size_t change_count, change_set *cs, kp_error *err)
+{
     const mg_layout *L = d->layout;
     owners o = {0};
-    int rc = 0;
-    for (size_t e = 0; e < m->entity_count && rc == 0; e++) {
-        const kp_entity *entity = m->entities[e];
-        size_t n;
-        kp_record *const *recs = kp_dataset_records(after, entity, &n);
-        for (size_t i = 0; i < n && rc == 0; i++) {
-            kp_record *old = kp_dataset_find_like(before, entity, recs[i]->object);
-            if (old && kp_data_equal(old->object, recs[i]->object, NULL)) continue;
-            rc = holders(L, after, recs[i], &o, err);
-            if (rc == 0 && old) rc = holders(L, before, old, &o, err);
-        }
-        recs = kp_dataset_records(before, entity, &n);
-        for (size_t i = 0; i < n && rc == 0; i++)
-            if (!kp_dataset_find_like(after, entity, recs[i]->object)) rc = holders(L, before, recs[i], &o, err);
-    }
+    holders_ctx hc = {L, before, after, &o};
+    int rc = kp_changed_records(before, after, changes, change_count, holders_of_change, &hc, err);
     for (size_t i = 0; i < o.count && rc == 0; i++) {
         const kp_entity *e = o.items[i].entity;
         const mg_entity *me = &L->entities[e->index];
@@ -177,17 +182,17 @@ static int collect(const kp_design *d, const kp_dataset *before, const kp_datase
 }
 
 int kp_mg_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *before, const kp_dataset *after,
-                      const void *request, kp_write_sent *out, kp_error *err)
+                      const void *request, const kp_change *changes, size_t change_count, kp_write_sent *out,
+                      kp_error *err)
 {
     (void)request;
     kp_mg_conn *c = (kp_mg_conn *)conn;
     memset(out, 0, sizeof *out);
     kp_mg_conn_use(c, d);
     change_set cs = {cJSON_CreateArray(), cJSON_CreateArray(), cJSON_CreateArray(), cJSON_CreateArray()};
-    int rc = collect(d, before, after, &cs, err);
+    int rc = collect(d, before, after, changes, change_count, &cs, err);
     size_t total = (size_t)cJSON_GetArraySize(cs.stores) + (size_t)cJSON_GetArraySize(cs.deletes);
-    /* deletes first (a document whose key moved), then the stores, one document at a time in
-     * order. The deletes of one collection that follow each other go in one ordered delete
+    /* deletes first (a document whose key moved), then the stores, in order. The deletes of one collection that follow each other go in one ordered delete
      * command, still one statement per document, run in order and stopped by the first that
      * fails, as before, but without a round trip per document: a cascade deletes hundreds
      * (2,409 in one verify of saas-control-plane's delete-workspace). */
@@ -207,13 +212,28 @@ int kp_mg_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *befor
         cJSON_Delete(ids);
         out->requests++;
     }
+    /* the stores of one collection that follow each other go in one bulk write (documents
+     * of their own: their order does not matter), as a write's updateMany would: an undo or
+     * a cascade puts back thousands, one document at a time took minutes on FerretDB */
     coll = cs.store_colls->child;
-    for (cJSON *doc = cs.stores->child; rc == 0 && doc; doc = doc->next, coll = coll->next) {
+    cJSON *doc = cs.stores->child;
+    cJSON *group[STORES_PER_COMMAND];
+    int ok[STORES_PER_COMMAND];
+    while (rc == 0 && doc) {
+        const char *collection = coll->valuestring;
+        size_t n = 0;
+        for (; doc && n < STORES_PER_COMMAND && strcmp(coll->valuestring, collection) == 0; n++) {
+            group[n] = doc;
+            doc = doc->next;
+            coll = coll->next;
+        }
         char name[512];
-        snprintf(name, sizeof name, "%s", kp_mg_conn_collection(c, coll->valuestring));
-        int ok = 0;
-        rc = kp_mg_bulk_store(kp_mg_conn_client(c), name, &doc, 1, 1, &ok, err);
-        if (rc == 0 && !ok) rc = -1;
+        snprintf(name, sizeof name, "%s", kp_mg_conn_collection(c, collection));
+        rc = kp_mg_bulk_store(kp_mg_conn_client(c), name, group, n, 1, ok, err);
+        for (size_t i = 0; rc == 0 && i < n; i++)
+            if (!ok[i])
+                rc = kp_error_set(err, KP_ERR_TARGET, NULL, 0, 0, "MongoDB did not store a document of %s that the write "
+                                  "changed", collection);
         out->requests++;
     }
     out->items = (long)total;

@@ -37,7 +37,7 @@
 /* ==== the fake backend (unit-test double) ================================================ */
 
 enum fake_mode { FAKE_OK, FAKE_CORRUPT, FAKE_SWAP, FAKE_EXTRA_PAGE, FAKE_EMPTY_EXTRA_PAGE, FAKE_COSTLY, FAKE_SHORT, FAKE_SHORT_CUT, FAKE_DROP_WRITES, FAKE_SERVER_GONE,
-                 FAKE_READS_MORE };
+                 FAKE_READS_MORE, FAKE_WRITE_HALF };
 
 typedef struct fake_item {
     char *id;
@@ -362,7 +362,8 @@ static int fake_execute(kp_conn *c, const kp_design *d, const kp_pattern *p, con
 
 /* The target becomes exactly the items of `after` (a correct write, whatever it was). */
 static int fake_apply_write(kp_conn *c, const kp_design *d, const kp_dataset *before, const kp_dataset *after,
-                            const void *request, kp_write_sent *out, kp_error *err)
+                            const void *request, const kp_change *changes, size_t change_count, kp_write_sent *out,
+                            kp_error *err)
 {
     memset(out, 0, sizeof *out);
     S.writes_applied++;
@@ -380,6 +381,13 @@ static int fake_apply_write(kp_conn *c, const kp_design *d, const kp_dataset *be
             if (!it || !kp_data_equal(it->body, items.items[0].body, NULL)) {
                 fake_put(items.items[0].id, items.items[0].container, items.items[0].body);
                 out->items++;
+                if (S.mode == FAKE_WRITE_HALF && request) {
+                    /* misbehaving: one item in, then the request fails (the rest never sent) */
+                    kp_item_list_free(&items);
+                    for (size_t k = 0; k < keep_count; k++) free(keep[k]);
+                    free(keep);
+                    return kp_error_set(err, KP_ERR_CHECK, NULL, 0, 0, "the server refused the rest of the write");
+                }
             }
             keep = realloc(keep, (keep_count + 1) * sizeof *keep);
             keep[keep_count++] = strdup(items.items[0].id);
@@ -398,7 +406,7 @@ static int fake_apply_write(kp_conn *c, const kp_design *d, const kp_dataset *be
     for (size_t k = 0; k < keep_count; k++) free(keep[k]);
     free(keep);
     out->requests = 1;
-    out->is_atomic = ((const kp_write_request *)request)->write->is_atomic;
+    out->is_atomic = request && ((const kp_write_request *)request)->write->is_atomic;
     return 0;
 }
 
@@ -1444,6 +1452,38 @@ static void test_verify_writes_ask_a_read_once_while_the_data_stays_the_same(voi
     kp_verify_report_free(&r);
 }
 
+/* A write that fails half way leaves the target in a state the data does not say: the undo
+ * compares every item the data makes, puts back what differs and deletes what is new. */
+static void test_verify_writes_that_fail_half_way_are_still_undone(void **state)
+{
+    fixture *f = *state;
+    seed_ok(f);
+    char *before = store_snapshot();
+    S.mode = FAKE_WRITE_HALF;
+    kp_verify_options o = verify_options(f);
+    o.writes = 1;
+    o.samples = 5;
+    kp_verify_report r;
+    kp_error err;
+    run_verify(f, &o, &r, -1, &err);
+    assert_true(r.writes_failed > 0);
+    int named = 0, put_back = 0;
+    for (size_t i = 0; i < r.write_count; i++) {
+        const kp_verify_write *w = &r.write_results[i];
+        if (w->difference.message && strstr(w->difference.message, "the server refused the rest")) named++;
+        if (strstr(w->note, "put back")) put_back++;
+    }
+    assert_true(named > 0);
+    assert_true(put_back > 0);
+    assert_true(r.is_undone);
+    char *after = store_snapshot();
+    assert_string_equal(after, before);
+    assert_string_equal(marker_status(), "complete");
+    free(before);
+    free(after);
+    kp_verify_report_free(&r);
+}
+
 static void test_verify_writes_fail_when_the_target_drops_them_and_are_still_undone(void **state)
 {
     fixture *f = *state;
@@ -1634,6 +1674,7 @@ int main(void)
         T(test_verify_writes_fail_a_wrong_items_claim),
         T(test_verify_writes_ask_a_read_once_while_the_data_stays_the_same),
         T(test_verify_writes_fail_when_the_target_drops_them_and_are_still_undone),
+        T(test_verify_writes_that_fail_half_way_are_still_undone),
         cmocka_unit_test(test_commands_check_their_arguments_and_dry_run_without_a_server),
         cmocka_unit_test(test_diff_reports_the_first_difference_as_a_json_path),
         cmocka_unit_test(test_diff_compares_numbers_exactly_not_through_doubles),
