@@ -675,6 +675,18 @@ typedef struct extref_ctx {
     size_t reader_count;
 } extref_ctx;
 
+/* What the patterns read over h (c) as the shared rule weighs it (kp_copy_is_few): unfit
+ * beyond KP_COPY_ATTRS attributes. */
+static kp_copy_need copy_need(const kp_rel *h, const extref_ctx *c)
+{
+    kp_copy_need need = {.rel = h, .is_unfit = c->is_too_many || c->attr_count > KP_COPY_ATTRS};
+    if (!need.is_unfit) {
+        need.attr_count = c->attr_count;
+        memcpy(need.attrs, c->attrs, sizeof *c->attrs * c->attr_count);
+    }
+    return need;
+}
+
 /* Adds what pattern p reads of the target (n attributes) to c, and p as a reader once. */
 static void extref_add(builder *B, extref_ctx *c, const kp_pattern *p, const kp_attr *const *attrs, size_t n)
 {
@@ -743,11 +755,7 @@ static void decide_join_extrefs(builder *B)
             c.rel = h;
             mg_walk_patterns_reaching(B, h->target, collect_join_extref, &c);
             if (!c.reader_count || !c.attr_count) continue;
-            kp_copy_need need = {.rel = h, .is_unfit = c.is_too_many || c.attr_count > KP_COPY_ATTRS};
-            if (!need.is_unfit) {
-                need.attr_count = c.attr_count;
-                memcpy(need.attrs, c.attrs, sizeof *c.attrs * c.attr_count);
-            }
+            kp_copy_need need = copy_need(h, &c);
             int few = kp_copy_is_few(&need, mg_attr_bytes);
             double cost = few ? kp_copy_write_rate(m, B->mix, &need) : 0;
             int take = few && c.benefit > cost;
@@ -850,7 +858,8 @@ static void decide_extrefs(builder *B)
             const char *fields = "";
             for (size_t k = 0; k < c.attr_count; k++) fields = mg_bprintf(B, "%s%s%s", fields, k ? ", " : "", c.attrs[k]->name);
             const char *subject = mg_bprintf(B, "%s.%s", ent->name, h->name ? h->name : "?");
-            int few = c.attr_count <= 4 && bytes <= 256 && !c.is_too_many;
+            kp_copy_need need = copy_need(h, &c);
+            int few = kp_copy_is_few(&need, mg_attr_bytes);
             int take = hint ? 1 : few && c.benefit > cost;
             if (take) {
                 mg_extref *x = kp_arena_push(B->arena, (void **)&me->extrefs, &me->extref_count, &me->extref_cap, sizeof *me->extrefs);
