@@ -540,9 +540,9 @@ int kp_verify_run(const kp_verify_options *o, kp_verify_report *r, kp_error *err
     if (rc == 0 && v.b->inspect(v.conn, v.design, &state, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; rc = -1; }
     if (rc == 0) rc = check_marker(&v, &state, err);
     v.marker = state.marker;
-    if (rc == 0 && o->writes && (!v.b->delete_items || !v.b->apply_write))
-        rc = kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "--writes needs a backend that can apply writes and delete "
-                          "items (to undo them); the %s backend cannot, so verify without --writes", v.b->name);
+    if (rc == 0 && o->writes && !v.b->apply_write)
+        rc = kp_error_set(err, KP_ERR_USAGE, NULL, 0, 0, "--writes needs a backend that can apply writes (and undo "
+                          "them); the %s backend cannot, so verify without --writes", v.b->name);
 
     /* the patterns' pages are read with requests in flight, each worker on a connection
      * of its own; --writes and the containers use the run's connection alone */

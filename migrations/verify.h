@@ -62,14 +62,11 @@
  *
  * Undo. After a write pattern's operations, the data is restored with
  * kp_change_log_undo and the backend writes the difference back: apply_write from the
- * changed data (the shadow copy, which took the same operations) to the restored data,
- * over the records the change log names — in time proportional to what the writes
- * changed, not to the data. When an operation failed half way (what the target holds is
- * not known), the generic undo runs instead: the items the seeded data makes
- * (transform over every record, fingerprinted before the writes: id -> kp_item_hash)
- * against those the changed data makes; items whose fingerprint changed or disappeared
- * are put again from the restored data (submit/poll), and items that did not exist
- * before are deleted (backend->delete_items, required by --writes). After the last write
+ * changed data (the shadow copy, which took the same operations, a failed one included)
+ * to the restored data, over the records the change log names — each of their items
+ * that differs put back as it was, those the restored data does not make deleted, in time
+ * proportional to what the writes changed. An operation that failed half way is covered:
+ * whatever it wrote is among those items. After the last write
  * pattern, read_back must equal the read_back taken before the first write (items and
  * checksum per container); only then does the marker return to "complete".
  * Invariant: --writes leaves the oracle's data exactly as it found it, on success and

@@ -26,165 +26,6 @@
 
 static int nomem(kp_error *err) { return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
 
-/* ---- item fingerprints: id -> hash -------------------------------------------------------- */
-
-typedef struct fp_entry {
-    char *id;
-    uint64_t hash;
-} fp_entry;
-
-typedef struct fingerprints {
-    fp_entry *slots;
-    size_t cap, count;
-} fingerprints;
-
-static uint64_t hash_text(const char *s)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++) { h ^= (unsigned char)*s; h *= 1099511628211ULL; }
-    return h;
-}
-
-static void fp_free(fingerprints *f)
-{
-    for (size_t i = 0; i < f->cap; i++) free(f->slots[i].id);
-    free(f->slots);
-    memset(f, 0, sizeof *f);
-}
-
-static fp_entry *fp_find(const fingerprints *f, const char *id)
-{
-    if (!f->cap) return NULL;
-    for (size_t i = hash_text(id) & (f->cap - 1);; i = (i + 1) & (f->cap - 1)) {
-        if (!f->slots[i].id) return NULL;
-        if (strcmp(f->slots[i].id, id) == 0) return &f->slots[i];
-    }
-}
-
-static int fp_put(fingerprints *f, const char *id, uint64_t hash)
-{
-    if ((f->count + 1) * 10 > f->cap * 7) {
-        size_t cap = f->cap ? f->cap * 2 : 1024;
-        fp_entry *slots = calloc(cap, sizeof *slots);
-        if (!slots) return -1;
-        for (size_t i = 0; i < f->cap; i++) {
-            if (!f->slots[i].id) continue;
-            size_t k = hash_text(f->slots[i].id) & (cap - 1);
-            while (slots[k].id) k = (k + 1) & (cap - 1);
-            slots[k] = f->slots[i];
-        }
-        free(f->slots);
-        f->slots = slots;
-        f->cap = cap;
-    }
-    fp_entry *e = fp_find(f, id);
-    if (e) { e->hash = hash; return 0; }
-    size_t k = hash_text(id) & (f->cap - 1);
-    while (f->slots[k].id) k = (k + 1) & (f->cap - 1);
-    f->slots[k].id = strdup(id);
-    if (!f->slots[k].id) return -1;
-    f->slots[k].hash = hash;
-    f->count++;
-    return 0;
-}
-
-typedef struct fp_ctx {
-    fingerprints *into;
-    const fingerprints *before;     /* items not in it are moved to fresh */
-    kp_item_list *fresh;
-} fp_ctx;
-
-static int fingerprint_item(void *ctx, kp_item *item, kp_error *err)
-{
-    fp_ctx *c = ctx;
-    if (fp_put(c->into, item->id, kp_item_hash(item->body))) return nomem(err);
-    if (c->before && c->fresh && !fp_find(c->before, item->id)) {
-        kp_item *slot = kp_item_list_push(c->fresh);
-        if (!slot) return nomem(err);
-        *slot = *item;
-        memset(item, 0, sizeof *item);
-    }
-    return 0;
-}
-
-/* ---- the undo: put back what changed, delete what is new -------------------------------- */
-
-typedef struct put_ctx {
-    kp_vctx *v;
-    const fingerprints *changed;    /* the fingerprints of the changed data */
-    kp_item_list batch;
-    int batch_size;
-    long in_flight, failed, sent;
-    kp_error failure;
-} put_ctx;
-
-static void put_ack(void *ctx, const kp_item *item, int ok, const kp_error *err)
-{
-    put_ctx *c = ctx;
-    c->in_flight--;
-    if (!ok && !c->failed++)
-        kp_error_set(&c->failure, KP_ERR_TARGET, NULL, 0, 0, "putting back item %s of %s failed: %s",
-                     item->id ? item->id : "?", item->container ? item->container : "?",
-                     err ? err->message : "no reason given");
-}
-
-static int put_flush(put_ctx *c, kp_error *err)
-{
-    if (c->batch.count == 0) return 0;
-    c->in_flight += (long)c->batch.count;
-    c->sent += (long)c->batch.count;
-    if (c->v->b->submit(c->v->conn, &c->batch, put_ack, c, err)) {
-        if (err->code == KP_OK) err->code = KP_ERR_TARGET;
-        return -1;
-    }
-    kp_item_list_clear(&c->batch); /* what the backend left in the list is ours */
-    while (c->in_flight > 0) {
-        int n = c->v->b->poll(c->v->conn, 200, err);
-        if (n < 0) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; return -1; }
-        if (n == 0 && c->in_flight > 0)
-            return kp_error_set(err, KP_ERR_INTERNAL, NULL, 0, 0, "the %s backend reports nothing in flight, but %ld "
-                                "items were never acknowledged", c->v->b->name, c->in_flight);
-    }
-    if (c->failed) { *err = c->failure; return -1; }
-    return 0;
-}
-
-static int put_back_item(void *ctx, kp_item *item, kp_error *err)
-{
-    put_ctx *c = ctx;
-    const fp_entry *now = fp_find(c->changed, item->id);
-    if (now && now->hash == kp_item_hash(item->body)) return 0;
-    kp_item *slot = kp_item_list_push(&c->batch);
-    if (!slot) return nomem(err);
-    *slot = *item;
-    memset(item, 0, sizeof *item);
-    if (c->batch.count >= (size_t)c->batch_size) return put_flush(c, err);
-    return 0;
-}
-
-/* With the oracle's data already restored: the target gets back the items whose
- * fingerprint differs from `changed`, and loses the items in `fresh`. */
-static int restore_target(kp_vctx *v, const fingerprints *changed, kp_item_list *fresh, long *puts, long *deletes,
-                          kp_error *err)
-{
-    put_ctx c;
-    memset(&c, 0, sizeof c);
-    c.v = v;
-    c.changed = changed;
-    c.batch_size = v->b->limits && v->b->limits->max_batch_write > 0 ? v->b->limits->max_batch_write : 25;
-    int rc = kp_verify_each_item(v, put_back_item, &c, err);
-    if (rc == 0) rc = put_flush(&c, err);
-    kp_item_list_free(&c.batch);
-    *puts = c.sent;
-    *deletes = 0;
-    if (rc == 0 && fresh->count) {
-        rc = v->b->delete_items(v->conn, v->design, fresh, err);
-        if (rc && err->code == KP_OK) err->code = KP_ERR_TARGET;
-        *deletes = (long)fresh->count;
-    }
-    return rc;
-}
-
 /* ---- a copy of the data, one operation behind ----------------------------------------------- */
 
 static int copy_dataset(const kp_dataset *src, kp_dataset **out, kp_error *err)
@@ -577,10 +418,12 @@ static const kp_change *changes_from(const kp_change_log *log, size_t mark)
     return log->items ? log->items + mark : &none;
 }
 
-/* The undo after operations that each went in whole: the data back first, then the backend
- * writes the difference from the data after them (the shadow, which took the same
- * operations) to the data before them, as it wrote each operation — in time proportional
- * to what they changed. The read-back at the end of the phase proves the target whole. */
+/* The undo of a write pattern's operations: the data back first, then the backend writes
+ * the difference from the data after them (the shadow, which took the same operations,
+ * a failed one included) to the data before them — every item of every record they
+ * changed put as it was, those it did not have deleted — in time proportional to what
+ * they changed. An operation that went in half way is covered: what it wrote is among
+ * those items. The read-back at the end of the phase proves the target whole. */
 static int undo_difference(kp_vctx *v, kp_change_log *log, kp_change_log *shadow_log, kp_dataset *shadow, long *written,
                            kp_error *err)
 {
@@ -595,35 +438,12 @@ static int undo_difference(kp_vctx *v, kp_change_log *log, kp_change_log *shadow
     return rc;
 }
 
-/* The undo after an operation that failed half way (what the target holds is not known):
- * every item the changed data makes is fingerprinted, the data put back, and every item
- * that differs from it put back, those it does not make deleted. */
-static int undo_everything(kp_vctx *v, const fingerprints *seeded, kp_change_log *log, kp_change_log *shadow_log,
-                           kp_dataset *shadow, long *puts, long *deletes, kp_error *err)
-{
-    fingerprints changed = {0};
-    kp_item_list fresh = {0};
-    fp_ctx fc = {&changed, seeded, &fresh};
-    int rc = kp_verify_each_item(v, fingerprint_item, &fc, err);
-    kp_error data_err;
-    if (kp_change_log_undo(v->data, log, 0, &data_err)) {
-        if (rc == 0) *err = data_err;
-        rc = -1;
-    }
-    kp_error ignored;
-    kp_change_log_undo(shadow, shadow_log, 0, &ignored);
-    if (rc == 0) rc = restore_target(v, &changed, &fresh, puts, deletes, err);
-    fp_free(&changed);
-    kp_item_list_free(&fresh);
-    return rc;
-}
-
-static int run_write(kp_vctx *v, wgen *g, kp_dataset *shadow, const fingerprints *seeded, kp_verify_write *vw,
+static int run_write(kp_vctx *v, wgen *g, kp_dataset *shadow, kp_verify_write *vw,
                      kp_error *err)
 {
     const kp_write *w = vw->write;
     kp_change_log log = {0}, shadow_log = {0};
-    int rc = 0, attempts = 0, is_unsure = 0;
+    int rc = 0, attempts = 0;
     int wanted = v->r->write_ops;
     checked_clear(&g->checked);     /* the undo of the write before changed the target */
     while (rc == 0 && vw->ops < wanted && attempts < wanted * 4) {
@@ -691,7 +511,6 @@ static int run_write(kp_vctx *v, wgen *g, kp_dataset *shadow, const fingerprints
             break;
         }
         if (brc) {
-            is_unsure = 1;  /* the operation may have gone in part */
             kp_write_request_free(&req);
             if (backend_err.code == KP_ERR_TARGET || backend_err.code == KP_ERR_NOMEM || backend_err.code == KP_OK) {
                 *err = backend_err;
@@ -719,14 +538,12 @@ static int run_write(kp_vctx *v, wgen *g, kp_dataset *shadow, const fingerprints
     if (rc == 0 && vw->ops > 0 && !vw->has_difference) rc = check_all(v, g, vw, err);
     judge_items(vw);
 
-    long puts = 0, deletes = 0, written = 0;
+    long written = 0;
     kp_error undo_err;
     kp_error_clear(&undo_err);
-    int urc = is_unsure ? undo_everything(v, seeded, &log, &shadow_log, shadow, &puts, &deletes, &undo_err)
-                        : undo_difference(v, &log, &shadow_log, shadow, &written, &undo_err);
+    int urc = undo_difference(v, &log, &shadow_log, shadow, &written, &undo_err);
     kp_change_log_free(&log);
     kp_change_log_free(&shadow_log);
-    if (urc == 0 && (puts || deletes)) note(vw, "undone: %ld item%s put back, %ld deleted", puts, puts == 1 ? "" : "s", deletes);
     if (urc == 0 && written) note(vw, "undone: %ld item%s written back", written, written == 1 ? "" : "s");
     if (vw->ops == 0 && !vw->has_difference) note(vw, "not exercised: no operation could be generated");
     vw->is_pass = rc == 0 && urc == 0 && vw->ops > 0 && vw->reads_failed == 0 && !vw->is_items_mismatch;
@@ -789,11 +606,8 @@ int kp_verify_writes(kp_vctx *v, kp_error *err)
                  gen_err.message);
     }
     kp_dataset *shadow = NULL;
-    fingerprints seeded = {0};
     kp_readback before = {0}, after = {0};
     int rc = copy_dataset(v->data, &shadow, err);
-    fp_ctx fc = {&seeded, NULL, NULL};
-    if (rc == 0) rc = kp_verify_each_item(v, fingerprint_item, &fc, err);
     if (rc == 0 && v->has_readback) {
         /* the read-back check just read every container: nothing was written since */
         before = v->readback;
@@ -808,7 +622,7 @@ int kp_verify_writes(kp_vctx *v, kp_error *err)
         rc = kp_seed_marker_set_status(v->b, v->conn, v->design, v->marker, "writes-in-progress", err);
         is_marked = rc == 0;
     }
-    for (size_t i = 0; rc == 0 && i < m->write_count; i++) rc = run_write(v, &g, shadow, &seeded, &r->write_results[i], err);
+    for (size_t i = 0; rc == 0 && i < m->write_count; i++) rc = run_write(v, &g, shadow, &r->write_results[i], err);
     kp_verify_progress(v, NULL);
 
     /* the target must hold exactly what it held before */
@@ -836,7 +650,6 @@ int kp_verify_writes(kp_vctx *v, kp_error *err)
     }
     kp_readback_free(&before);
     kp_readback_free(&after);
-    fp_free(&seeded);
     kp_dataset_free(shadow);
     kp_generator_free(g.gen);
     kp_sampler_free(g.sampler);

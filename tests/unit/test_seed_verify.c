@@ -1453,7 +1453,7 @@ static void test_verify_writes_ask_a_read_once_while_the_data_stays_the_same(voi
 }
 
 /* A write that fails half way leaves the target in a state the data does not say: the undo
- * compares every item the data makes, puts back what differs and deletes what is new. */
+ * writes back every item of the records the operations changed, the failed one's too. */
 static void test_verify_writes_that_fail_half_way_are_still_undone(void **state)
 {
     fixture *f = *state;
@@ -1467,14 +1467,14 @@ static void test_verify_writes_that_fail_half_way_are_still_undone(void **state)
     kp_error err;
     run_verify(f, &o, &r, -1, &err);
     assert_true(r.writes_failed > 0);
-    int named = 0, put_back = 0;
+    int named = 0, written_back = 0;
     for (size_t i = 0; i < r.write_count; i++) {
         const kp_verify_write *w = &r.write_results[i];
         if (w->difference.message && strstr(w->difference.message, "the server refused the rest")) named++;
-        if (strstr(w->note, "put back")) put_back++;
+        if (strstr(w->note, "written back")) written_back++;
     }
     assert_true(named > 0);
-    assert_true(put_back > 0);
+    assert_true(written_back > 0);
     assert_true(r.is_undone);
     char *after = store_snapshot();
     assert_string_equal(after, before);
