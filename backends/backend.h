@@ -444,8 +444,9 @@ struct kp_backend {
      * find the items it must touch; *out (zeroed by the backend) says what it sent: the
      * items written and whether the steps went in atomically. `request` NULL: no write of
      * the model but a difference to write as it is, not atomically (verify's undo writes
-     * the data after its operations back to the data before them). `changes` names the
-     * records that differ (kp_changed_records; NULL: compare them all). */
+     * the data after its operations back to the data before them). `changes` (the change
+     * log's entries, `change_count` of them) names the records that differ: the backend
+     * finds them with kp_changed_records. */
     int (*apply_write)(kp_conn *, const kp_design *, const kp_dataset *before, const kp_dataset *after,
                        const void *request, const kp_change *changes, size_t change_count, kp_write_sent *out,
                        kp_error *);

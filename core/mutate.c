@@ -686,29 +686,9 @@ static int pair_order(const void *a, const void *b)
     return u < v ? -1 : u > v;
 }
 
-static int every_record(const kp_dataset *before, const kp_dataset *after, kp_change_pair_fn fn, void *ctx, kp_error *err)
-{
-    const kp_model *m = kp_dataset_model(after);
-    for (size_t e = 0; e < m->entity_count; e++) {
-        const kp_entity *entity = m->entities[e];
-        size_t n;
-        kp_record *const *recs = kp_dataset_records(after, entity, &n);
-        for (size_t i = 0; i < n; i++) {
-            const kp_record *old = kp_dataset_find_like(before, entity, recs[i]->object);
-            if (old && kp_data_equal(old->object, recs[i]->object, NULL)) continue;
-            if (fn(ctx, entity, old, recs[i], err)) return -1;
-        }
-        recs = kp_dataset_records(before, entity, &n);
-        for (size_t i = 0; i < n; i++)
-            if (!kp_dataset_find_like(after, entity, recs[i]->object) && fn(ctx, entity, recs[i], NULL, err)) return -1;
-    }
-    return 0;
-}
-
 int kp_changed_records(const kp_dataset *before, const kp_dataset *after, const kp_change *changes, size_t count,
                        kp_change_pair_fn fn, void *ctx, kp_error *err)
 {
-    if (!changes) return every_record(before, after, fn, ctx, err);
     change_pair *pairs = malloc((count ? count : 1) * sizeof *pairs);
     if (!pairs) return nomem(err);
     size_t n = 0;

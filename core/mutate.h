@@ -89,8 +89,7 @@ void kp_change_log_free(kp_change_log *log);
 /* The records the changes name (each once, by key) where `before` and `after` differ on
  * them: fn(ctx, entity, old, cur) with old NULL for a record `before` lacks, cur NULL for
  * one `after` lacks — in entity order, those `after` holds first, each group in record
- * order. changes NULL: every record of both datasets is compared (what changed is not
- * known). The time a write's changes take, not the data's size. */
+ * order. The time a write's changes take, not the data's size. */
 typedef int (*kp_change_pair_fn)(void *ctx, const kp_entity *entity, const kp_record *old, const kp_record *cur,
                                  kp_error *err);
 int kp_changed_records(const kp_dataset *before, const kp_dataset *after, const kp_change *changes, size_t count,

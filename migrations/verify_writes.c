@@ -411,18 +411,17 @@ static void judge_items(kp_verify_write *vw)
          "average (%ld-%ld)", claimed, claimed == 1 ? "" : "s", sent, vw->sent_items_min, vw->sent_items_max);
 }
 
-/* The changes of a log from `mark` on, for a backend (never NULL: NULL would mean "not known"). */
+/* The changes of a log from `mark` on (NULL when there are none). */
 static const kp_change *changes_from(const kp_change_log *log, size_t mark)
 {
-    static const kp_change none;
-    return log->items ? log->items + mark : &none;
+    return log->count > mark ? log->items + mark : NULL;
 }
 
 /* The undo of a write pattern's operations: the data back first, then the backend writes
  * the difference from the data after them (the shadow, which took the same operations,
- * a failed one included) to the data before them — every item of every record they
- * changed put as it was, those it did not have deleted — in time proportional to what
- * they changed. An operation that went in half way is covered: what it wrote is among
+ * a failed one included) to the data before them — each item of the records they changed
+ * that differs put back as it was, those the data before them does not make deleted — in
+ * time proportional to what they changed. An operation that went in half way is covered: what it wrote is among
  * those items. The read-back at the end of the phase proves the target whole. */
 static int undo_difference(kp_vctx *v, kp_change_log *log, kp_change_log *shadow_log, kp_dataset *shadow, long *written,
                            kp_error *err)
@@ -438,8 +437,7 @@ static int undo_difference(kp_vctx *v, kp_change_log *log, kp_change_log *shadow
     return rc;
 }
 
-static int run_write(kp_vctx *v, wgen *g, kp_dataset *shadow, kp_verify_write *vw,
-                     kp_error *err)
+static int run_write(kp_vctx *v, wgen *g, kp_dataset *shadow, kp_verify_write *vw, kp_error *err)
 {
     const kp_write *w = vw->write;
     kp_change_log log = {0}, shadow_log = {0};

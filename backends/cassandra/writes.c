@@ -128,8 +128,8 @@ int kp_cq_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *befor
     kp_item_list was = {0}, now = {0};
     kp_record_list copying = {0};
     int rc = 0;
-    rows_ctx rc_ctx = {d, before, after, &copying, &was, &now};
-    rc = kp_changed_records(before, after, changes, change_count, rows_of_change, &rc_ctx, err);
+    rows_ctx changed = {d, before, after, &copying, &was, &now};
+    rc = kp_changed_records(before, after, changes, change_count, rows_of_change, &changed, err);
     kp_record_list_free(&copying);
     /* the statements: deletes of rows gone, then rewrites of rows new or changed */
     kp_arena A = {0};

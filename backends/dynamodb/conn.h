@@ -44,7 +44,7 @@ int kp_ddb_read_items(kp_conn *conn, const kp_design *d, kp_read_item_fn fn, voi
 /* writes.c */
 int kp_ddb_apply_write(kp_conn *conn, const kp_design *d, const kp_dataset *before, const kp_dataset *after,
                        const void *request, const kp_change *changes, size_t change_count,
-                      kp_write_sent *out, kp_error *err);
+                       kp_write_sent *out, kp_error *err);
 int kp_ddb_delete_items(kp_conn *conn, const kp_design *d, const kp_item_list *items, kp_error *err);
 /* The checksum of an item body that read-back and seeding agree on (numbers canonical). */
 uint64_t kp_ddb_item_checksum(const cJSON *body);

@@ -185,7 +185,6 @@ static int put_paired(const kp_design *d, const kp_dataset *before, const kp_dat
     return 0;
 }
 
-/* Every record whose item differs between the two datasets. */
 typedef struct collect_ctx {
     const kp_design *d;
     const kp_dataset *before, *after;
@@ -207,6 +206,7 @@ static int collect_record(void *p, const kp_entity *entity, const kp_record *old
     return rc;
 }
 
+/* Every item of the changed records that differs between the two datasets. */
 static int collect(const kp_design *d, const kp_dataset *before, const kp_dataset *after, const kp_change *changes,
                    size_t change_count, change_set *cs, kp_error *err)
 {
