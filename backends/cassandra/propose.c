@@ -688,10 +688,106 @@ static void finish_each(walk *W, cq_fetch *last, const kp_shape *s)
     }
 }
 
+/* A page of a listing two 1:N hops away (the order lines of a user's orders) that the last
+ * entity's own attributes select and order: a query table of its rows partitioned by the
+ * first hop's reference, which they copy over the second hop's inverse (a line holds its
+ * order's user_id, kept in step by the writes), then the equalities, clustered as the
+ * listing asks (Chebotko: the table holds what the query reads). One SELECT with a LIMIT,
+ * where a SELECT per intermediate record would read all their rows and sort in the client.
+ * NULL: the shape is not such a page. */
+static cq_fetch *two_hop_table(walk *W, const kp_shape *s)
+{
+    builder *B = W->B;
+    if (s->kind != KP_SHAPE_EACH || s->hop_count != 2 || shape_limit(s) <= 0 || s->page == KP_PAGE_OFFSET) return NULL;
+    for (size_t i = 0; i < 2; i++) {
+        const kp_relation *rel = s->hops[i]->relation;
+        if (s->hops[i]->is_inverse || rel->link != KP_LINK_FOREIGN_KEY || rel->holder != rel->to || !s->hops[i]->is_many ||
+            !s->hops[i]->fanout)
+            return NULL;
+    }
+    const kp_entity *e = s->hops[1]->target;
+    for (size_t i = 0; i < s->order_count; i++)
+        if (s->order[i].attr->entity != e || s->order[i].attr->is_optional) return NULL;
+    const kp_cond *range = NULL, *range_hi = NULL;
+    for (size_t i = 0; i < s->where_count; i++) {
+        const kp_cond *c = &s->where[i];
+        if (is_eq_bindable(c)) continue;
+        if (c->path_len == 0 && is_range_op(c->op) && !range && kp_type_is_orderable(c->attr->type.kind) &&
+            (!s->order_count || s->order[0].attr == c->attr))
+            range = c;
+        else if (!range_hi && closes_range(range, c)) range_hi = c;
+        else return NULL; /* a test the client would make: not a page */
+    }
+    const kp_relation *outer = s->hops[0]->relation;
+    const kp_rel *up = &s->hops[1]->relation->inverse; /* a line -> its order */
+    cq_table *t = new_table(B, e);
+    for (size_t k = 0; k < outer->fk_count; k++) {
+        cq_column *c = add_col(B, t, outer->fk_attrs[k], outer->holder, CQ_PARTITION, 0);
+        if (!c) return NULL;
+        c->via = up;
+        c->name = copy_col_name(B, t, up, outer->fk_attrs[k]);
+        c->quoted = quoted(B->A, c->name);
+    }
+    const kp_attr *eq_attrs[16];
+    size_t neq = 0;
+    for (size_t i = 0; i < s->where_count && neq < 16; i++)
+        if (is_eq_bindable(&s->where[i]) && add_col(B, t, s->where[i].attr, e, CQ_PARTITION, 0)) eq_attrs[neq++] = s->where[i].attr;
+    /* rows of one partition: every line of the largest parent's largest children, the
+     * equalities' share of them */
+    double rows = s->hops[0]->fanout->max * s->hops[1]->fanout->max;
+    double share = eq_partition_rows(e, eq_attrs, neq, NULL) / (e->count > 0 ? e->count : 1);
+    if (neq && share > 0 && share < 1) rows *= share;
+    cq_fetch *f = new_fetch(B, CQ_SELECT, e);
+    /* the path as one hop (its fan-out the product of both): from the first hop's source */
+    kp_rel *path = kp_arena_alloc(B->A, sizeof *path);
+    kp_fanout *fan = kp_arena_alloc(B->A, sizeof *fan);
+    if (!path || !fan) return NULL;
+    *path = *s->hops[0];
+    *fan = *s->hops[0]->fanout;
+    fan->avg *= s->hops[1]->fanout->avg;
+    fan->max *= s->hops[1]->fanout->max;
+    path->target = (kp_entity *)e;
+    path->fanout = fan;
+    f->rel = path;
+    f->table = query_table(B, t, range ? range->attr : NULL, s, W->p, rows);
+    for (size_t k = 0; k < outer->fk_count; k++) {
+        const cq_column *c = NULL;
+        for (size_t i = 0; i < f->table->pk_count && !c; i++)
+            if (f->table->cols[i].via == up && f->table->cols[i].attr == outer->fk_attrs[k]) c = &f->table->cols[i];
+        add_bind(B, f, c, CQ_SRC_PARENT, NULL, outer->ref_attrs[k]);
+    }
+    for (size_t i = 0; i < s->where_count; i++)
+        if (is_eq_bindable(&s->where[i])) add_bind(B, f, col_of(f->table, s->where[i].attr), CQ_SRC_PARAM, &s->where[i], NULL);
+    if (range) {
+        f->range = range;
+        f->range_col = col_of(f->table, range->attr);
+        f->range_hi = range_hi;
+    }
+    kp_decision *x = kp_design_decide(
+        B->d, f->table->name,
+        kp_arena_printf(B->A, "query table of %s rows partitioned by their copy of %s.%s", e->name, s->hops[0]->target->name,
+                        outer->fk_attrs[0]->name),
+        kp_arena_printf(B->A, "'%s' lists the %s of a %s's %s: each %s row copies its %s's reference to the %s (kept in step by "
+                              "the writes), so one SELECT reads a page in the listing's order, where a SELECT per %s would read "
+                              "all their rows and sort them in the client",
+                        W->p->name, s->hops[1]->name ? s->hops[1]->name : e->name, s->hops[0]->source->name,
+                        s->hops[0]->name ? s->hops[0]->name : s->hops[0]->target->name, e->name, s->hops[0]->target->name,
+                        s->hops[0]->source->name, s->hops[0]->target->name));
+    kp_decision_add_pattern(B->d, x, W->p);
+    return f;
+}
+
 /* An $each / $one / $count node: the chain of hops; returns the first fetch. */
 static cq_fetch *node_fetch(walk *W, const kp_shape *s)
 {
     builder *B = W->B;
+    cq_fetch *two_hop = two_hop_table(W, s);
+    if (two_hop) {
+        two_hop->shape = s;
+        finish_each(W, two_hop, s);
+        plan_members(W, two_hop, s);
+        return two_hop;
+    }
     if (s->kind == KP_SHAPE_COUNT) {
         /* a derived count the record holds */
         const kp_entity *e = s->hops[0]->source;

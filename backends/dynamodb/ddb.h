@@ -199,7 +199,7 @@ const char *kp_ddb_format_describe(kp_arena *arena, const ddb_format *f);
 /* One attribute value as it appears inside a key: escaped, numbers zero-padded. */
 int kp_ddb_key_text(const kp_attr *attr, int width, const cJSON *value, char *buf, size_t size);
 /* Can an attribute's key text be inverted (order reversed: ints, counters, non-negative
- * decimals, dates, ISO timestamps)? */
+ * decimals, dates, ISO timestamps, uuids, strings and enums)? */
 int kp_ddb_invertible(const kp_attr *attr);
 /* Neutral value <-> DynamoDB AttributeValue JSON ({"S": ...}, {"N": ...}, {"M": ...}, ...). */
 cJSON *kp_ddb_to_attribute_value(const kp_type *type, const cJSON *value);

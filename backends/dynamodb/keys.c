@@ -118,7 +118,7 @@ int kp_ddb_key_text(const kp_attr *attr, int width, const cJSON *value, char *bu
 int kp_ddb_invertible(const kp_attr *attr)
 {
     switch (attr->type.kind) {
-    case KP_T_INT: case KP_T_COUNTER: case KP_T_DATE: case KP_T_UUID: return 1;
+    case KP_T_INT: case KP_T_COUNTER: case KP_T_DATE: case KP_T_UUID: case KP_T_STRING: case KP_T_ENUM: return 1;
     case KP_T_DECIMAL: /* the key text orders non-negative ones */
         return !attr->min || (cJSON_IsNumber(attr->min) ? attr->min->valuedouble >= 0
                                                         : !(cJSON_IsRaw(attr->min) && attr->min->valuestring[0] == '-'));
@@ -127,23 +127,39 @@ int kp_ddb_invertible(const kp_attr *attr)
     }
 }
 
-/* Reverses the order of key texts: every digit complemented (9 - d; a uuid's hex digits
- * 15 - d), other characters kept, then "~", which sorts after every digit, so a shorter
- * text (5) sorts after a longer one with the same start (5.5) as the reversed order wants. */
-static void invert(char *text, size_t size, int is_hex)
+/* Reverses the order of key texts, then appends "~", which sorts after every character the
+ * inverted text can hold, so a shorter text (5, "Ann") sorts after a longer one with the
+ * same start (5.5, "Ann Lee") as the reversed order wants. Numbers, dates and timestamps:
+ * every digit complemented (9 - d), other characters kept; a uuid's hex digits 15 - d;
+ * strings and enums (ordered bytewise): every byte b as the two hex digits of 255 - b. -1
+ * when the result does not fit. */
+static int invert(char *text, size_t size, kp_type_kind kind)
 {
     static const char hex[] = "0123456789abcdef";
     size_t n = strlen(text);
-    for (size_t i = 0; i < n; i++) {
-        char c = text[i];
-        if (is_hex && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) {
-            int v = c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
-            text[i] = hex[15 - v];
-        } else if (!is_hex && c >= '0' && c <= '9') {
-            text[i] = (char)('9' - (c - '0'));
+    if (kind == KP_T_STRING || kind == KP_T_ENUM) {
+        if (2 * n + 2 > size) return -1;
+        for (size_t i = n; i-- > 0;) { /* from the end: each byte's two digits land at or after it */
+            unsigned char c = (unsigned char)(255 - (unsigned char)text[i]);
+            text[2 * i] = hex[c >> 4];
+            text[2 * i + 1] = hex[c & 15];
+        }
+        n *= 2;
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            char c = text[i];
+            if (kind == KP_T_UUID && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) {
+                int v = c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+                text[i] = hex[15 - v];
+            } else if (kind != KP_T_UUID && c >= '0' && c <= '9') {
+                text[i] = (char)('9' - (c - '0'));
+            }
         }
     }
-    if (n + 1 < size) { text[n] = '~'; text[n + 1] = '\0'; }
+    if (n + 2 > size) return -1;
+    text[n] = '~';
+    text[n + 1] = '\0';
+    return 0;
 }
 
 static int render(const ddb_format *f, const cJSON *object, const cJSON *const *values, size_t value_count, char *buf,
@@ -165,7 +181,7 @@ static int render(const ddb_format *f, const cJSON *object, const cJSON *const *
         }
         char part[1024];
         if (kp_ddb_key_text(s->attr, s->width, v, part, sizeof part)) return -1;
-        if (s->is_inverted) invert(part, sizeof part, s->attr->type.kind == KP_T_UUID);
+        if (s->is_inverted && invert(part, sizeof part, s->attr->type.kind)) return -1;
         if (append(buf, size, &len, part, strlen(part))) return -1;
     }
     return 0;

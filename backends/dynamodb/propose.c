@@ -1281,9 +1281,85 @@ static const kp_attr *copy_for(const kp_entity *e, kp_rel *const *path, size_t n
     return NULL;
 }
 
+/* A page of a listing two 1:N hops away (the order lines of a user's orders) that the last
+ * entity's own attributes can order and select: a global index on its items, partitioned
+ * by the first hop's reference, which they copy over the second hop's inverse (a line holds
+ * its order's userId), and sorted as the listing asks. One Query reads the page in order,
+ * where a Query per intermediate record would read every item of every one of them and
+ * sort in the client. NULL: the shape is not such a page. */
+static ddb_fetch *two_hop_index(builder *B, const kp_pattern *p, const kp_shape *s, kp_rel *const *hops, size_t hop_count)
+{
+    if (hop_count != 2 || !s || s->kind != KP_SHAPE_EACH || (s->limit <= 0 && !s->limit_param) || !key_orderable(s)) return NULL;
+    for (size_t i = 0; i < 2; i++) {
+        const kp_relation *rel = hops[i]->relation;
+        if (hops[i]->is_inverse || rel->link != KP_LINK_FOREIGN_KEY || rel->holder != rel->to || !hops[i]->is_many) return NULL;
+    }
+    const kp_relation *outer = hops[0]->relation;
+    const kp_rel *up = &hops[1]->relation->inverse; /* a line -> its order */
+    const kp_cond **eqs, **filters, *range;
+    size_t eq_count, filter_count;
+    split_where(B, s, &eqs, &eq_count, &range, &filters, &filter_count);
+    if (filter_count) return NULL;
+    for (size_t i = 0; i < s->order_count; i++)
+        if (s->order[i].attr->entity != hops[1]->target || s->order[i].attr->is_optional) return NULL;
+    ddb_entity *child = entity_of(B, hops[1]->target);
+    ddb_format pk = fmt_keyed(B, kp_ddb_entity_prefix(B->arena, B->m, hops[0]->source), (const kp_attr *const *)outer->fk_attrs,
+                              outer->fk_count);
+    for (size_t i = 0; i < pk.count; i++)
+        if (pk.segs[i].attr) pk.segs[i].via = up;
+    ddb_format sk = ordered_sk(B, child, eqs, eq_count, s, NULL, 0);
+    if (range && !range_in_sk(&sk, range->attr, eq_count)) return NULL;
+    /* only the items a literal equality selects enter the index (sparse: the shipped lines),
+     * so the writes of the others do not touch it; the literal stays in the sort key */
+    kp_cond *only = kp_arena_alloc(B->arena, sizeof *only * (eq_count ? eq_count : 1));
+    size_t only_count = 0;
+    for (size_t i = 0; only && i < eq_count; i++)
+        if (eqs[i]->value.literal) only[only_count++] = *eqs[i];
+    int is_new = 0;
+    ddb_placement *gp = secondary(B, child, 0, pk, sk, only_count ? only : NULL, only_count, p, &is_new);
+    if (!gp) return NULL;
+    for (size_t i = 0; i < pk.count; i++)
+        if (pk.segs[i].attr && !held_copy(B, child, up, pk.segs[i].attr)) return NULL;
+    if (is_new) {
+        kp_decision *x = kp_design_decide(
+            B->d, kp_design_printf(B->d, "%s %s", gp->index->name, hops[1]->target->name),
+            kp_design_printf(B->d, "%s=%s, %s=%s%s", gp->index->pk_attr, kp_ddb_format_describe(B->arena, &pk), gp->index->sk_attr,
+                             kp_ddb_format_describe(B->arena, &sk), only_count ? " (sparse)" : ""),
+            kp_design_printf(B->d, "'%s' lists the %s of a %s's %s: the %s items copy their %s's reference to the %s, so a "
+                                   "global index keyed by it and sorted as the listing asks reads a page in one Query, where a "
+                                   "Query per %s would read all their items and sort them in the client",
+                             p->name, hops[1]->name ? hops[1]->name : hops[1]->target->name, hops[0]->source->name,
+                             hops[0]->name ? hops[0]->name : hops[0]->target->name, hops[1]->target->name,
+                             hops[0]->target->name, hops[0]->source->name, hops[0]->target->name));
+        kp_decision_add_pattern(B->d, x, p);
+    }
+    ddb_fetch *f = new_fetch(B, DDB_QUERY, gp, child);
+    f->rel = hops[0]; /* the first hop: the partition value is its source's key (virtual_targets) */
+    f->shape = s;
+    f->source = DDB_FROM_PARENT;
+    f->pk_from = kp_arena_alloc(B->arena, sizeof *f->pk_from * (outer->fk_count ? outer->fk_count : 1));
+    for (size_t i = 0; f->pk_from && i < outer->fk_count; i++) f->pk_from[i] = outer->ref_attrs[i];
+    f->sk_prefix = kp_ddb_format_prefix(B->arena, &gp->sk);
+    f->sk_eq = eqs;
+    f->sk_eq_count = eq_count;
+    f->range = range;
+    f->range_end = take_range_end(&gp->sk, f->range, filters, &filter_count);
+    f->filters = filters;
+    f->filter_count = filter_count;
+    f->is_forward = s->declared_order_count ? !s->order[0].is_desc : 1;
+    f->is_server_ordered = 1;
+    f->limit = s->limit;
+    return f;
+}
+
 static int plan_hops(builder *B, const kp_pattern *p, ddb_fetch *parent, const kp_shape *s, kp_rel *const *hops,
                      size_t hop_count)
 {
+    ddb_fetch *two_hop = two_hop_index(B, p, s, hops, hop_count);
+    if (two_hop) {
+        add_child(B, parent, two_hop);
+        return plan_shape_children(B, p, two_hop, s, two_hop->entity);
+    }
     ddb_fetch *first = NULL, *last = NULL;
     for (size_t i = 0; i < hop_count; i++) {
         const kp_shape *for_shape = i + 1 == hop_count ? s : NULL;

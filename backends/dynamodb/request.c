@@ -229,23 +229,33 @@ static int key_condition(const ddb_request_ctx *c, const ddb_fetch *f, const cha
         expr_append(x, " AND %s BETWEEN %s AND %s", sk, expr_value(x, av_string(a)), upper);
         return 0;
     }
-    /* values of the range attribute are followed by "#..." in the key; '$' sorts just after '#' */
+    /* values of the range attribute are followed by "#..." in the key; '$' sorts just after '#'.
+     * A one-sided range stops at the end of the prefix the equalities fix (base ends in '#':
+     * base with '$' for it is past every key that starts with it), so it never reaches the
+     * items of another equality value or of another entity that share the partition. */
+    size_t base_len = strlen(base);
+    int bounded = base_len > 0 && base[base_len - 1] == '#';
+    char edge[2048];
+    snprintf(edge, sizeof edge, "%.*s%s", (int)(bounded ? base_len - 1 : 0), base, bounded ? "$" : "");
     switch (range->op) {
-    case KP_OP_GE:
-        snprintf(a, sizeof a, "%s%s", base, v1);
-        expr_append(x, " AND %s >= %s", sk, expr_value(x, av_string(a)));
+    case KP_OP_GE: case KP_OP_GT:
+        snprintf(a, sizeof a, "%s%s%s", base, v1, range->op == KP_OP_GT ? "$" : "");
+        if (bounded) {
+            const char *upper = expr_value(x, av_string(edge));
+            expr_append(x, " AND %s BETWEEN %s AND %s", sk, expr_value(x, av_string(a)), upper);
+        } else {
+            expr_append(x, " AND %s %s %s", sk, range->op == KP_OP_GT ? ">" : ">=", expr_value(x, av_string(a)));
+        }
         break;
-    case KP_OP_GT:
-        snprintf(a, sizeof a, "%s%s$", base, v1);
-        expr_append(x, " AND %s > %s", sk, expr_value(x, av_string(a)));
-        break;
-    case KP_OP_LT:
-        snprintf(a, sizeof a, "%s%s", base, v1);
-        expr_append(x, " AND %s < %s", sk, expr_value(x, av_string(a)));
-        break;
-    case KP_OP_LE:
-        snprintf(a, sizeof a, "%s%s$", base, v1);
-        expr_append(x, " AND %s < %s", sk, expr_value(x, av_string(a)));
+    case KP_OP_LT: case KP_OP_LE:
+        /* a key holding the value itself goes on ("<v>#..."): below "<v>", above "<v>$" */
+        snprintf(a, sizeof a, "%s%s%s", base, v1, range->op == KP_OP_LE ? "$" : "");
+        if (bounded) {
+            const char *lower = expr_value(x, av_string(base));
+            expr_append(x, " AND %s BETWEEN %s AND %s", sk, lower, expr_value(x, av_string(a)));
+        } else {
+            expr_append(x, " AND %s < %s", sk, expr_value(x, av_string(a)));
+        }
         break;
     case KP_OP_BETWEEN: {
         if (operand_key_text(c, range->attr, width, &range->upper, v2, sizeof v2))

@@ -8,6 +8,11 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
 char *kp_test_read_file(const char *path, size_t *len)
 {
     char full[4096];
@@ -58,4 +63,38 @@ int kp_test_stale(void *ctx, const kp_record *record, const cJSON *next, kp_erro
     cJSON_free(was);
     cJSON_free(is);
     return -1;
+}
+
+kp_dataset *kp_test_order_lines(const kp_model *m, const char *lines)
+{
+    kp_dataset *data = NULL;
+    kp_error err;
+    if (kp_dataset_new(m, &data, &err)) fail_msg("%s", err.message);
+    char line_json[4096] = "", product_json[4096] = "";
+    size_t count = 0;
+    for (const char *at = lines; *at;) {
+        const char *colon = strchr(at, ':'), *comma = strchr(at, ',');
+        if (!colon) break;
+        if (!comma) comma = at + strlen(at);
+        size_t lo = strlen(line_json), po = strlen(product_json);
+        snprintf(line_json + lo, sizeof line_json - lo,
+                 "{\"orderId\":\"o1\",\"sku\":\"%.*s\",\"qty\":1,\"price\":500,\"status\":\"%.*s\"}\n", (int)(colon - at), at,
+                 (int)(comma - colon - 1), colon + 1);
+        snprintf(product_json + po, sizeof product_json - po, "{\"sku\":\"%.*s\",\"name\":\"p\",\"price\":500,\"stock\":1}\n",
+                 (int)(colon - at), at);
+        count++;
+        at = *comma ? comma + 1 : comma;
+    }
+    char order[512];
+    snprintf(order, sizeof order,
+             "{\"orderId\":\"o1\",\"userId\":\"u1\",\"status\":\"SHIPPED\",\"placedAt\":\"2025-08-12T05:21:00.000Z\","
+             "\"day\":\"2025-08-12\",\"total\":1000,\"itemCount\":%zu}\n", count);
+    const char *user = "{\"userId\":\"u1\",\"name\":\"A\",\"country\":\"KR\",\"createdAt\":\"2024-01-01T00:00:00.000Z\"}\n";
+    const char *entities[] = {"User", "Order", "OrderItem", "Product"};
+    const char *texts[] = {user, order, line_json, product_json};
+    for (size_t i = 0; i < 4; i++)
+        if (kp_dataset_add_ndjson(data, kp_model_entity(m, entities[i]), entities[i], texts[i], strlen(texts[i]), &err))
+            fail_msg("%s", err.message);
+    if (kp_dataset_finish(data, &err)) fail_msg("%s", err.message);
+    return data;
 }

@@ -22,4 +22,10 @@ int kp_test_run(const char *args, char **output);
  * (incremental) refresh; fails with a message naming it. */
 int kp_test_stale(void *ctx, const kp_record *record, const cJSON *next, kp_error *err);
 
+/* A small order-response data set (examples/order-response/model.json): user u1, its
+ * SHIPPED order o1 placed at 2025-08-12T05:21:00.000Z, that order's lines for the SKUs
+ * listed with their statuses ("SKU-A:SHIPPED,SKU-C:PENDING"), and a product per SKU. The
+ * caller frees it; fails the test when it does not load. */
+kp_dataset *kp_test_order_lines(const kp_model *m, const char *lines);
+
 #endif
