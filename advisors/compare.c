@@ -98,16 +98,30 @@ static cJSON *recommend(entry *e, size_t n, const kp_mix *mix)
                 }
             cJSON_AddItemToArray(reasons, cJSON_CreateString(buf));
         }
+        /* the load is compared with the lightest of the others, which need not be the
+         * runner-up (a near-tie between two others goes to fewer round trips) */
+        for (size_t i = 0; i < n; i++)
+            if (i != best && e[i].cost.io_units < s->cost.io_units &&
+                !(kp_risks_count(&e[i].risks, KP_RISK_DEFECT) && !kp_risks_count(&s->risks, KP_RISK_DEFECT)))
+                s = &e[i];
+        ls = s->label;
         double hi = b->cost.io_units > s->cost.io_units ? b->cost.io_units : s->cost.io_units;
         if (hi > 0 && fabs(b->cost.io_units - s->cost.io_units) / hi > NEAR_TIE)
             snprintf(buf, sizeof buf,
                      "the lightest load under %s: %.0f I/O units/s (reads %.0f + %.0f x writes %.0f) against %.0f for %s",
                      mixname, b->cost.io_units, b->cost.read_io, KP_WRITE_WEIGHT, b->cost.write_io, s->cost.io_units, ls);
-        else
+        else if (fabs(b->cost.weighted_round_trips - s->cost.weighted_round_trips) > 1e-9 ||
+                 kp_risks_count(&b->risks, KP_RISK_WARNING) == kp_risks_count(&s->risks, KP_RISK_WARNING))
             snprintf(buf, sizeof buf,
                      "as light as %s under %s (%.0f against %.0f I/O units/s) with %.2f round trips per request weighted by "
                      "rate, against %.2f", ls, mixname, b->cost.io_units, s->cost.io_units, b->cost.weighted_round_trips,
                      s->cost.weighted_round_trips);
+        else /* the same round trips: the near-tie went to fewer warnings (better) */
+            snprintf(buf, sizeof buf,
+                     "as light as %s under %s (%.0f against %.0f I/O units/s) in as many round trips per request (%.2f), with "
+                     "%zu warning%s against %zu", ls, mixname, b->cost.io_units, s->cost.io_units, b->cost.weighted_round_trips,
+                     kp_risks_count(&b->risks, KP_RISK_WARNING), kp_risks_count(&b->risks, KP_RISK_WARNING) == 1 ? "" : "s",
+                     kp_risks_count(&s->risks, KP_RISK_WARNING));
         cJSON_AddItemToArray(reasons, cJSON_CreateString(buf));
         double write_share = b->cost.io_units > 0 ? KP_WRITE_WEIGHT * b->cost.write_io / b->cost.io_units : 0;
         snprintf(buf, sizeof buf, "writes are %.0f%% of its load (%.1f items written per second, %.1f items read)", write_share * 100,

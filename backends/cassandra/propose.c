@@ -4,7 +4,8 @@
  * fetch tree and plan of every pattern, the write plans, and why each choice was made.
  *
  * Rules, in the order they apply (each recorded as a kp_decision naming its patterns):
- *  - every entity has a table by key (records by key, to-one hops, the source of writes);
+ *  - every entity has a table by key (records by key, to-one hops, the source of writes),
+ *    unless nothing reads it and a query table holds every record whole (dropped last);
  *  - a path a pattern walks that is not "by key" gets a query table: equality
  *    parameters, literals and foreign keys -> partition key; the range attribute -> the
  *    first clustering column; the declared order -> clustering columns ASC/DESC; the
@@ -1986,6 +1987,68 @@ static void plan_writes(builder *B)
 
 /* ---- containers, decisions ------------------------------------------------------------------------------- */
 
+/* A query table of e whose every row is a whole record of e and every record has its row:
+ * its key columns are e's own required attributes (and the bucket), none a copy or an
+ * array's element. NULL when there is none. */
+static const cq_table *holds_every_record(const cq_layout *L, const kp_entity *e)
+{
+    for (size_t i = 0; i < L->table_count; i++) {
+        const cq_table *t = L->tables[i];
+        if (t->is_base || t->entity != e) continue;
+        int whole = 1;
+        for (size_t k = 0; k < t->pk_count + t->ck_count && whole; k++) {
+            const cq_column *c = &t->cols[k];
+            if (!c->attr) continue; /* the bucket: computed from the key */
+            whole = !c->via && !c->is_element && c->entity == e && !c->attr->is_optional;
+        }
+        if (whole) return t;
+    }
+    return NULL;
+}
+
+/* Drops the tables by key that nothing reads: no access pattern's SELECT, no write's read,
+ * and no write that updates, deletes or conditionally inserts their records (those find a
+ * record by its key), where a query table holds every record whole (holds_every_record),
+ * so seeding, verify's read-back and migrate still see every record. Such a table would
+ * cost each insert one more row and serve nothing. 1 when one was dropped (the writes are
+ * then priced again). */
+static int drop_unread_base_tables(builder *B)
+{
+    cq_layout *L = B->L;
+    const kp_design *d = B->d;
+    int dropped = 0;
+    for (size_t e = 0; e < B->m->entity_count; e++) {
+        const kp_entity *en = B->m->entities[e];
+        cq_table *t = L->base[e];
+        int is_read = 0;
+        for (size_t p = 0; p < d->plan_count && !is_read; p++)
+            for (size_t k = 0; k < d->plans[p].op_count && !is_read; k++) is_read = !strcmp(d->plans[p].ops[k].container, t->name);
+        for (size_t w = 0; w < d->write_plan_count && !is_read; w++)
+            for (size_t k = 0; k < d->write_plans[w].read_count && !is_read; k++) is_read = !strcmp(d->write_plans[w].reads[k], t->name);
+        for (size_t w = 0; w < B->m->write_count && !is_read; w++)
+            for (size_t s = 0; s < B->m->writes[w]->step_count && !is_read; s++) {
+                const kp_write_step *st = &B->m->writes[w]->steps[s];
+                is_read = st->entity == en && (st->op != KP_WRITE_INSERT || st->is_if_absent || st->condition_count);
+            }
+        const cq_table *whole = is_read ? NULL : holds_every_record(L, en);
+        if (!whole) continue;
+        size_t at = 0;
+        while (at < L->table_count && L->tables[at] != t) at++;
+        if (at == L->table_count) continue;
+        memmove(&L->tables[at], &L->tables[at + 1], sizeof *L->tables * (L->table_count - at - 1));
+        L->table_count--;
+        dropped = 1;
+        kp_decision *dc = kp_design_decide(
+            B->d, t->name, kp_arena_printf(B->A, "no table of %s by key", en->name),
+            kp_arena_printf(B->A, "no access pattern or write reads %s records by their key and no write updates or deletes them, "
+                                  "and each is a whole row of %s: a table by key would cost every insert one more row and serve "
+                                  "nothing",
+                            en->name, whole->name));
+        for (size_t k = 0; k < whole->cause_count; k++) kp_decision_add_pattern(B->d, dc, whole->causes[k]);
+    }
+    return dropped;
+}
+
 static void describe(builder *B)
 {
     kp_text diagram = {0};
@@ -2120,6 +2183,7 @@ int kp_cq_propose(const kp_model *m, const kp_propose_options *options, kp_desig
     for (size_t i = 0; i < m->pattern_count; i++) note_related_conditions(&B, m->patterns[i], L->roots[i]);
     for (size_t i = 0; i < m->pattern_count; i++) plan_ops(&B, m->patterns[i], L->roots[i], &d->plans[i]);
     plan_writes(&B);
+    if (drop_unread_base_tables(&B)) plan_writes(&B);
     describe(&B);
     size_t query = 0, statics = 0, bucketed = 0;
     for (size_t i = 0; i < L->table_count; i++) {
