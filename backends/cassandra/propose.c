@@ -733,9 +733,11 @@ static cq_fetch *two_hop_table(walk *W, const kp_shape *s)
     size_t neq = 0;
     for (size_t i = 0; i < s->where_count && neq < 16; i++)
         if (is_eq_bindable(&s->where[i]) && add_col(B, t, s->where[i].attr, e, CQ_PARTITION, 0)) eq_attrs[neq++] = s->where[i].attr;
-    /* rows of one partition: every line of the largest parent's largest children, the
-     * equalities' share of them */
-    double rows = s->hops[0]->fanout->max * s->hops[1]->fanout->max;
+    /* rows of the largest partition: the largest parent's children at their average size,
+     * or the average parent's at their largest (both at their maxima at once would size
+     * every partition for a parent that is not in the model's data), the equalities' share */
+    const kp_fanout *f0 = s->hops[0]->fanout, *f1 = s->hops[1]->fanout;
+    double rows = f0->max * f1->avg > f0->avg * f1->max ? f0->max * f1->avg : f0->avg * f1->max;
     double share = eq_partition_rows(e, eq_attrs, neq, NULL) / (e->count > 0 ? e->count : 1);
     if (neq && share > 0 && share < 1) rows *= share;
     cq_fetch *f = new_fetch(B, CQ_SELECT, e);
