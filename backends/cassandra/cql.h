@@ -60,6 +60,7 @@ typedef struct cq_table {
     const char *name;           /* without the prefix */
     const kp_entity *entity;    /* the row entity */
     int is_base;                /* the entity's table by key */
+    int is_dropped;             /* a table by key nothing reads, left out of the layout (propose.c) */
     const kp_entity *parent;    /* static columns hold this entity's attributes, or NULL */
     const kp_attr **parent_keys;/* for each partition column (bucket excluded), the parent attribute it equals */
     cq_column *cols;            /* partition, clustering, static, regular */

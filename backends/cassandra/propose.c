@@ -1989,23 +1989,18 @@ static void plan_writes(builder *B)
 
 /* ---- containers, decisions ------------------------------------------------------------------------------- */
 
-/* A query table of e whose every row is a whole record of e and every record has its row:
- * its key columns are e's own required attributes (and the bucket), none a copy or an
- * array's element. NULL when there is none. */
-static const cq_table *holds_every_record(const cq_layout *L, const kp_entity *e)
+/* Is t a query table whose every row is a whole record of its entity and every record has
+ * its row: its key columns are the entity's own required attributes (and the bucket), none
+ * a copy or an array's element? */
+static int holds_every_record(const cq_table *t)
 {
-    for (size_t i = 0; i < L->table_count; i++) {
-        const cq_table *t = L->tables[i];
-        if (t->is_base || t->entity != e) continue;
-        int whole = 1;
-        for (size_t k = 0; k < t->pk_count + t->ck_count && whole; k++) {
-            const cq_column *c = &t->cols[k];
-            if (!c->attr) continue; /* the bucket: computed from the key */
-            whole = !c->via && !c->is_element && c->entity == e && !c->attr->is_optional;
-        }
-        if (whole) return t;
+    if (t->is_base) return 0;
+    for (size_t k = 0; k < t->pk_count + t->ck_count; k++) {
+        const cq_column *c = &t->cols[k];
+        if (!c->attr) continue; /* the bucket: computed from the key */
+        if (c->via || c->is_element || c->entity != t->entity || c->attr->is_optional) return 0;
     }
-    return NULL;
+    return 1;
 }
 
 /* Drops the tables by key that nothing reads: no access pattern's SELECT, no write's read,
@@ -2018,27 +2013,36 @@ static int drop_unread_base_tables(builder *B)
 {
     cq_layout *L = B->L;
     const kp_design *d = B->d;
+    /* what is read, once: the containers the plans' operations and the writes' reads name,
+     * and the entities a write step tests a condition on */
+    kp_strmap read = {0};
+    static int yes = 1;
+    for (size_t p = 0; p < d->plan_count; p++)
+        for (size_t k = 0; k < d->plans[p].op_count; k++)
+            if (kp_strmap_put(B->A, &read, d->plans[p].ops[k].container, &yes)) return 0;
+    for (size_t w = 0; w < d->write_plan_count; w++)
+        for (size_t k = 0; k < d->write_plans[w].read_count; k++)
+            if (kp_strmap_put(B->A, &read, d->write_plans[w].reads[k], &yes)) return 0;
+    unsigned char *tested = kp_arena_alloc(B->A, B->m->entity_count + 1);
+    if (!tested) return 0;
+    memset(tested, 0, B->m->entity_count + 1);
+    for (size_t w = 0; w < B->m->write_count; w++)
+        for (size_t s = 0; s < B->m->writes[w]->step_count; s++) {
+            const kp_write_step *st = &B->m->writes[w]->steps[s];
+            if (st->op != KP_WRITE_INSERT || st->is_if_absent || st->condition_count) tested[st->entity->index] = 1;
+        }
+    const cq_table **whole_of = kp_arena_alloc(B->A, sizeof *whole_of * (B->m->entity_count + 1));
+    if (!whole_of) return 0;
+    memset(whole_of, 0, sizeof *whole_of * (B->m->entity_count + 1));
+    for (size_t i = 0; i < L->table_count; i++)
+        if (!whole_of[L->tables[i]->entity->index] && holds_every_record(L->tables[i])) whole_of[L->tables[i]->entity->index] = L->tables[i];
     int dropped = 0;
     for (size_t e = 0; e < B->m->entity_count; e++) {
         const kp_entity *en = B->m->entities[e];
         cq_table *t = L->base[e];
-        int is_read = 0;
-        for (size_t p = 0; p < d->plan_count && !is_read; p++)
-            for (size_t k = 0; k < d->plans[p].op_count && !is_read; k++) is_read = !strcmp(d->plans[p].ops[k].container, t->name);
-        for (size_t w = 0; w < d->write_plan_count && !is_read; w++)
-            for (size_t k = 0; k < d->write_plans[w].read_count && !is_read; k++) is_read = !strcmp(d->write_plans[w].reads[k], t->name);
-        for (size_t w = 0; w < B->m->write_count && !is_read; w++)
-            for (size_t s = 0; s < B->m->writes[w]->step_count && !is_read; s++) {
-                const kp_write_step *st = &B->m->writes[w]->steps[s];
-                is_read = st->entity == en && (st->op != KP_WRITE_INSERT || st->is_if_absent || st->condition_count);
-            }
-        const cq_table *whole = is_read ? NULL : holds_every_record(L, en);
-        if (!whole) continue;
-        size_t at = 0;
-        while (at < L->table_count && L->tables[at] != t) at++;
-        if (at == L->table_count) continue;
-        memmove(&L->tables[at], &L->tables[at + 1], sizeof *L->tables * (L->table_count - at - 1));
-        L->table_count--;
+        const cq_table *whole = whole_of[e];
+        if (!whole || tested[e] || kp_strmap_get(&read, t->name)) continue;
+        t->is_dropped = 1;
         dropped = 1;
         kp_decision *dc = kp_design_decide(
             B->d, t->name, kp_arena_printf(B->A, "no table of %s by key", en->name),
@@ -2048,6 +2052,10 @@ static int drop_unread_base_tables(builder *B)
                             en->name, whole->name));
         for (size_t k = 0; k < whole->cause_count; k++) kp_decision_add_pattern(B->d, dc, whole->causes[k]);
     }
+    size_t kept = 0;
+    for (size_t i = 0; i < L->table_count; i++)
+        if (!L->tables[i]->is_dropped) L->tables[kept++] = L->tables[i];
+    L->table_count = kept;
     return dropped;
 }
 
