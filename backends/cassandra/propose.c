@@ -689,17 +689,17 @@ static void finish_each(walk *W, cq_fetch *last, const kp_shape *s)
     }
 }
 
-/* A page of a listing two 1:N hops away (the order lines of a user's orders) that the last
- * entity's own attributes select and order: a query table of its rows partitioned by the
+/* A listing two 1:N hops away (the order lines of a user's orders) that the last entity's
+ * own attributes select and order: a query table of its rows partitioned by the
  * first hop's reference, which they copy over the second hop's inverse (a line holds its
  * order's user_id, kept in step by the writes), then the equalities, clustered as the
- * listing asks (Chebotko: the table holds what the query reads). One SELECT with a LIMIT,
- * where a SELECT per intermediate record would read all their rows and sort in the client.
- * NULL: the shape is not such a page. */
+ * listing asks (Chebotko: the table holds what the query reads). One SELECT (with the
+ * page's LIMIT), where a SELECT per intermediate record would read all their rows and sort
+ * in the client. NULL: the shape is not such a listing. */
 static cq_fetch *two_hop_table(walk *W, const kp_shape *s)
 {
     builder *B = W->B;
-    if (s->kind != KP_SHAPE_EACH || s->hop_count != 2 || shape_limit(s) <= 0 || s->page == KP_PAGE_OFFSET) return NULL;
+    if (s->kind != KP_SHAPE_EACH || s->hop_count != 2 || s->page == KP_PAGE_OFFSET) return NULL;
     for (size_t i = 0; i < 2; i++) {
         const kp_relation *rel = s->hops[i]->relation;
         if (s->hops[i]->is_inverse || rel->link != KP_LINK_FOREIGN_KEY || rel->holder != rel->to || !s->hops[i]->is_many ||
@@ -717,7 +717,7 @@ static cq_fetch *two_hop_table(walk *W, const kp_shape *s)
             (!s->order_count || s->order[0].attr == c->attr))
             range = c;
         else if (!range_hi && closes_range(range, c)) range_hi = c;
-        else return NULL; /* a test the client would make: not a page */
+        else return NULL; /* a test the client would make */
     }
     const kp_relation *outer = s->hops[0]->relation;
     const kp_rel *up = &s->hops[1]->relation->inverse; /* a line -> its order */

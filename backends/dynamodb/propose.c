@@ -1281,15 +1281,15 @@ static const kp_attr *copy_for(const kp_entity *e, kp_rel *const *path, size_t n
     return NULL;
 }
 
-/* A page of a listing two 1:N hops away (the order lines of a user's orders) that the last
- * entity's own attributes can order and select: a global index on its items, partitioned
+/* A listing two 1:N hops away (the order lines of a user's orders) that the last entity's
+ * own attributes can order and select: a global index on its items, partitioned
  * by the first hop's reference, which they copy over the second hop's inverse (a line holds
  * its order's userId), and sorted as the listing asks. One Query reads the page in order,
  * where a Query per intermediate record would read every item of every one of them and
- * sort in the client. NULL: the shape is not such a page. */
+ * sort in the client. NULL: the shape is not such a listing. */
 static ddb_fetch *two_hop_index(builder *B, const kp_pattern *p, const kp_shape *s, kp_rel *const *hops, size_t hop_count)
 {
-    if (hop_count != 2 || !s || s->kind != KP_SHAPE_EACH || (s->limit <= 0 && !s->limit_param) || !key_orderable(s)) return NULL;
+    if (hop_count != 2 || !s || s->kind != KP_SHAPE_EACH || !key_orderable(s)) return NULL;
     for (size_t i = 0; i < 2; i++) {
         const kp_relation *rel = hops[i]->relation;
         if (hops[i]->is_inverse || rel->link != KP_LINK_FOREIGN_KEY || rel->holder != rel->to || !hops[i]->is_many) return NULL;
@@ -1333,8 +1333,19 @@ static ddb_fetch *two_hop_index(builder *B, const kp_pattern *p, const kp_shape 
                              hops[0]->target->name, hops[0]->source->name, hops[0]->target->name));
         kp_decision_add_pattern(B->d, x, p);
     }
+    /* the path as one hop from the first hop's source (its partition value: the source's
+     * key, virtual_targets), its fan-out the product of both (the key range's size) */
+    kp_rel *path = kp_arena_alloc(B->arena, sizeof *path);
+    kp_fanout *fan = kp_arena_alloc(B->arena, sizeof *fan);
+    if (!path || !fan || !hops[0]->fanout || !hops[1]->fanout) return NULL;
+    *path = *hops[0];
+    *fan = *hops[0]->fanout;
+    fan->avg *= hops[1]->fanout->avg;
+    fan->max *= hops[1]->fanout->max;
+    path->target = hops[1]->target;
+    path->fanout = fan;
     ddb_fetch *f = new_fetch(B, DDB_QUERY, gp, child);
-    f->rel = hops[0]; /* the first hop: the partition value is its source's key (virtual_targets) */
+    f->rel = path;
     f->shape = s;
     f->source = DDB_FROM_PARENT;
     f->pk_from = kp_arena_alloc(B->arena, sizeof *f->pk_from * (outer->fk_count ? outer->fk_count : 1));
