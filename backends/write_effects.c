@@ -101,21 +101,38 @@ static double copy_fanout(const kp_copy *c)
     return fan;
 }
 
-/* The records a delete of `records` records of `e` takes with it along the relations that
- * cascade, and theirs in turn (depth first; a cycle of cascades stops after 8 hops), and
- * those it leaves without their reference along the relations that detach. */
+/* The records a delete of `records` records of `e` takes with it, and those it leaves
+ * without their reference, as the oracle finds them (kp_dataset_dependents, delete_record in
+ * core/mutate.c): along every relation whose other side references e — a foreign key held
+ * by the other side (cascade: deleted; detach: its key removed), the join records of an N:M
+ * (deleted), the records whose array holds e's key (the element removed, detached) — and
+ * theirs in turn for what is deleted (depth first; a cycle of cascades stops after 8 hops).
+ * A relation that restricts refuses the delete instead: nothing. */
 static int cascade(kp_arena *arena, kp_write_effect_list *list, const kp_write_step *st, size_t s, const kp_entity *e,
                    double records, int depth)
 {
     for (size_t r = 0; depth < 8 && r < e->rel_count; r++) {
         const kp_rel *rel = e->rels[r];
-        kp_on_delete on = rel->relation->on_delete;
-        if (rel->is_inverse || on == KP_DELETE_RESTRICT) continue;
-        kp_write_effect *fx = add(arena, list, on == KP_DELETE_CASCADE ? KP_EFFECT_CASCADE : KP_EFFECT_DETACH, st, s, rel->target,
-                                  records, rel->fanout ? rel->fanout->avg : 1);
+        const kp_relation *R = rel->relation;
+        if (R->on_delete == KP_DELETE_RESTRICT) continue;
+        const kp_fanout *per = rel->is_inverse ? &R->inverse_fanout : &R->fanout;
+        const kp_entity *gone = NULL, *detached = NULL;
+        if (R->link == KP_LINK_FOREIGN_KEY) {
+            /* the other side holds the key to e (from e: the relation towards the holder) */
+            if (R->referenced != e || (R->holder == R->to) == rel->is_inverse) continue;
+            if (R->on_delete == KP_DELETE_CASCADE) gone = R->holder;
+            else detached = R->holder;
+        } else if (R->link == KP_LINK_THROUGH) {
+            gone = R->through;
+        } else {
+            if (!rel->is_inverse) continue; /* e holds the array: deleting it detaches nothing */
+            detached = rel->target;
+        }
+        kp_write_effect *fx = add(arena, list, gone ? KP_EFFECT_CASCADE : KP_EFFECT_DETACH, st, s, gone ? gone : detached, records,
+                                  per->avg > 0 ? per->avg : 1);
         if (!fx) return -1;
         fx->rel = rel;
-        if (on == KP_DELETE_CASCADE && cascade(arena, list, st, s, rel->target, fx->count, depth + 1)) return -1;
+        if (gone && cascade(arena, list, st, s, gone, fx->count, depth + 1)) return -1;
     }
     return 0;
 }

@@ -24,13 +24,15 @@ static const char model_text[] =
     "                \"email\": { \"type\": \"string\", \"unique\": true } } },\n"
     "    \"Follow\": { \"key\": [\"followerId\", \"followeeId\"], \"attributes\": { \"followerId\": \"string\", \"followeeId\": \"string\" } },\n"
     "    \"Room\": { \"key\": [\"id\"], \"count\": 10, \"attributes\": { \"id\": \"string\", \"name\": \"string\",\n"
+    "                \"labelIds\": { \"type\": \"array\", \"items\": \"string\" },\n"
     "                \"messageCount\": { \"type\": \"int\", \"derived\": { \"count\": \"messages\" } },\n"
     "                \"topicText\": { \"type\": \"string\", \"optional\": true, \"copy_of\": \"topic.text\" } } },\n"
     "    \"Topic\": { \"key\": [\"roomId\"], \"count\": 10, \"attributes\": { \"roomId\": \"string\", \"text\": \"string\" } },\n"
     "    \"Message\": { \"key\": [\"roomId\", \"position\"], \"attributes\": { \"roomId\": \"string\", \"position\": \"int\",\n"
     "                \"authorId\": { \"type\": \"string\", \"optional\": true }, \"authorName\": { \"type\": \"string\", \"copy_of\": \"author.name\" }, \"text\": \"string\" } },\n"
     "    \"Reaction\": { \"key\": [\"roomId\", \"position\", \"userId\"], \"attributes\": { \"roomId\": \"string\", \"position\": \"int\",\n"
-    "                \"userId\": \"string\" } }\n"
+    "                \"userId\": \"string\" } },\n"
+    "    \"Label\": { \"key\": [\"id\"], \"count\": 20, \"attributes\": { \"id\": \"string\" } }\n"
     "  },\n"
     "  \"relations\": [\n"
     "    { \"name\": \"following\", \"from\": \"User\", \"to\": \"User\", \"cardinality\": \"N:M\",\n"
@@ -44,7 +46,9 @@ static const char model_text[] =
     "      \"on\": { \"Reaction.roomId\": \"Message.roomId\", \"Reaction.position\": \"Message.position\" }, \"inverse\": \"message\",\n"
     "      \"fanout\": { \"avg\": 2, \"max\": 50 }, \"on_delete\": \"cascade\" },\n"
     "    { \"name\": \"topic\", \"from\": \"Room\", \"to\": \"Topic\", \"cardinality\": \"1:1\", \"on\": { \"Topic.roomId\": \"Room.id\" },\n"
-    "      \"inverse\": \"room\" }\n"
+    "      \"inverse\": \"room\" },\n"
+    "    { \"name\": \"labels\", \"from\": \"Room\", \"to\": \"Label\", \"cardinality\": \"N:M\", \"on\": { \"Room.labelIds\": \"Label.id\" },\n"
+    "      \"inverse\": \"rooms\", \"fanout\": { \"avg\": 2, \"max\": 5 }, \"inverse_fanout\": { \"avg\": 3, \"max\": 8 }, \"on_delete\": \"cascade\" }\n"
     "  ],\n"
     "  \"access_patterns\": [ { \"name\": \"room\", \"rps\": 1, \"root\": \"Room\", \"where\": { \"id\": \"=\" }, \"returns\": { \"name\": \"Room.name\" } } ],\n"
     "  \"writes\": [\n"
@@ -58,7 +62,7 @@ static const char model_text[] =
     "    { \"name\": \"post\", \"rps\": 1, \"entity\": \"Message\", \"op\": \"insert\", \"rows\": 3 },\n"
     "    { \"name\": \"open-room\", \"rps\": 1, \"steps\": [ { \"entity\": \"Room\", \"op\": \"insert\" },\n"
     "      { \"entity\": \"Message\", \"op\": \"insert\" } ] },\n"
-    "    { \"name\": \"delete-user\", \"rps\": 1, \"entity\": \"User\", \"op\": \"delete\", \"where\": { \"id\": \"=\" } },\n"
+    "    { \"name\": \"delete-user\", \"rps\": 1, \"entity\": \"User\", \"op\": \"delete\", \"where\": { \"id\": \"=\" } },\n"    "    { \"name\": \"delete-label\", \"rps\": 1, \"entity\": \"Label\", \"op\": \"delete\", \"where\": { \"id\": \"=\" } },\n"
     "    { \"name\": \"post-and-rename\", \"rps\": 1, \"steps\": [ { \"entity\": \"Message\", \"op\": \"insert\" },\n"
     "      { \"entity\": \"Room\", \"op\": \"update\", \"where\": { \"id\": \":roomId\" }, \"set\": [\"name\"] } ] },\n"
     "    { \"name\": \"set-topic\", \"rps\": 1, \"entity\": \"Topic\", \"op\": \"insert\" },\n"
@@ -189,7 +193,7 @@ static void test_an_insert_into_a_join_entity_pairs_two_records(void **state)
 /* A delete takes the records its relations cascade to, and theirs in turn (a room's 400
  * messages, their 800 reactions); a relation that detaches leaves its records without the
  * reference (a deleted user's 20 messages). */
-static void test_a_delete_reaches_the_records_it_cascades_to(void **state)
+static void test_a_delete_reaches_the_records_that_reference_what_it_deletes(void **state)
 {
     (void)state;
     const expected want[] = {
@@ -205,6 +209,15 @@ static void test_a_delete_reaches_the_records_it_cascades_to(void **state)
         {KP_EFFECT_DETACH, 0, "Message", "authored", NULL, 20, 20},
     };
     assert_effects("delete-user", user, sizeof user / sizeof *user);
+    /* an array of references: deleting a label removes it from the arrays of the rooms that
+     * hold it (the oracle's delete_record: the element goes, whatever on_delete says but
+     * restrict); deleting a room, which holds the array, takes no label with it (the list of
+     * delete-room above has none) */
+    const expected label[] = {
+        {KP_EFFECT_RECORDS, 0, "Label", NULL, NULL, 1, 1},
+        {KP_EFFECT_DETACH, 0, "Room", "rooms", NULL, 3, 3},
+    };
+    assert_effects("delete-label", label, sizeof label / sizeof *label);
 }
 
 /* A message posted to :roomId and the room :roomId renamed in the same write: the room's
@@ -270,7 +283,7 @@ int main(void)
         cmocka_unit_test(test_a_for_each_step_is_fanned_out_by_its_path),
         cmocka_unit_test(test_an_aggregate_is_updated_once_per_holder_and_not_when_inserted_with_it),
         cmocka_unit_test(test_an_insert_into_a_join_entity_pairs_two_records),
-        cmocka_unit_test(test_a_delete_reaches_the_records_it_cascades_to),
+        cmocka_unit_test(test_a_delete_reaches_the_records_that_reference_what_it_deletes),
         cmocka_unit_test(test_an_aggregate_goes_in_with_its_holders_update),
         cmocka_unit_test(test_an_insert_claims_its_unique_values),
         cmocka_unit_test(test_an_insert_sets_the_copies_of_the_records_it_links_to),
