@@ -352,7 +352,9 @@ static int clustering_serves(const cq_table *t, const kp_shape *s, const cq_colu
 {
     size_t c = t->pk_count;
     if (range_col && c < t->pk_count + t->ck_count && &t->cols[c] == range_col) {
-        if (s->order_count == 0 || s->order[0].attr != range_col->attr) return s->declared_order_count == 0;
+        /* rows come in the range column's order: the listing's only when its order (declared,
+         * or its key's when none is declared) starts with that column */
+        if (s->order_count == 0 || s->order[0].attr != range_col->attr) return s->order_count == 0;
     }
     /* the clustering columns in order; an order key the partition key binds by equality
      * is one value within the partition wherever it stands (a child keyed [postId, id]
@@ -674,7 +676,7 @@ static void finish_each(walk *W, cq_fetch *last, const kp_shape *s)
     if (last->kind == CQ_SELECT && !last->is_join) {
         last->is_server_ordered = is_served_order(last->table, s, last->range_col) && last->table->buckets <= 1;
     }
-    int client = !last->is_server_ordered && s->declared_order_count;
+    int client = !last->is_server_ordered && s->order_count; /* none declared: the key's order */
     if (last->client_cond_count || s->page == KP_PAGE_OFFSET || (last->table && last->table->buckets > 1)) client = 1;
     if (s == W->p->paged && s->page == KP_PAGE_TOKEN && (client || last->kind != CQ_SELECT || last->is_join)) client = 1;
     if (last->kind == CQ_KEYS || (last->rel && last->rel->relation->link == KP_LINK_ARRAY && !last->rel->is_inverse)) client = 1;

@@ -21,7 +21,7 @@ budget=${KP_IT_BUDGET_S:-2400}   # what the integration suites may take of CI's 
 all_started=$SECONDS
 for suite in "$here"/dynamodb.sh "$here"/mongodb.sh "$here"/cassandra.sh "$here"/emit_tools.sh "$here"/mongosh.sh \
              "$here"/report_browser.sh "$here"/gate.sh "$here"/readme.sh "$here"/secrets.sh "$here"/force.sh "$here"/tls.sh \
-             "$here"/mutations.sh "$here"/export.sh "$here"/seed_shards.sh "$here"/migrate.sh "$here"/migrate_kill.sh "$here"/faults_kill.sh "$here"/faults_restart.sh "$here"/faults_proxy.sh; do
+             "$here"/mutations.sh "$here"/oracle.sh "$here"/export.sh "$here"/seed_shards.sh "$here"/migrate.sh "$here"/migrate_kill.sh "$here"/faults_kill.sh "$here"/faults_restart.sh "$here"/faults_proxy.sh; do
     echo "== integration: $(basename "$suite")"
     started=$SECONDS suite_status=0
     bash "$suite" "$build" || suite_status=1
