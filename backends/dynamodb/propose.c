@@ -1012,11 +1012,12 @@ static ddb_placement *copy_ordered_index(builder *B, const kp_pattern *p, const 
     return gp;
 }
 
-static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r, const kp_shape *s, int allow_header_on)
+/* `is_ordered`: the listing is read in its own order (not the last hop of a longer path,
+ * which the client sorts whatever each hop's order: no index is made for it). */
+static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r, const kp_shape *s, int is_ordered)
 {
     const kp_relation *rel = r->relation;
     ddb_entity *child = entity_of(B, r->target);
-    (void)allow_header_on;
     if (!r->is_inverse && rel->link == KP_LINK_FOREIGN_KEY && rel->holder == rel->to) {
         /* forward 1:N (or 1:1 with the key on the child) */
         const kp_cond **eqs, **filters, *range;
@@ -1032,7 +1033,7 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
             /* the base sort key serves the order, and a range on its first attribute: no index */
             if (ok && eq_count == 0 && (!range || range_in_sk(&child->placements[0].sk, range->attr, 0))) {
                 pl = &child->placements[0];
-            } else if (s && key_orderable(s)) {
+            } else if (s && is_ordered && key_orderable(s)) {
                 /* rule 3: an LSI on the collection ordered as declared */
                 const kp_attr *const *fk = (const kp_attr *const *)rel->fk_attrs;
                 ddb_format sk = ordered_sk(B, child, eqs, eq_count, s, fk, rel->fk_count);
@@ -1064,7 +1065,7 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
             /* rule 4: the child lives elsewhere; a GSI keyed by the parent reference */
             ddb_format pk = fmt_keyed(B, kp_ddb_entity_prefix(B->arena, B->m, r->source), (const kp_attr *const *)rel->fk_attrs,
                                       rel->fk_count);
-            ddb_format sk = s && key_orderable(s) ? ordered_sk(B, child, eqs, eq_count, s, NULL, 0)
+            ddb_format sk = s && is_ordered && key_orderable(s) ? ordered_sk(B, child, eqs, eq_count, s, NULL, 0)
                                                       : fmt_keyed(B, child->prefix, (const kp_attr *const *)r->target->key,
                                                                   r->target->key_count);
             int is_new = 0;
@@ -1072,7 +1073,7 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
             if (!gp) return NULL;
             pl = gp;
             forward = s && s->declared_order_count ? !s->order[0].is_desc : 1;
-            server_ordered = !s || key_orderable(s);
+            server_ordered = !s || (is_ordered && key_orderable(s));
             if (is_new) {
                 kp_decision *x = kp_design_decide(
                     B->d, kp_design_printf(B->d, "%s %s", gp->index->name, r->target->name),
@@ -1100,12 +1101,22 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
         prefix = kp_ddb_format_prefix(B->arena, &pl->sk);
         f->sk_prefix = prefix;
         f->sk_eq = eqs;
-        f->sk_eq_count = (pl == &child->placements[0]) ? 0 : eq_count;
-        if (pl == &child->placements[0] && eq_count) /* equalities the base sort key cannot hold become filters */
-            filters = joined_conds(B, eqs, eq_count, filters, &filter_count);
+        /* the equalities are key conditions where the sort key starts with them (an index
+         * ordered_sk made); the base sort key, or an index keyed by the children's own key,
+         * cannot hold them: they become filters */
+        int eq_in_sk = pl != &child->placements[0];
+        for (size_t i = 0, seen = 0; eq_in_sk && i < pl->sk.count && seen < eq_count; i++) {
+            if (!pl->sk.segs[i].attr) continue;
+            int is_eq = 0;
+            for (size_t x = 0; x < eq_count; x++) is_eq |= eqs[x]->attr == pl->sk.segs[i].attr;
+            eq_in_sk = is_eq;
+            seen++;
+        }
+        f->sk_eq_count = eq_in_sk ? eq_count : 0;
+        if (!eq_in_sk && eq_count) filters = joined_conds(B, eqs, eq_count, filters, &filter_count);
         /* a range is a key condition only where the sort key holds it right after the
          * equalities; elsewhere the server filters it */
-        f->range = range && range_in_sk(&pl->sk, range->attr, pl == &child->placements[0] ? 0 : eq_count) ? range : NULL;
+        f->range = range && range_in_sk(&pl->sk, range->attr, eq_in_sk ? eq_count : 0) ? range : NULL;
         if (range && !f->range) filters[filter_count++] = range;
         f->range_end = take_range_end(&pl->sk, f->range, filters, &filter_count);
         f->filters = filters;
@@ -1374,7 +1385,7 @@ static int plan_hops(builder *B, const kp_pattern *p, ddb_fetch *parent, const k
     ddb_fetch *first = NULL, *last = NULL;
     for (size_t i = 0; i < hop_count; i++) {
         const kp_shape *for_shape = i + 1 == hop_count ? s : NULL;
-        ddb_fetch *f = plan_listing(B, p, hops[i], for_shape, 0);
+        ddb_fetch *f = plan_listing(B, p, hops[i], for_shape, hop_count == 1);
         if (!f) return kp_error_set(B->err, KP_ERR_INTERNAL, NULL, 0, 0,
                                     "no DynamoDB access path for relation '%s' (too many indexes?)", hops[i]->name ? hops[i]->name : "?");
         if (i + 1 < hop_count) f->shape = NULL;

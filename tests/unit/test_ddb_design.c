@@ -736,6 +736,40 @@ static void test_a_listing_two_hops_away_is_one_query_on_an_index_of_the_last(vo
     kp_model_free(m);
 }
 
+/* The last hop of a longer path is read out of order (the client sorts the path's records),
+ * so it gets no index for its order: buy-again with a condition the index cannot hold
+ * (status < SHIPPED) falls back to a Query per order, on the collection itself, the
+ * condition a FilterExpression; and an equality such a hop cannot fold into its sort key is
+ * a FilterExpression, never dropped (every-feature's rooms-of-followees: state = DONE). */
+static void test_the_last_hop_of_a_path_gets_no_index_for_its_order(void **state)
+{
+    (void)state;
+    kp_model *m = load_edited("examples/order-response/model.json", "\":after\" }, \"status\": { \"=\": \"SHIPPED\"",
+                              "\":after\" }, \"status\": { \"<\": \"SHIPPED\"");
+    kp_design *d = propose(m);
+    const ddb_layout *L = d->layout;
+    for (size_t i = 0; i < L->entity_count; i++) {
+        if (strcmp(L->entities[i].entity->name, "OrderItem")) continue;
+        for (size_t k = 1; k < L->entities[i].placement_count; k++)
+            assert_true(strstr(L->entities[i].placements[k].index->name, "LSI") == NULL ||
+                        !strstr(kp_ddb_format_describe((kp_arena *)&L->arena, &L->entities[i].placements[k].sk), "placedAt"));
+    }
+    const kp_plan *p = plan_of(d, "buy-again");
+    int filtered = 0;
+    for (size_t i = 0; i < p->op_count; i++) filtered |= strstr(p->ops[i].condition, "FILTER") != NULL;
+    assert_true(filtered);
+    kp_design_free(d);
+    kp_model_free(m);
+    m = load("tests/fixtures/models/every-feature.json");
+    d = propose(m);
+    p = plan_of(d, "rooms-of-followees");
+    int has_state = 0;
+    for (size_t i = 0; i < p->op_count; i++) has_state |= strstr(p->ops[i].condition, "DONE") != NULL;
+    assert_true(has_state);
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
 /* Comments keyed [postId, id], listed by createdAt with their post: the listing first takes
  * a local index, then merges onto GSI1, where the post is found — the LSI entry would be
  * written for every comment and read by nothing, so the design drops it (and its claim). */
@@ -1134,6 +1168,7 @@ int main(void)
         cmocka_unit_test(test_a_join_ordered_by_its_targets_attribute_keys_an_index_by_the_copy),
         cmocka_unit_test(test_an_inverted_text_part_sorts_in_reverse),
         cmocka_unit_test(test_a_listing_two_hops_away_is_one_query_on_an_index_of_the_last),
+        cmocka_unit_test(test_the_last_hop_of_a_path_gets_no_index_for_its_order),
         cmocka_unit_test(test_an_atomic_write_above_a_transactions_items_is_a_defect),
         cmocka_unit_test(test_a_count_claims_the_pages_it_reads_to_the_end),
         cmocka_unit_test(test_an_order_of_mixed_directions_and_nulls_is_held_by_the_sort_key),
