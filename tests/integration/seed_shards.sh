@@ -100,11 +100,11 @@ for db in dynamodb mongodb cassandra; do
     seed --shard 2/2 --shard-wait 1 >/dev/null 2>"$work/$db.alone.err"
     [[ $? == 3 ]] && grep -q "did not set the target up" "$work/$db.alone.err" && ok "$db: shard 2 without shard 1 gives up (exit 3)" ||
         bad "$db: shard 2 alone: $(cat "$work/$db.alone.err")"
-    seed --shard 1/2 >"$work/$db.t1.json" 2>/dev/null && seed --shard 2/2 >"$work/$db.t2.json" 2>/dev/null
+    seed --shard 1/2 >"$work/$db.t1.json" 2>"$work/$db.t1.err" && seed --shard 2/2 >"$work/$db.t2.json" 2>"$work/$db.t2.err"
     t2=$(field "$work/$db.t2.json" items_sent)
     [[ $(field "$work/$db.t2.json" complete) == true && $t2 -gt 0 && $(field "$work/$db.t2.json" items_resumed) == 0 ]] &&
         ok "$db: after teardown, shard 2 wrote its $t2 items again (no old checkpoint left)" ||
-        bad "$db: after teardown: $(cat "$work/$db.t2.json")"
+        bad "$db: after teardown: shard 1: $(cat "$work/$db.t1.json" "$work/$db.t1.err" 2>&1 | tail -5); shard 2: $(cat "$work/$db.t2.json" "$work/$db.t2.err" 2>&1 | tail -5)"
     teardown
 done
 echo "$passed passed, $failed failed"
