@@ -263,3 +263,18 @@ const kp_record *kp_copy_source(const kp_dataset *data, const kp_record *holder,
     cJSON_Delete(key);
     return source;
 }
+
+const kp_rel *kp_copy_two_hop_path(kp_arena *arena, const kp_rel *first, const kp_rel *second)
+{
+    if (!first->fanout || !second->fanout) return NULL;
+    kp_rel *path = kp_arena_alloc(arena, sizeof *path);
+    kp_fanout *fan = kp_arena_alloc(arena, sizeof *fan);
+    if (!path || !fan) return NULL;
+    *path = *first;
+    *fan = *first->fanout;
+    fan->avg *= second->fanout->avg;
+    fan->max *= second->fanout->max;
+    path->target = second->target;
+    path->fanout = fan;
+    return path;
+}

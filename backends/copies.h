@@ -51,6 +51,12 @@ int kp_copy_join_likely(const kp_model *m, const kp_mix *mix, const kp_pattern *
  * reference it (the relation's fan-out), or for an N:M the join records naming it. */
 double kp_copy_holders_per(const kp_rel *via);
 
+/* Two 1:N hops (a user's orders, then their lines) as one hop from the first's source to the
+ * second's target, its fan-out the product of both (what a listing over the path reads when
+ * the last records copy the first hop's reference); arena-owned. NULL when out of memory or
+ * a hop has no fan-out. */
+const kp_rel *kp_copy_two_hop_path(kp_arena *arena, const kp_rel *first, const kp_rel *second);
+
 /* Records rewritten per second under `mix` to keep copies of need's attributes equal to
  * their source: every update of the referenced record that assigns one of them rewrites
  * the copy in each record that references it (the relation's average fan-out). */

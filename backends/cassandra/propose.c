@@ -744,15 +744,8 @@ static cq_fetch *two_hop_table(walk *W, const kp_shape *s)
     if (neq && share > 0 && share < 1) rows *= share;
     cq_fetch *f = new_fetch(B, CQ_SELECT, e);
     /* the path as one hop (its fan-out the product of both): from the first hop's source */
-    kp_rel *path = kp_arena_alloc(B->A, sizeof *path);
-    kp_fanout *fan = kp_arena_alloc(B->A, sizeof *fan);
-    if (!path || !fan) return NULL;
-    *path = *s->hops[0];
-    *fan = *s->hops[0]->fanout;
-    fan->avg *= s->hops[1]->fanout->avg;
-    fan->max *= s->hops[1]->fanout->max;
-    path->target = (kp_entity *)e;
-    path->fanout = fan;
+    const kp_rel *path = kp_copy_two_hop_path(B->A, s->hops[0], s->hops[1]);
+    if (!path) return NULL;
     f->rel = path;
     f->table = query_table(B, t, range ? range->attr : NULL, s, W->p, rows);
     for (size_t k = 0; k < outer->fk_count; k++) {

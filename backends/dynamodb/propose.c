@@ -1346,15 +1346,8 @@ static ddb_fetch *two_hop_index(builder *B, const kp_pattern *p, const kp_shape 
     }
     /* the path as one hop from the first hop's source (its partition value: the source's
      * key, virtual_targets), its fan-out the product of both (the key range's size) */
-    kp_rel *path = kp_arena_alloc(B->arena, sizeof *path);
-    kp_fanout *fan = kp_arena_alloc(B->arena, sizeof *fan);
-    if (!path || !fan || !hops[0]->fanout || !hops[1]->fanout) return NULL;
-    *path = *hops[0];
-    *fan = *hops[0]->fanout;
-    fan->avg *= hops[1]->fanout->avg;
-    fan->max *= hops[1]->fanout->max;
-    path->target = hops[1]->target;
-    path->fanout = fan;
+    const kp_rel *path = kp_copy_two_hop_path(B->arena, hops[0], hops[1]);
+    if (!path) return NULL;
     ddb_fetch *f = new_fetch(B, DDB_QUERY, gp, child);
     f->rel = path;
     f->shape = s;
