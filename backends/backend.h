@@ -203,6 +203,7 @@ typedef struct kp_write_share {
                                    via->target over via (a backend's extended references), `records`
                                    of them expected; NULL: a fixed count */
     double count;
+    double requests;            /* the write requests that go with them (reads not counted) */
     double records;             /* each effect's records once */
     const void *last;           /* the effect counted last (building only) */
 } kp_write_share;
@@ -213,7 +214,10 @@ typedef struct kp_write_plan {
     size_t touch_count;
     kp_write_share *shares;     /* what `items` is made of; their expected sum is `items` */
     size_t share_count;
-    double requests;            /* requests per operation */
+    double requests;            /* requests per operation, the reads before writing included */
+    double read_requests;       /* of them, the reads (verify applies the changes: it sends none) */
+    double items_per_request;   /* > 0: the items go in ceil(items / this) requests (a batch, a
+                                   transaction; INFINITY: always one), not the shares' requests */
     double items;               /* items / documents / rows written per operation (amplification) */
     double write_units;
     const char *mechanism;      /* "TransactWriteItems", "BatchWriteItem", "logged batch", ... */
@@ -292,6 +296,13 @@ void kp_write_plan_items(kp_design *design, kp_write_plan *wp, const struct kp_w
 /* The items the plan claims for one operation that changed changed[e] records of the
  * model's entity e (what the neutral data's change log shows), and whose changed records
  * have holders(ctx, via) records holding copies of them over via (NULL: as expected). */
+/* Adds `requests` write requests for an effect (fx NULL: per operation, whatever it changes). */
+void kp_write_plan_requests(kp_design *design, kp_write_plan *wp, const struct kp_write_effect *fx, double requests);
+/* The write requests the plan claims for the same operation (kp_write_plan_items_for's
+ * arguments), the reads before writing not counted; without_transaction: an atomic write
+ * the server took without its transaction (dynalite has none), its items one by one. */
+double kp_write_plan_requests_for(const kp_write_plan *wp, const double *changed,
+                                  double (*holders)(void *ctx, const kp_rel *via), void *ctx, int without_transaction);
 double kp_write_plan_items_for(const kp_write_plan *wp, const double *changed, double (*holders)(void *ctx, const kp_rel *via),
                                void *ctx);
 /* Notes that the write reads `container` before it writes (kp_write_plan.reads). */

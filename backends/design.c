@@ -8,6 +8,7 @@
 #include "backends/backend.h"
 #include "backends/write_effects.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,36 +107,66 @@ kp_write_touch *kp_write_plan_touch(kp_design *d, kp_write_plan *wp)
     return grow(d, (void **)&wp->touches, &wp->touch_count, sizeof *wp->touches);
 }
 
-void kp_write_plan_items(kp_design *d, kp_write_plan *wp, const kp_write_effect *fx, double items)
+/* The share of an effect's records (fx NULL: the fixed share), its records counted once per effect. */
+static kp_write_share *share_of(kp_design *d, kp_write_plan *wp, const kp_write_effect *fx)
 {
-    wp->items += items;
     /* the documents of extended references are not records the write changes */
-    const kp_entity *per = fx->kind == KP_EFFECT_REFERENCE || fx->count <= 0 ? NULL : fx->entity;
+    const kp_entity *per = !fx || fx->kind == KP_EFFECT_REFERENCE || fx->count <= 0 ? NULL : fx->entity;
     /* their number follows the references the changed records have */
-    const kp_rel *via = fx->kind == KP_EFFECT_REFERENCE && fx->count > 0 ? fx->rel : NULL;
+    const kp_rel *via = fx && fx->kind == KP_EFFECT_REFERENCE && fx->count > 0 ? fx->rel : NULL;
     kp_write_share *x = NULL;
     for (size_t i = 0; i < wp->share_count && !x; i++)
         if (wp->shares[i].per == per && wp->shares[i].via == via) x = &wp->shares[i];
     if (!x) x = grow(d, (void **)&wp->shares, &wp->share_count, sizeof *wp->shares);
-    if (!x) return;
+    if (!x) return NULL;
     x->per = per;
     x->via = via;
-    x->count += items;
     if ((per || via) && x->last != fx) x->records += fx->count;
     x->last = fx;
+    return x;
+}
+
+void kp_write_plan_items(kp_design *d, kp_write_plan *wp, const kp_write_effect *fx, double items)
+{
+    wp->items += items;
+    kp_write_share *x = share_of(d, wp, fx);
+    if (x) x->count += items;
+}
+
+void kp_write_plan_requests(kp_design *d, kp_write_plan *wp, const kp_write_effect *fx, double requests)
+{
+    kp_write_share *x = share_of(d, wp, fx);
+    if (x) x->requests += requests;
+}
+
+/* A share's part of an operation that changed changed[e] records of entity e (holders: the
+ * records holding copies over x->via). */
+static double share_part(const kp_write_share *x, double value, const double *changed,
+                         double (*holders)(void *ctx, const kp_rel *via), void *ctx)
+{
+    if (x->per) return value * changed[x->per->index] / x->records;
+    if (x->via && holders && x->records > 0) return value * holders(ctx, x->via) / x->records;
+    return value;
 }
 
 double kp_write_plan_items_for(const kp_write_plan *wp, const double *changed, double (*holders)(void *ctx, const kp_rel *via),
                                void *ctx)
 {
     double items = 0;
-    for (size_t i = 0; i < wp->share_count; i++) {
-        const kp_write_share *x = &wp->shares[i];
-        if (x->per) items += x->count * changed[x->per->index] / x->records;
-        else if (x->via && holders && x->records > 0) items += x->count * holders(ctx, x->via) / x->records;
-        else items += x->count;
-    }
+    for (size_t i = 0; i < wp->share_count; i++) items += share_part(&wp->shares[i], wp->shares[i].count, changed, holders, ctx);
     return items;
+}
+
+double kp_write_plan_requests_for(const kp_write_plan *wp, const double *changed,
+                                  double (*holders)(void *ctx, const kp_rel *via), void *ctx, int without_transaction)
+{
+    if (wp->items_per_request > 0 && !(without_transaction && isinf(wp->items_per_request))) {
+        double n = ceil(kp_write_plan_items_for(wp, changed, holders, ctx) / wp->items_per_request);
+        return n < 1 ? 1 : n;
+    }
+    double requests = 0;
+    for (size_t i = 0; i < wp->share_count; i++) requests += share_part(&wp->shares[i], wp->shares[i].requests, changed, holders, ctx);
+    return requests;
 }
 
 void kp_write_plan_read(kp_design *d, kp_write_plan *wp, const char *container)

@@ -171,7 +171,9 @@ typedef struct kp_verify_write {
     int sent_ops;                   /* applied operations whose items were counted */
     long sent_items_min, sent_items_max, sent_items_sum;   /* items each of them wrote */
     double claimed_sum;             /* the claim evaluated on each of them (kp_write_plan_items_for) */
-    int is_items_mismatch;
+    long sent_requests_min, sent_requests_max, sent_requests_sum;   /* write requests each of them sent */
+    double claimed_requests_sum;    /* kp_write_plan_requests_for on each of them */
+    int is_items_mismatch, is_requests_mismatch;
     int reads_checked, reads_failed;
     int has_difference;
     kp_verify_difference difference;

@@ -51,6 +51,33 @@ static cJSON *keys_json(long count, char *const *keys)
     return o;
 }
 
+/* What a write's operations sent (items or requests) against the claims, as `name`: {operations,
+ * min, max, avg, claimed, claimed_expected, claim_holds}. */
+static void sent_json(cJSON *x, const char *name, const kp_verify_write *w, long min, long max, long sum, double claimed_sum,
+                      double expected, int is_mismatch)
+{
+    cJSON *o = cJSON_AddObjectToObject(x, name);
+    if (!o) return;
+    if (w->sent_ops) {
+        cJSON_AddNumberToObject(o, "operations", w->sent_ops);
+        cJSON_AddNumberToObject(o, "min", (double)min);
+        cJSON_AddNumberToObject(o, "max", (double)max);
+        cJSON_AddNumberToObject(o, "avg", (double)sum / w->sent_ops);
+    }
+    if (w->plan) {
+        if (w->sent_ops) cJSON_AddNumberToObject(o, "claimed", claimed_sum / w->sent_ops);
+        cJSON_AddNumberToObject(o, "claimed_expected", expected);
+        cJSON_AddBoolToObject(o, "claim_holds", !is_mismatch);
+    }
+}
+
+/* What the operations sent, per operation: "3", or "1-4 (2.5)". */
+static void sent_range(char *buf, size_t size, long min, long max, long sum, int ops)
+{
+    if (min == max) snprintf(buf, size, "%ld", min);
+    else snprintf(buf, size, sum >= 1e4 * ops ? "%ld-%ld (%.0f)" : "%ld-%ld (%.4g)", min, max, (double)sum / ops);
+}
+
 static const char *pattern_result(const kp_verify_pattern *p)
 {
     return p->is_skipped ? "unchecked" : p->is_pass ? "pass" : "FAIL";
@@ -102,24 +129,24 @@ void kp_verify_report_print(FILE *out, const kp_verify_report *r)
         if (p->note[0]) fprintf(out, "      %s\n", p->note);
     }
     if (r->writes) {
-        fprintf(out, "\n  %-*s %-7s %5s %8s %8s %8s %8s %7s %13s %8s\n", w, "write", "result", "ops", "applied", "partial",
-                "skipped", "refused", "reads", "items sent", "claimed");
+        fprintf(out, "\n  %-*s %-7s %5s %8s %8s %8s %8s %7s %13s %8s %11s %8s\n", w, "write", "result", "ops", "applied", "partial",
+                "skipped", "refused", "reads", "items sent", "claimed", "requests", "claimed");
         for (size_t i = 0; i < r->write_count; i++) {
             const kp_verify_write *x = &r->write_results[i];
-            char reads[32], sent[48] = "-", claimed[32] = "-";
+            char reads[32], sent[48] = "-", claimed[32] = "-", requests[48] = "-", claimed_requests[32] = "-";
             snprintf(reads, sizeof reads, "%d/%d", x->reads_checked - x->reads_failed, x->reads_checked);
             if (x->sent_ops) {
-                if (x->sent_items_min == x->sent_items_max) snprintf(sent, sizeof sent, "%ld", x->sent_items_min);
-                else snprintf(sent, sizeof sent, x->sent_items_sum >= 1e4 * x->sent_ops ? "%ld-%ld (%.0f)" : "%ld-%ld (%.4g)",
-                              x->sent_items_min, x->sent_items_max,
-                              (double)x->sent_items_sum / x->sent_ops);
+                sent_range(sent, sizeof sent, x->sent_items_min, x->sent_items_max, x->sent_items_sum, x->sent_ops);
+                sent_range(requests, sizeof requests, x->sent_requests_min, x->sent_requests_max, x->sent_requests_sum, x->sent_ops);
             }
             if (x->plan && x->sent_ops) {
                 double on = x->claimed_sum / x->sent_ops;
                 snprintf(claimed, sizeof claimed, on >= 1e4 ? "%.0f" : "%.4g", on);
+                on = x->claimed_requests_sum / x->sent_ops;
+                snprintf(claimed_requests, sizeof claimed_requests, on >= 1e4 ? "%.0f" : "%.4g", on);
             }
-            fprintf(out, "  %-*s %-7s %5d %8d %8d %8d %8d %7s %13s %8s\n", w, x->write->name, x->is_pass ? "pass" : "FAIL",
-                    x->ops, x->applied, x->partial, x->skipped, x->refused, reads, sent, claimed);
+            fprintf(out, "  %-*s %-7s %5d %8d %8d %8d %8d %7s %13s %8s %11s %8s\n", w, x->write->name, x->is_pass ? "pass" : "FAIL",
+                    x->ops, x->applied, x->partial, x->skipped, x->refused, reads, sent, claimed, requests, claimed_requests);
             if (x->has_difference && x->difference.message) fprintf(out, "      %s\n", x->difference.message);
             if (x->note[0]) fprintf(out, "      %s\n", x->note);
         }
@@ -282,18 +309,11 @@ cJSON *kp_verify_report_to_json(const kp_verify_report *r)
                 cJSON_AddNumberToObject(outcomes, "refused", w->refused);
             }
             cJSON_AddNumberToObject(x, "atomic_exercised", w->atomic_exercised);
-            cJSON *items = cJSON_AddObjectToObject(x, "items_written");
-            if (items && w->sent_ops) {
-                cJSON_AddNumberToObject(items, "operations", w->sent_ops);
-                cJSON_AddNumberToObject(items, "min", (double)w->sent_items_min);
-                cJSON_AddNumberToObject(items, "max", (double)w->sent_items_max);
-                cJSON_AddNumberToObject(items, "avg", (double)w->sent_items_sum / w->sent_ops);
-            }
-            if (items && w->plan) {
-                if (w->sent_ops) cJSON_AddNumberToObject(items, "claimed", w->claimed_sum / w->sent_ops);
-                cJSON_AddNumberToObject(items, "claimed_expected", w->plan->items);
-                cJSON_AddBoolToObject(items, "claim_holds", !w->is_items_mismatch);
-            }
+            sent_json(x, "items_written", w, w->sent_items_min, w->sent_items_max, w->sent_items_sum, w->claimed_sum,
+                      w->plan ? w->plan->items : 0, w->is_items_mismatch);
+            sent_json(x, "write_requests", w, w->sent_requests_min, w->sent_requests_max, w->sent_requests_sum,
+                      w->claimed_requests_sum, w->plan ? w->plan->requests - w->plan->read_requests : 0,
+                      w->is_requests_mismatch);
             cJSON_AddNumberToObject(x, "reads_checked", w->reads_checked);
             cJSON_AddNumberToObject(x, "reads_failed", w->reads_failed);
             if (w->has_difference) cJSON_AddItemToObject(x, "difference", difference_json(&w->difference));

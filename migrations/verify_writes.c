@@ -387,28 +387,51 @@ static int count_sent(const kp_model *m, const kp_dataset *data, kp_verify_write
             memmove(&keys[3 * unique++], &keys[3 * i], 3 * sizeof *keys);
         }
     changed_set cs = {data, log, keys, unique};
-    if (vw->plan) vw->claimed_sum += kp_write_plan_items_for(vw->plan, changed, count_holders, &cs);
+    if (vw->plan) {
+        vw->claimed_sum += kp_write_plan_items_for(vw->plan, changed, count_holders, &cs);
+        /* an atomic write the server took without a transaction went item by item */
+        int without_transaction = vw->write->is_atomic && !sent->is_atomic;
+        vw->claimed_requests_sum += kp_write_plan_requests_for(vw->plan, changed, count_holders, &cs, without_transaction);
+    }
     free(keys);
     free(changed);
 
     if (vw->sent_ops == 0 || sent->items < vw->sent_items_min) vw->sent_items_min = sent->items;
     if (vw->sent_ops == 0 || sent->items > vw->sent_items_max) vw->sent_items_max = sent->items;
     vw->sent_items_sum += sent->items;
+    if (vw->sent_ops == 0 || sent->requests < vw->sent_requests_min) vw->sent_requests_min = sent->requests;
+    if (vw->sent_ops == 0 || sent->requests > vw->sent_requests_max) vw->sent_requests_max = sent->requests;
+    vw->sent_requests_sum += sent->requests;
     vw->sent_ops++;
     return 0;
 }
 
-/* The items the operations wrote against the plan's claim on the same records: the claim's
- * expected parts (a sparse index holds about half of the items) allow a quarter, and at least
- * one item per operation. */
-static void judge_items(kp_verify_write *vw)
+/* A measured average against the claim evaluated on the same records: the claim's expected
+ * parts (a sparse index holds about half of the items) allow a quarter, and at least one
+ * item or request per operation. */
+static int claim_holds(double sent, double claimed)
+{
+    return fabs(sent - claimed) <= fmax(1, 0.25 * claimed);
+}
+
+/* The items and the write requests the operations sent against the plan's claims. */
+static void judge_claims(kp_verify_write *vw)
 {
     if (!vw->plan || vw->sent_ops == 0) return;
     double sent = (double)vw->sent_items_sum / vw->sent_ops, claimed = vw->claimed_sum / vw->sent_ops;
-    if (fabs(sent - claimed) <= fmax(1, 0.25 * claimed)) return;
-    vw->is_items_mismatch = 1;
-    note(vw, "the plan claims %.3g item%s written per operation on the records these operations changed; they wrote %.3g on "
-         "average (%ld-%ld)", claimed, claimed == 1 ? "" : "s", sent, vw->sent_items_min, vw->sent_items_max);
+    if (!claim_holds(sent, claimed)) {
+        vw->is_items_mismatch = 1;
+        note(vw, "the plan claims %.3g item%s written per operation on the records these operations changed; they wrote %.3g on "
+             "average (%ld-%ld)", claimed, claimed == 1 ? "" : "s", sent, vw->sent_items_min, vw->sent_items_max);
+    }
+    sent = (double)vw->sent_requests_sum / vw->sent_ops;
+    claimed = vw->claimed_requests_sum / vw->sent_ops;
+    if (!claim_holds(sent, claimed)) {
+        vw->is_requests_mismatch = 1;
+        note(vw, "the plan claims %.3g write request%s per operation on the records these operations changed (the reads "
+             "before writing not counted); they sent %.3g on average (%ld-%ld)", claimed, claimed == 1 ? "" : "s", sent,
+             vw->sent_requests_min, vw->sent_requests_max);
+    }
 }
 
 /* The changes of a log from `mark` on (NULL when there are none). */
@@ -534,7 +557,7 @@ static int run_write(kp_vctx *v, wgen *g, kp_dataset *shadow, kp_verify_write *v
         anchors_free(&a);
     }
     if (rc == 0 && vw->ops > 0 && !vw->has_difference) rc = check_all(v, g, vw, err);
-    judge_items(vw);
+    judge_claims(vw);
 
     long written = 0;
     kp_error undo_err;
@@ -544,7 +567,8 @@ static int run_write(kp_vctx *v, wgen *g, kp_dataset *shadow, kp_verify_write *v
     kp_change_log_free(&shadow_log);
     if (urc == 0 && written) note(vw, "undone: %ld item%s written back", written, written == 1 ? "" : "s");
     if (vw->ops == 0 && !vw->has_difference) note(vw, "not exercised: no operation could be generated");
-    vw->is_pass = rc == 0 && urc == 0 && vw->ops > 0 && vw->reads_failed == 0 && !vw->is_items_mismatch;
+    vw->is_pass = rc == 0 && urc == 0 && vw->ops > 0 && vw->reads_failed == 0 && !vw->is_items_mismatch &&
+                 !vw->is_requests_mismatch;
     if (urc) {
         if (rc == 0) *err = undo_err;
         return -1;

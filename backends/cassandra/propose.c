@@ -1950,6 +1950,8 @@ static void plan_writes(builder *B)
         /* statements go in logged batches of KP_CQ_MAX_BATCH, in order (writes.c), after the
          * reads that find the rows' keys */
         wp->requests = (S.rows > KP_CQ_MAX_BATCH ? ceil(S.rows / KP_CQ_MAX_BATCH) : 1) + S.reads;
+        wp->read_requests = S.reads;
+        wp->items_per_request = KP_CQ_MAX_BATCH;
         if (S.tables_touched > 1 || wr->is_atomic) {
             wp->mechanism = "logged batch";
             wp->why = kp_arena_printf(B->A, "%.0f row write%s across tables that hold copies of the same records: one LOGGED BATCH "

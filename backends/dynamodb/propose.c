@@ -2102,6 +2102,15 @@ typedef struct write_sum {
     const char *read_why;
 } write_sum;
 
+/* Write requests that go with an effect's records, one per item put or deleted (verify
+ * evaluates them on its own records): what the write sends unless one TransactWriteItems
+ * holds them all (items_per_request), and what it sends where the server has no transactions. */
+static void add_requests(builder *B, write_sum *S, const kp_write_effect *fx, double n)
+{
+    S->requests += n;
+    kp_write_plan_requests(B->d, S->wp, fx, n);
+}
+
 static kp_write_touch *add_touch(builder *B, write_sum *S, const kp_write_effect *fx, const char *what, double count, double bytes,
                                  double units)
 {
@@ -2195,7 +2204,7 @@ static void price_records(builder *B, write_sum *S, const kp_write_effect *fx)
     add_touch(B, S, fx, kp_design_printf(B->d, "%s item (%s)", st->entity->name,
                                      st->op == KP_WRITE_INSERT ? "PutItem" : st->op == KP_WRITE_DELETE ? "DeleteItem" : "UpdateItem"),
               rows, rows * size, rows * wcu * (S->wr->is_atomic ? 2 : 1));
-    S->requests += rows; /* one request per item (writes.c one_by_one), unless a transaction holds them */
+    add_requests(B, S, fx, rows); /* one request per item (writes.c one_by_one), unless a transaction holds them */
     double reach = kp_write_for_each_reads(S->wr, st);
     if (reach > 0) {
         S->requests += reach;
@@ -2227,7 +2236,7 @@ static void price_records(builder *B, write_sum *S, const kp_write_effect *fx)
         add_touch(B, S, fx, kp_design_printf(B->d, "%s element items of the %s item (one per element of %s)",
                                          st->op == KP_WRITE_DELETE ? "deleted" : "put", st->entity->name, kp_ddb_elements_name(erel)),
                   count, count * bytes, count * write_units(bytes) * (S->wr->is_atomic ? 2 : 1));
-        S->requests += S->wr->is_atomic ? 0 : count;
+        add_requests(B, S, fx, count);
     }
 }
 
@@ -2244,7 +2253,7 @@ static void price_pairing(builder *B, write_sum *S, const kp_write_effect *fx, c
         add_touch(B, S, fx, kp_design_printf(B->d, "%s element item of the %s it pairs (%s)", st->op == KP_WRITE_DELETE ? "deleted" : "put",
                                          holder->entity->name, ep->elements->relation->name),
                   fx->count, fx->count * bytes, fx->count * write_units(bytes) * (S->wr->is_atomic ? 2 : 1));
-        S->requests += S->wr->is_atomic ? 0 : fx->count;
+        add_requests(B, S, fx, fx->count);
     }
 }
 
@@ -2268,7 +2277,7 @@ static void price_references(builder *B, write_sum *S, const kp_write_effect *fx
                                      moved->attr->name, other->entity->name),
               fx->count, fx->count * size, fx->count * write_units(size));
     index_entries(B, S, fx, other, fx->count, "copying ");
-    S->requests += fx->count;
+    add_requests(B, S, fx, fx->count);
 }
 
 static void price_effect(builder *B, write_sum *S, const kp_write_effect *fx, const paired_index *X)
@@ -2283,7 +2292,9 @@ static void price_effect(builder *B, write_sum *S, const kp_write_effect *fx, co
         add_touch(B, S, fx, kp_design_printf(B->d, "copy of %s.%s in %s items (Query, then UpdateItem each)", st->entity->name,
                                          fx->attr->copy_of->source->name, fx->entity->name),
                   fx->count, fx->count * size, fx->count * write_units(size));
-        S->requests += 1 + fx->count;
+        S->requests += 1; /* the Query */
+        S->reads += 1;
+        add_requests(B, S, fx, fx->count);
         index_entries(B, S, fx, entity_of(B, fx->entity), fx->count, "copying ");
         break;
     }
@@ -2298,8 +2309,9 @@ static void price_effect(builder *B, write_sum *S, const kp_write_effect *fx, co
                                              gone ? "DeleteItem" : "UpdateItem"),
                   fx->count, fx->count * size, fx->count * write_units(size) * (S->wr->is_atomic ? 2 : 1));
         index_entries(B, S, fx, entity_of(B, fx->entity), fx->count, gone ? "deleted " : "detached ");
-        S->requests += fx->records + fx->count;
+        S->requests += fx->records;
         S->reads += fx->records;
+        add_requests(B, S, fx, fx->count);
         kp_write_plan_read(B->d, S->wp, B->L->table);
         break;
     }
@@ -2309,7 +2321,7 @@ static void price_effect(builder *B, write_sum *S, const kp_write_effect *fx, co
         add_touch(B, S, fx, kp_design_printf(B->d, "%s.%s on the %s item (UpdateItem)", fx->entity->name, fx->attr->name, fx->entity->name),
                   fx->count, fx->count * size, fx->count * write_units(size));
         index_entries(B, S, fx, entity_of(B, fx->entity), fx->count, "changed ");
-        S->requests += 1;
+        add_requests(B, S, fx, 1);
         break;
     }
     case KP_EFFECT_UNIQUE:
@@ -2360,6 +2372,8 @@ static void plan_writes(builder *B)
                              "what it rewrites out of the transaction",
                              wr->name, actions, KP_DDB_MAX_TRANSACT_ITEMS);
         wp->requests = wr->is_atomic && fits ? 1 + S.reads : S.requests;
+        wp->read_requests = S.reads;
+        if (wr->is_atomic && fits) wp->items_per_request = INFINITY; /* one TransactWriteItems */
         wp->mechanism = wr->is_atomic && fits ? "TransactWriteItems (all steps or none; 2 WCU per KB)"
                       : wr->schedule_every_s > 0 ? "BatchWriteItem (25 items per request)"
                       : S.requests > 1.5 ? "one request per item written, in order" : "one request";

@@ -1208,7 +1208,28 @@ typedef struct write_sum {
     double requests;
     const char *only_doc;       /* every step writes this one document */
     int one_doc;
+    double reads;               /* of the requests, reads before writing */
 } write_sum;
+
+/* n write requests per operation, whatever records it changes: a command per step and
+ * collection (writes.c) */
+static void add_requests(builder *B, write_sum *S, double n)
+{
+    S->requests += n;
+    kp_write_plan_requests(B->d, S->wp, NULL, n);
+}
+
+/* The requests of a step that writes `rows` documents: one command, or a for_each's documents
+ * in bulk commands of KP_MG_WRITE_BATCH, as many as the records it reaches need. */
+static void add_step_requests(builder *B, write_sum *S, const kp_write_effect *fx, double rows)
+{
+    if (!fx->step->for_each) {
+        add_requests(B, S, 1);
+        return;
+    }
+    S->requests += rows > KP_MG_WRITE_BATCH ? ceil(rows / KP_MG_WRITE_BATCH) : 1;
+    kp_write_plan_requests(B->d, S->wp, fx, rows / KP_MG_WRITE_BATCH);
+}
 
 /* The step's own document (or the one that embeds its record), its index entries and the
  * subsets that copy it. */
@@ -1239,7 +1260,7 @@ static void price_records(builder *B, write_sum *S, const kp_write_effect *fx, c
         } else {
             touch(B, S->wp, home_name, what, rows, doc);
             kp_write_plan_items(B->d, S->wp, fx, rows);
-            S->requests += st->for_each ? rows : 1;
+            add_step_requests(B, S, fx, rows);
         }
     } else {
         touch(B, S->wp, home_name, kp_design_printf(B->d, "%s document (%s)", st->entity->name, ops[st->op]), rows, doc);
@@ -1247,7 +1268,7 @@ static void price_records(builder *B, write_sum *S, const kp_write_effect *fx, c
         else if (strcmp(S->only_doc, st->entity->name) != 0) S->one_doc = 0;
         if (rows > 1.0001) S->one_doc = 0;
         kp_write_plan_items(B->d, S->wp, fx, rows);
-        S->requests += st->for_each ? rows : 1;
+        add_step_requests(B, S, fx, rows);
     }
     /* index entries */
     if (home) {
@@ -1267,7 +1288,9 @@ static void price_records(builder *B, write_sum *S, const kp_write_effect *fx, c
                                (long long)n->subset, st->entity->name),
               rows, mg_document_bytes(pe));
         kp_write_plan_items(B->d, S->wp, fx, rows);
-        S->requests += 2;
+        S->requests += 1; /* the re-read */
+        S->reads += 1;
+        add_requests(B, S, 1);
         S->one_doc = 0;
     }
 }
@@ -1289,7 +1312,7 @@ static void price_reference(builder *B, write_sum *S, const kp_write_effect *fx)
         touch(B, S->wp, cc ? cc->name : "?", kp_design_printf(B->d, "copies in '%s' of %s documents (updateMany)", x->field,
                                                               ce->entity->name), fx->count, 0);
         kp_write_plan_items(B->d, S->wp, fx, fx->count);
-        S->requests += 1;
+        add_requests(B, S, 1);
         S->one_doc = 0;
     }
 }
@@ -1300,7 +1323,7 @@ static void price_copy(builder *B, write_sum *S, const kp_write_effect *fx)
     touch(B, S->wp, cc ? cc->name : "?", kp_design_printf(B->d, "%s.%s copies (updateMany)", fx->entity->name, fx->attr->name),
           fx->count, 0);
     kp_write_plan_items(B->d, S->wp, fx, fx->count);
-    S->requests += 1;
+    add_requests(B, S, 1);
     S->one_doc = 0;
 }
 
@@ -1335,7 +1358,7 @@ void mg_plan_writes(builder *B)
     index_subsets(B, subsets);
     for (size_t w = 0; w < m->write_count; w++) {
         const kp_write *wr = m->writes[w];
-        write_sum S = {wr, &B->d->write_plans[w], 0, NULL, 1};
+        write_sum S = {.wr = wr, .wp = &B->d->write_plans[w], .one_doc = 1};
         kp_write_plan_begin(S.wp);
         const kp_write_effect_list *fxs = &effects.of_write[w];
         for (size_t i = 0, end; i < fxs->count; i = end) {
@@ -1358,7 +1381,7 @@ void mg_plan_writes(builder *B)
                 touch(B, S.wp, cc ? cc->name : "?", kp_design_printf(B->d, "%s.%s (computed, $inc / $set)%s", fx->entity->name,
                                                                      fx->attr->name, same_doc ? " in the same document" : ""),
                       fx->count, 0);
-                if (!same_doc) { kp_write_plan_items(B->d, S.wp, fx, fx->count); S.requests += 1; S.one_doc = 0; }
+                if (!same_doc) { kp_write_plan_items(B->d, S.wp, fx, fx->count); add_requests(B, &S, 1); S.one_doc = 0; }
                 break;
             }
             case KP_EFFECT_CASCADE:
@@ -1372,7 +1395,7 @@ void mg_plan_writes(builder *B)
                                                                            : "%s documents of the deleted %s, detached (updateMany)",
                                        fx->entity->name, fx->rel->source->name), fx->count, 0);
                 kp_write_plan_items(B->d, S.wp, fx, fx->count);
-                S.requests += 1;
+                add_requests(B, &S, 1);
                 S.one_doc = 0;
                 break;
             }
@@ -1383,9 +1406,12 @@ void mg_plan_writes(builder *B)
         }
         kp_write_plan *wp = S.wp;
         wp->requests = S.requests > 0 ? S.requests : 1;
+        wp->read_requests = S.reads;
         if (S.one_doc && S.only_doc) {
             wp->mechanism = kp_design_printf(B->d, "one write to one %s document: atomic without a transaction", S.only_doc);
             wp->requests = 1;
+            wp->read_requests = 0;
+            wp->items_per_request = INFINITY;
             wp->items = 1;
             if (wp->share_count) {  /* whatever the steps change, one document per operation */
                 wp->shares[0] = (kp_write_share){.count = 1};

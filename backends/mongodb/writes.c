@@ -25,8 +25,8 @@
 #include "core/arena.h"
 #include "core/data.h"
 
-#define DELETES_PER_COMMAND 500
-#define STORES_PER_COMMAND 500
+#define DELETES_PER_COMMAND KP_MG_WRITE_BATCH
+#define STORES_PER_COMMAND KP_MG_WRITE_BATCH
 
 typedef struct owner_ref {
     const kp_entity *entity;        /* owns a collection */

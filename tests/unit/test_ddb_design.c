@@ -3,6 +3,7 @@
  * prefixes, escaping, order preservation), the proposal on the seed examples with
  * their exact key formats and request counts, transform, and response reassembly.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -466,6 +467,17 @@ static void test_an_atomic_write_above_a_transactions_items_is_a_defect(void **s
     wp = &d->write_plans[kp_model_write(m, "place-order")->index];
     assert_non_null(strstr(wp->mechanism, "TransactWriteItems"));
     assert_true(wp->requests == 1);
+    /* verify evaluates the write requests on an operation's records: one transaction whatever
+     * they are; where the server has none (dynalite), one put per item: an order, its 3 lines
+     * and their 3 products (the index entries are not requests) */
+    double changed[16] = {0};
+    assert_true(m->entity_count <= 16);
+    changed[kp_model_entity(m, "Order")->index] = 1;
+    changed[kp_model_entity(m, "OrderItem")->index] = 3;
+    changed[kp_model_entity(m, "Product")->index] = 3;
+    assert_true(kp_write_plan_requests_for(wp, changed, NULL, NULL, 0) == 1);
+    assert_true(fabs(kp_write_plan_requests_for(wp, changed, NULL, NULL, 1) - 7) < 1e-9);
+    assert_true(wp->read_requests == 0);
     kp_design_free(d);
     kp_model_free(m);
 }

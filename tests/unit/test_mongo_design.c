@@ -4,6 +4,7 @@
  * Range, none a prefix of another), the finds each pattern costs, transform's documents
  * and `_id`s, the Extended JSON <-> bson round trip, and the connection-string rules.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -254,6 +255,18 @@ static void test_the_subset_rule_follows_the_workload_mix(void **state)
     assert_true(plan_of(d, "recent-matches")->requests == 1);
     /* a paged listing is never a subset */
     assert_null(decision_of(d, "Player.feed subset"));
+    /* sharing a match inserts a feed document per follower (50 on average) in bulk commands of
+     * 500: one request, and verify's claim follows the followers an operation reaches */
+    const kp_write_plan *wp = &d->write_plans[kp_model_write(m, "share-match")->index];
+    assert_true(wp->items > 50);
+    assert_true(wp->requests < 5);
+    double changed[16] = {0};
+    assert_true(m->entity_count <= 16);
+    changed[kp_model_entity(m, "Match")->index] = 1;
+    changed[kp_model_entity(m, "FeedItem")->index] = 1500;
+    double at_1500 = kp_write_plan_requests_for(wp, changed, NULL, NULL, 0);
+    changed[kp_model_entity(m, "FeedItem")->index] = 0;
+    assert_true(fabs(at_1500 - kp_write_plan_requests_for(wp, changed, NULL, NULL, 0) - 3) < 1e-9);
     kp_design_free(d);
     kp_model_free(m);
 }

@@ -475,12 +475,14 @@ static kp_design *fake_design(const kp_model *model)
         plan->items_max = 50;
         plan->bytes_max = 10000;
     }
-    /* a write writes one item per record it changes (fake_apply_write) */
-    for (size_t w = 0; w < d->write_plan_count; w++)
+    /* a write writes one item per record it changes, in one request (fake_apply_write) */
+    for (size_t w = 0; w < d->write_plan_count; w++) {
         for (size_t e = 0; e < model->entity_count; e++) {
             kp_write_effect fx = {.kind = KP_EFFECT_RECORDS, .entity = model->entities[e], .count = 1};
             kp_write_plan_items(d, &d->write_plans[w], &fx, 1);
         }
+        kp_write_plan_requests(d, &d->write_plans[w], NULL, 1);
+    }
     return d;
 }
 
@@ -1400,20 +1402,29 @@ static void test_verify_writes_then_undoes_them_exactly(void **state)
     kp_verify_report_free(&r);
 }
 
+/* Verify with writes after multiplying every write plan's claims (items, requests). */
+static void verify_with_claims_times(fixture *f, double items, double requests, kp_verify_report *r)
+{
+    seed_ok(f);
+    for (size_t w = 0; w < f->design->write_plan_count; w++)
+        for (size_t i = 0; i < f->design->write_plans[w].share_count; i++) {
+            f->design->write_plans[w].shares[i].count *= items;
+            f->design->write_plans[w].shares[i].requests *= requests;
+        }
+    kp_verify_options o = verify_options(f);
+    o.writes = 1;
+    o.samples = 5;
+    kp_error err;
+    run_verify(f, &o, r, -1, &err);
+}
+
 /* A write plan that claims three items per record changed, where the target writes one: the
  * write fails, and says what it claimed and what was written. */
 static void test_verify_writes_fail_a_wrong_items_claim(void **state)
 {
     fixture *f = *state;
-    seed_ok(f);
-    for (size_t w = 0; w < f->design->write_plan_count; w++)
-        for (size_t i = 0; i < f->design->write_plans[w].share_count; i++) f->design->write_plans[w].shares[i].count *= 3;
-    kp_verify_options o = verify_options(f);
-    o.writes = 1;
-    o.samples = 5;
     kp_verify_report r;
-    kp_error err;
-    run_verify(f, &o, &r, -1, &err);
+    verify_with_claims_times(f, 3, 1, &r);
     int judged = 0;
     for (size_t i = 0; i < r.write_count; i++) {
         const kp_verify_write *w = &r.write_results[i];
@@ -1421,8 +1432,32 @@ static void test_verify_writes_fail_a_wrong_items_claim(void **state)
         judged++;
         assert_false(w->is_pass);
         assert_true(w->is_items_mismatch);
+        assert_false(w->is_requests_mismatch);
         assert_non_null(strstr(w->note, "the plan claims"));
         assert_true(fabs(w->claimed_sum - 3.0 * (double)w->sent_items_sum) < 1e-9);
+    }
+    assert_true(judged > 0);
+    kp_verify_report_free(&r);
+}
+
+/* A write plan that claims four write requests per operation, where the target sends one:
+ * the write fails on its requests (its items hold), and says both. */
+static void test_verify_writes_fail_a_wrong_requests_claim(void **state)
+{
+    fixture *f = *state;
+    kp_verify_report r;
+    verify_with_claims_times(f, 1, 4, &r);
+    int judged = 0;
+    for (size_t i = 0; i < r.write_count; i++) {
+        const kp_verify_write *w = &r.write_results[i];
+        if (w->sent_ops == 0 || w->sent_items_sum == 0) continue;
+        judged++;
+        assert_false(w->is_pass);
+        assert_false(w->is_items_mismatch);
+        assert_true(w->is_requests_mismatch);
+        assert_int_equal((int)w->sent_requests_sum, w->sent_ops);
+        assert_true(fabs(w->claimed_requests_sum - 4.0 * w->sent_ops) < 1e-9);
+        assert_non_null(strstr(w->note, "write requests per operation"));
     }
     assert_true(judged > 0);
     kp_verify_report_free(&r);
@@ -1672,6 +1707,7 @@ int main(void)
         T(test_junit_output_is_well_formed_with_one_case_per_pattern),
         T(test_verify_writes_then_undoes_them_exactly),
         T(test_verify_writes_fail_a_wrong_items_claim),
+        T(test_verify_writes_fail_a_wrong_requests_claim),
         T(test_verify_writes_ask_a_read_once_while_the_data_stays_the_same),
         T(test_verify_writes_fail_when_the_target_drops_them_and_are_still_undone),
         T(test_verify_writes_that_fail_half_way_are_still_undone),
