@@ -202,11 +202,30 @@ typedef struct kp_write_share {
     const kp_rel *via;          /* per NULL: the records that hold copies of the changed records of
                                    via->target over via (a backend's extended references), `records`
                                    of them expected; NULL: a fixed count */
+    const kp_attr *elements;    /* with per: an array of per whose elements each have their items
+                                   (Cassandra's rows keyed by an element) */
     double count;
     double requests;            /* the write requests that go with them (reads not counted) */
+    double once;                /* write requests sent once when any of them changed (a command
+                                   per step and collection, whatever it matches) */
     double records;             /* each effect's records once */
+    double element_count;       /* with elements: the elements expected in those records */
     const void *last;           /* the effect counted last (building only) */
 } kp_write_share;
+
+/* One operation's own records, to evaluate a write plan's claim on: changed[e] records of
+ * the model's entity e changed (what the neutral data's change log shows); holders(ctx, via):
+ * the records that hold copies of the changed records of via->target over via; elements(ctx,
+ * array): the elements the changed records' array has, before or after (a callback NULL: as
+ * the plan expects). */
+typedef struct kp_write_measure {
+    const double *changed;
+    double (*holders)(void *ctx, const kp_rel *via);
+    double (*elements)(void *ctx, const kp_attr *array);
+    void *ctx;
+    int without_transaction;    /* an atomic write the server took without its transaction
+                                   (dynalite has none): its items went one by one */
+} kp_write_measure;
 
 typedef struct kp_write_plan {
     const kp_write *write;
@@ -293,18 +312,18 @@ kp_write_touch *kp_write_plan_touch(kp_design *design, kp_write_plan *wp);
  * the share of the entity whose records the effect reaches. */
 struct kp_write_effect;
 void kp_write_plan_items(kp_design *design, kp_write_plan *wp, const struct kp_write_effect *fx, double items);
-/* The items the plan claims for one operation that changed changed[e] records of the
- * model's entity e (what the neutral data's change log shows), and whose changed records
- * have holders(ctx, via) records holding copies of them over via (NULL: as expected). */
-/* Adds `requests` write requests for an effect (fx NULL: per operation, whatever it changes). */
+/* The same for items that go with each element of the effect records' `array`, `elements`
+ * of them expected. */
+void kp_write_plan_element_items(kp_design *design, kp_write_plan *wp, const struct kp_write_effect *fx,
+                                 const kp_attr *array, double items, double elements);
+/* Adds `requests` write requests for an effect (fx NULL: per operation, whatever it changes);
+ * once: requests sent when any of its records changed, however many. */
 void kp_write_plan_requests(kp_design *design, kp_write_plan *wp, const struct kp_write_effect *fx, double requests);
-/* The write requests the plan claims for the same operation (kp_write_plan_items_for's
- * arguments), the reads before writing not counted; without_transaction: an atomic write
- * the server took without its transaction (dynalite has none), its items one by one. */
-double kp_write_plan_requests_for(const kp_write_plan *wp, const double *changed,
-                                  double (*holders)(void *ctx, const kp_rel *via), void *ctx, int without_transaction);
-double kp_write_plan_items_for(const kp_write_plan *wp, const double *changed, double (*holders)(void *ctx, const kp_rel *via),
-                               void *ctx);
+void kp_write_plan_requests_once(kp_design *design, kp_write_plan *wp, const struct kp_write_effect *fx, double requests);
+/* The items the plan claims for one operation that changed the records `m` describes. */
+double kp_write_plan_items_for(const kp_write_plan *wp, const kp_write_measure *m);
+/* The write requests it claims for them, the reads before writing not counted. */
+double kp_write_plan_requests_for(const kp_write_plan *wp, const kp_write_measure *m);
 /* Notes that the write reads `container` before it writes (kp_write_plan.reads). */
 void kp_write_plan_read(kp_design *design, kp_write_plan *wp, const char *container);
 void kp_decision_add_pattern(kp_design *design, kp_decision *decision, const kp_pattern *pattern);

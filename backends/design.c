@@ -107,21 +107,28 @@ kp_write_touch *kp_write_plan_touch(kp_design *d, kp_write_plan *wp)
     return grow(d, (void **)&wp->touches, &wp->touch_count, sizeof *wp->touches);
 }
 
-/* The share of an effect's records (fx NULL: the fixed share), its records counted once per effect. */
-static kp_write_share *share_of(kp_design *d, kp_write_plan *wp, const kp_write_effect *fx)
+/* The share of an effect's records (fx NULL: the fixed share; array: of their elements,
+ * `elements` expected), its records counted once per effect. */
+static kp_write_share *share_of(kp_design *d, kp_write_plan *wp, const kp_write_effect *fx, const kp_attr *array,
+                                double elements)
 {
     /* the documents of extended references are not records the write changes */
     const kp_entity *per = !fx || fx->kind == KP_EFFECT_REFERENCE || fx->count <= 0 ? NULL : fx->entity;
     /* their number follows the references the changed records have */
     const kp_rel *via = fx && fx->kind == KP_EFFECT_REFERENCE && fx->count > 0 ? fx->rel : NULL;
+    if (!per) array = NULL;
     kp_write_share *x = NULL;
     for (size_t i = 0; i < wp->share_count && !x; i++)
-        if (wp->shares[i].per == per && wp->shares[i].via == via) x = &wp->shares[i];
+        if (wp->shares[i].per == per && wp->shares[i].via == via && wp->shares[i].elements == array) x = &wp->shares[i];
     if (!x) x = grow(d, (void **)&wp->shares, &wp->share_count, sizeof *wp->shares);
     if (!x) return NULL;
     x->per = per;
     x->via = via;
-    if ((per || via) && x->last != fx) x->records += fx->count;
+    x->elements = array;
+    if ((per || via) && x->last != fx) {
+        x->records += fx->count;
+        x->element_count += elements;
+    }
     x->last = fx;
     return x;
 }
@@ -129,43 +136,65 @@ static kp_write_share *share_of(kp_design *d, kp_write_plan *wp, const kp_write_
 void kp_write_plan_items(kp_design *d, kp_write_plan *wp, const kp_write_effect *fx, double items)
 {
     wp->items += items;
-    kp_write_share *x = share_of(d, wp, fx);
+    kp_write_share *x = share_of(d, wp, fx, NULL, 0);
+    if (x) x->count += items;
+}
+
+void kp_write_plan_element_items(kp_design *d, kp_write_plan *wp, const kp_write_effect *fx, const kp_attr *array,
+                                 double items, double elements)
+{
+    wp->items += items;
+    kp_write_share *x = share_of(d, wp, fx, array, elements);
     if (x) x->count += items;
 }
 
 void kp_write_plan_requests(kp_design *d, kp_write_plan *wp, const kp_write_effect *fx, double requests)
 {
-    kp_write_share *x = share_of(d, wp, fx);
+    kp_write_share *x = share_of(d, wp, fx, NULL, 0);
     if (x) x->requests += requests;
 }
 
-/* A share's part of an operation that changed changed[e] records of entity e (holders: the
- * records holding copies over x->via). */
-static double share_part(const kp_write_share *x, double value, const double *changed,
-                         double (*holders)(void *ctx, const kp_rel *via), void *ctx)
+void kp_write_plan_requests_once(kp_design *d, kp_write_plan *wp, const kp_write_effect *fx, double requests)
 {
-    if (x->per) return value * changed[x->per->index] / x->records;
-    if (x->via && holders && x->records > 0) return value * holders(ctx, x->via) / x->records;
+    kp_write_share *x = share_of(d, wp, fx, NULL, 0);
+    if (x) x->once += requests;
+}
+
+/* A share's once-requests for the operation `m` describes: all of them when any of its
+ * records changed. */
+static double share_once(const kp_write_share *x, const kp_write_measure *m)
+{
+    if (x->per) return m->changed[x->per->index] > 0 ? x->once : 0;
+    if (x->via && m->holders) return m->holders(m->ctx, x->via) > 0 ? x->once : 0;
+    return x->once;
+}
+
+/* A share's part of the operation `m` describes. */
+static double share_part(const kp_write_share *x, double value, const kp_write_measure *m)
+{
+    if (x->elements && m->elements && x->element_count > 0)
+        return value * m->elements(m->ctx, x->elements) / x->element_count;
+    if (x->per) return value * m->changed[x->per->index] / x->records;
+    if (x->via && m->holders && x->records > 0) return value * m->holders(m->ctx, x->via) / x->records;
     return value;
 }
 
-double kp_write_plan_items_for(const kp_write_plan *wp, const double *changed, double (*holders)(void *ctx, const kp_rel *via),
-                               void *ctx)
+double kp_write_plan_items_for(const kp_write_plan *wp, const kp_write_measure *m)
 {
     double items = 0;
-    for (size_t i = 0; i < wp->share_count; i++) items += share_part(&wp->shares[i], wp->shares[i].count, changed, holders, ctx);
+    for (size_t i = 0; i < wp->share_count; i++) items += share_part(&wp->shares[i], wp->shares[i].count, m);
     return items;
 }
 
-double kp_write_plan_requests_for(const kp_write_plan *wp, const double *changed,
-                                  double (*holders)(void *ctx, const kp_rel *via), void *ctx, int without_transaction)
+double kp_write_plan_requests_for(const kp_write_plan *wp, const kp_write_measure *m)
 {
-    if (wp->items_per_request > 0 && !(without_transaction && isinf(wp->items_per_request))) {
-        double n = ceil(kp_write_plan_items_for(wp, changed, holders, ctx) / wp->items_per_request);
-        return n < 1 ? 1 : n;
+    if (wp->items_per_request > 0 && !(m->without_transaction && isinf(wp->items_per_request))) {
+        double items = kp_write_plan_items_for(wp, m); /* none changed: nothing sent */
+        return items > 0 ? fmax(1, ceil(items / wp->items_per_request)) : 0;
     }
     double requests = 0;
-    for (size_t i = 0; i < wp->share_count; i++) requests += share_part(&wp->shares[i], wp->shares[i].requests, changed, holders, ctx);
+    for (size_t i = 0; i < wp->share_count; i++)
+        requests += share_part(&wp->shares[i], wp->shares[i].requests, m) + share_once(&wp->shares[i], m);
     return requests;
 }
 

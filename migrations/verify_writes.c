@@ -330,7 +330,16 @@ static int by_record(const void *a, const void *b)
     return x[0] != y[0] ? (x[0] < y[0] ? -1 : 1) : x[1] != y[1] ? (x[1] < y[1] ? -1 : 1) : 0;
 }
 
-/* The records an operation changed, each once: (entity index, serial, log index) triples. */
+/* By record, then by log index: a record's first change first. */
+static int by_record_then_change(const void *a, const void *b)
+{
+    const uint64_t *x = a, *y = b;
+    int c = by_record(a, b);
+    return c ? c : x[2] != y[2] ? (x[2] < y[2] ? -1 : 1) : 0;
+}
+
+/* The records an operation changed, each once: (entity index, serial, log index of its first
+ * change) triples. */
 typedef struct changed_set {
     const kp_dataset *data;     /* after the operation */
     const kp_change_log *log;
@@ -352,6 +361,32 @@ static double count_holders(void *ctx, const kp_rel *via)
         kp_error err;
         if (r && kp_copy_holder_records(cs->data, r, via, &holders, &err) == 0) n += (double)holders.count;
         kp_record_list_free(&holders);
+    }
+    return n;
+}
+
+/* The elements of the changed records' `array` (attribute of their entity): each record's
+ * before its first change in the operation and after the operation, each distinct value once
+ * (the rows keyed by an element that go or come, or are rewritten). */
+static double count_elements(void *ctx, const kp_attr *array)
+{
+    const changed_set *cs = ctx;
+    double n = 0;
+    for (size_t i = 0; i < cs->count; i++) {
+        const kp_change *c = &cs->log->items[cs->keys[3 * i + 2]];
+        if (c->entity != array->entity) continue;
+        const cJSON *before = c->before ? cJSON_GetObjectItemCaseSensitive(c->before, array->name) : NULL;
+        const kp_record *r = kp_dataset_find_like(cs->data, c->entity, c->after ? c->after : c->before);
+        const cJSON *after = r ? kp_record_get(r, array) : NULL;
+        if (!cJSON_IsArray(after)) after = NULL;
+        if (!cJSON_IsArray(before)) before = NULL;
+        n += after ? cJSON_GetArraySize(after) : 0;
+        const cJSON *v, *w;
+        cJSON_ArrayForEach(v, before) {
+            int kept = 0;
+            cJSON_ArrayForEach(w, after) kept |= kp_data_equal(v, w, NULL);
+            n += !kept;
+        }
     }
     return n;
 }
@@ -379,7 +414,7 @@ static int count_sent(const kp_model *m, const kp_dataset *data, kp_verify_write
         k++;
     }
     n = k;
-    qsort(keys, n, 3 * sizeof *keys, by_record);
+    qsort(keys, n, 3 * sizeof *keys, by_record_then_change);
     size_t unique = 0;
     for (size_t i = 0; i < n; i++)
         if (i == 0 || by_record(&keys[3 * i], &keys[3 * unique - 3])) {
@@ -388,10 +423,10 @@ static int count_sent(const kp_model *m, const kp_dataset *data, kp_verify_write
         }
     changed_set cs = {data, log, keys, unique};
     if (vw->plan) {
-        vw->claimed_sum += kp_write_plan_items_for(vw->plan, changed, count_holders, &cs);
         /* an atomic write the server took without a transaction went item by item */
-        int without_transaction = vw->write->is_atomic && !sent->is_atomic;
-        vw->claimed_requests_sum += kp_write_plan_requests_for(vw->plan, changed, count_holders, &cs, without_transaction);
+        kp_write_measure measure = {changed, count_holders, count_elements, &cs, vw->write->is_atomic && !sent->is_atomic};
+        vw->claimed_sum += kp_write_plan_items_for(vw->plan, &measure);
+        vw->claimed_requests_sum += kp_write_plan_requests_for(vw->plan, &measure);
     }
     free(keys);
     free(changed);

@@ -1731,8 +1731,7 @@ static const cq_column *read_first(const kp_write_step *st, const cq_table *t)
 /* The rows of one record in t: one, or its array's elements in a table keyed by them. */
 static double record_rows(const cq_table *t) { return t->rows_per_record > 0 ? t->rows_per_record : 1; }
 
-static kp_write_touch *add_touch(builder *B, write_sum *S, const kp_write_effect *fx, const char *container, const char *what,
-                                 double count, double bytes)
+static kp_write_touch *new_touch(builder *B, write_sum *S, const char *container, const char *what, double count, double bytes)
 {
     kp_write_touch *x = kp_write_plan_touch(B->d, S->wp);
     if (!x) return NULL;
@@ -1741,9 +1740,39 @@ static kp_write_touch *add_touch(builder *B, write_sum *S, const kp_write_effect
     x->count = count;
     x->bytes = bytes;
     S->rows += count;
-    kp_write_plan_items(B->d, S->wp, fx, count);
     S->tables_touched++;
     return x;
+}
+
+static kp_write_touch *add_touch(builder *B, write_sum *S, const kp_write_effect *fx, const char *container, const char *what,
+                                 double count, double bytes)
+{
+    kp_write_plan_items(B->d, S->wp, fx, count);
+    return new_touch(B, S, container, what, count, bytes);
+}
+
+/* The array whose elements key t's rows (a row per element of a record), or NULL. */
+static const kp_attr *element_array(const cq_table *t)
+{
+    for (size_t k = 0; t->rows_per_record > 0 && k < t->pk_count; k++)
+        if (t->cols[k].is_element) return t->cols[k].attr;
+    return NULL;
+}
+
+/* The rows of `records` records of fx in t, each `factor` times (2: deleted and inserted):
+ * in a table keyed by an array's elements, a row per element, which verify counts on the
+ * operation's own records. */
+static void add_rows(builder *B, write_sum *S, const kp_write_effect *fx, const cq_table *t, const char *what, double records,
+                     double factor)
+{
+    double count = records * factor * record_rows(t);
+    const kp_attr *array = element_array(t);
+    if (!array || array->entity != fx->entity) {
+        add_touch(B, S, fx, t->name, what, count, count * t->row_bytes);
+        return;
+    }
+    kp_write_plan_element_items(B->d, S->wp, fx, array, count, records * record_rows(t));
+    new_touch(B, S, t->name, what, count, count * t->row_bytes);
 }
 
 /* Every table whose rows are the step's records (the base table and its query copies), and
@@ -1777,11 +1806,11 @@ static void price_records(builder *B, write_sum *S, const kp_write_effect *fx, c
         for (size_t k = 0; t->entity == st->entity && k < t->pk_count + t->ck_count; k++)
             moves |= kp_write_step_changes(S->wp->write, st, t->cols[k].attr);
         if (t->entity == st->entity)
-            add_touch(B, S, fx, t->name,
-                      kp_arena_printf(B->A, "%s row%s%s", st->entity->name,
-                                      t->is_base ? "" : kp_arena_printf(B->A, " (copy keyed by %s)", t->cols[0].name),
-                                      moves ? ": its key changes, deleted and inserted again" : ""),
-                      per * (moves ? 2 : 1) * record_rows(t), per * (moves ? 2 : 1) * record_rows(t) * t->row_bytes);
+            add_rows(B, S, fx, t,
+                     kp_arena_printf(B->A, "%s row%s%s", st->entity->name,
+                                     t->is_base ? "" : kp_arena_printf(B->A, " (copy keyed by %s)", t->cols[0].name),
+                                     moves ? ": its key changes, deleted and inserted again" : ""),
+                     per, moves ? 2 : 1);
         int b = t->buckets > 1 ? t->buckets : 1;
         if (t->parent == st->entity && st->op != KP_WRITE_INSERT)
             add_touch(B, S, fx, t->name, kp_arena_printf(B->A, "static columns of %s (%d partition%s)", st->entity->name, b, b == 1 ? "" : "s"),
@@ -1804,11 +1833,11 @@ static void price_rows(builder *B, write_sum *S, const kp_write_effect *fx, cons
         int keyed = 0;  /* a detached reference that keys the row: a key column cannot be null, the row goes */
         for (size_t k = 0; fx->kind == KP_EFFECT_DETACH && k < t->pk_count + t->ck_count; k++)
             for (size_t f = 0; f < fx->rel->relation->fk_count; f++) keyed |= t->cols[k].attr == fx->rel->relation->fk_attrs[f];
-        add_touch(B, S, fx, t->name,
-                  kp_arena_printf(B->A, "%s %s row%s%s", what, fx->entity->name,
-                                  t->is_base ? "s" : kp_arena_printf(B->A, "s (copy keyed by %s)", t->cols[0].name),
-                                  keyed ? ", deleted (a key column cannot be null)" : ""),
-                  fx->count * record_rows(t), fx->count * record_rows(t) * t->row_bytes);
+        add_rows(B, S, fx, t,
+                 kp_arena_printf(B->A, "%s %s row%s%s", what, fx->entity->name,
+                                 t->is_base ? "s" : kp_arena_printf(B->A, "s (copy keyed by %s)", t->cols[0].name),
+                                 keyed ? ", deleted (a key column cannot be null)" : ""),
+                 fx->count, 1);
     }
 }
 

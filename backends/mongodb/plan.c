@@ -1211,12 +1211,12 @@ typedef struct write_sum {
     double reads;               /* of the requests, reads before writing */
 } write_sum;
 
-/* n write requests per operation, whatever records it changes: a command per step and
- * collection (writes.c) */
-static void add_requests(builder *B, write_sum *S, double n)
+/* n write requests per operation when any record of the effect changes: a command per step
+ * and collection, whatever it matches (writes.c sends the documents that changed) */
+static void add_requests(builder *B, write_sum *S, const kp_write_effect *fx, double n)
 {
     S->requests += n;
-    kp_write_plan_requests(B->d, S->wp, NULL, n);
+    kp_write_plan_requests_once(B->d, S->wp, fx, n);
 }
 
 /* The requests of a step that writes `rows` documents: one command, or a for_each's documents
@@ -1224,7 +1224,7 @@ static void add_requests(builder *B, write_sum *S, double n)
 static void add_step_requests(builder *B, write_sum *S, const kp_write_effect *fx, double rows)
 {
     if (!fx->step->for_each) {
-        add_requests(B, S, 1);
+        add_requests(B, S, fx, 1);
         return;
     }
     S->requests += rows > KP_MG_WRITE_BATCH ? ceil(rows / KP_MG_WRITE_BATCH) : 1;
@@ -1290,7 +1290,7 @@ static void price_records(builder *B, write_sum *S, const kp_write_effect *fx, c
         kp_write_plan_items(B->d, S->wp, fx, rows);
         S->requests += 1; /* the re-read */
         S->reads += 1;
-        add_requests(B, S, 1);
+        add_requests(B, S, fx, 1);
         S->one_doc = 0;
     }
 }
@@ -1312,7 +1312,7 @@ static void price_reference(builder *B, write_sum *S, const kp_write_effect *fx)
         touch(B, S->wp, cc ? cc->name : "?", kp_design_printf(B->d, "copies in '%s' of %s documents (updateMany)", x->field,
                                                               ce->entity->name), fx->count, 0);
         kp_write_plan_items(B->d, S->wp, fx, fx->count);
-        add_requests(B, S, 1);
+        add_requests(B, S, fx, 1);
         S->one_doc = 0;
     }
 }
@@ -1323,7 +1323,7 @@ static void price_copy(builder *B, write_sum *S, const kp_write_effect *fx)
     touch(B, S->wp, cc ? cc->name : "?", kp_design_printf(B->d, "%s.%s copies (updateMany)", fx->entity->name, fx->attr->name),
           fx->count, 0);
     kp_write_plan_items(B->d, S->wp, fx, fx->count);
-    add_requests(B, S, 1);
+    add_requests(B, S, fx, 1);
     S->one_doc = 0;
 }
 
@@ -1381,7 +1381,7 @@ void mg_plan_writes(builder *B)
                 touch(B, S.wp, cc ? cc->name : "?", kp_design_printf(B->d, "%s.%s (computed, $inc / $set)%s", fx->entity->name,
                                                                      fx->attr->name, same_doc ? " in the same document" : ""),
                       fx->count, 0);
-                if (!same_doc) { kp_write_plan_items(B->d, S.wp, fx, fx->count); add_requests(B, &S, 1); S.one_doc = 0; }
+                if (!same_doc) { kp_write_plan_items(B->d, S.wp, fx, fx->count); add_requests(B, &S, fx, 1); S.one_doc = 0; }
                 break;
             }
             case KP_EFFECT_CASCADE:
@@ -1395,7 +1395,7 @@ void mg_plan_writes(builder *B)
                                                                            : "%s documents of the deleted %s, detached (updateMany)",
                                        fx->entity->name, fx->rel->source->name), fx->count, 0);
                 kp_write_plan_items(B->d, S.wp, fx, fx->count);
-                add_requests(B, &S, 1);
+                add_requests(B, &S, fx, 1);
                 S.one_doc = 0;
                 break;
             }

@@ -264,6 +264,33 @@ static double nine_holders(void *ctx, const kp_rel *via)
     return via->relation->link == KP_LINK_THROUGH ? 9 : 0;
 }
 
+static double five_elements(void *ctx, const kp_attr *array)
+{
+    (void)ctx;
+    return strcmp(array->name, "tagIds") == 0 ? 5 : 0;
+}
+
+/* A product's rows keyed by its tags are a row per tag: restocking a product of 5 tags
+ * rewrites its row and those 5, not the model's average 2; and one batch holds them. */
+static void test_rows_keyed_by_an_arrays_elements_are_claimed_per_element(void **state)
+{
+    (void)state;
+    kp_model *m = load("tests/fixtures/oracle/model.json", 1);
+    kp_design *d = propose(m);
+    const kp_write_plan *wp = &d->write_plans[kp_model_write(m, "restock")->index];
+    assert_true(fabs(wp->items - 3) < 1e-9);
+    double changed[16] = {0};
+    assert_true(m->entity_count <= 16);
+    changed[kp_model_entity(m, "Product")->index] = 1;
+    kp_write_measure on = {.changed = changed};
+    assert_true(fabs(kp_write_plan_items_for(wp, &on) - 3) < 1e-9);
+    on.elements = five_elements;
+    assert_true(fabs(kp_write_plan_items_for(wp, &on) - 6) < 1e-9);
+    assert_true(kp_write_plan_requests_for(wp, &on) == 1);
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
 static void test_join_rows_copy_what_their_listing_returns(void **state)
 {
     (void)state;
@@ -301,8 +328,10 @@ static void test_join_rows_copy_what_their_listing_returns(void **state)
      * claims its row and those 9, not the average 5 */
     double changed[8] = {0};
     changed[kp_model_entity(m, "PointOfInterest")->index] = 1;
-    assert_true(fabs(kp_write_plan_items_for(wp, changed, nine_holders, NULL) - 10) < 1e-9);
-    assert_true(fabs(kp_write_plan_items_for(wp, changed, NULL, NULL) - 6) < 1e-9);
+    kp_write_measure on = {.changed = changed, .holders = nine_holders};
+    assert_true(fabs(kp_write_plan_items_for(wp, &on) - 10) < 1e-9);
+    on.holders = NULL;
+    assert_true(fabs(kp_write_plan_items_for(wp, &on) - 6) < 1e-9);
     kp_design_free(d);
     kp_model_free(m);
 }
@@ -746,6 +775,7 @@ int main(void)
         cmocka_unit_test(test_a_small_workspace_needs_no_bucket),
         cmocka_unit_test(test_a_listing_two_hops_away_reads_a_table_keyed_by_a_copy),
         cmocka_unit_test(test_a_write_fanning_out_claims_every_row_and_its_batches),
+        cmocka_unit_test(test_rows_keyed_by_an_arrays_elements_are_claimed_per_element),
         cmocka_unit_test(test_a_ranged_token_page_over_buckets_reads_a_page_per_bucket),
         cmocka_unit_test(test_a_bucketed_join_reads_a_page_per_bucket),
         cmocka_unit_test(test_a_join_page_pages_the_join_rows_not_the_targets),

@@ -475,8 +475,10 @@ static void test_an_atomic_write_above_a_transactions_items_is_a_defect(void **s
     changed[kp_model_entity(m, "Order")->index] = 1;
     changed[kp_model_entity(m, "OrderItem")->index] = 3;
     changed[kp_model_entity(m, "Product")->index] = 3;
-    assert_true(kp_write_plan_requests_for(wp, changed, NULL, NULL, 0) == 1);
-    assert_true(fabs(kp_write_plan_requests_for(wp, changed, NULL, NULL, 1) - 7) < 1e-9);
+    kp_write_measure on = {.changed = changed};
+    assert_true(kp_write_plan_requests_for(wp, &on) == 1);
+    on.without_transaction = 1;
+    assert_true(fabs(kp_write_plan_requests_for(wp, &on) - 7) < 1e-9);
     assert_true(wp->read_requests == 0);
     kp_design_free(d);
     kp_model_free(m);

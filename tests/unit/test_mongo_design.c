@@ -264,9 +264,10 @@ static void test_the_subset_rule_follows_the_workload_mix(void **state)
     assert_true(m->entity_count <= 16);
     changed[kp_model_entity(m, "Match")->index] = 1;
     changed[kp_model_entity(m, "FeedItem")->index] = 1500;
-    double at_1500 = kp_write_plan_requests_for(wp, changed, NULL, NULL, 0);
+    kp_write_measure on = {.changed = changed};
+    double at_1500 = kp_write_plan_requests_for(wp, &on);
     changed[kp_model_entity(m, "FeedItem")->index] = 0;
-    assert_true(fabs(at_1500 - kp_write_plan_requests_for(wp, changed, NULL, NULL, 0) - 3) < 1e-9);
+    assert_true(fabs(at_1500 - kp_write_plan_requests_for(wp, &on) - 3) < 1e-9);
     kp_design_free(d);
     kp_model_free(m);
 }
