@@ -1699,6 +1699,8 @@ typedef struct write_sum {
     double rows, copy_rows;
     size_t tables_touched;
     double reads;               /* rows read by key before the write (read_first) */
+    double conditional;         /* rows whose condition a lightweight transaction tests first */
+    const char *condition_why;  /* those transactions, and on which table */
     const char *read_why;       /* the tables read for key columns, and why */
     const char *value_why;      /* the derived values read before they are rewritten */
     const char *reach_why;      /* the records for_each steps reach, read by their parents */
@@ -1773,6 +1775,31 @@ static void add_rows(builder *B, write_sum *S, const kp_write_effect *fx, const 
     }
     kp_write_plan_element_items(B->d, S->wp, fx, array, count, records * record_rows(t));
     new_touch(B, S, t->name, what, count, count * t->row_bytes);
+}
+
+/* A step with a condition (`if`, or an insert only when absent): Cassandra tests a condition
+ * with a lightweight transaction (Paxos: four round trips) on one partition, and a logged
+ * batch with a condition cannot span partitions, so each conditional row goes first on its
+ * own, on the table by key, and the rows of the other tables follow in the batch once it held. */
+static void price_condition(builder *B, write_sum *S, const kp_write_effect *fx)
+{
+    const kp_write_step *st = fx->step;
+    const cq_table *t = B->L->base[st->entity->index];
+    double rows = fx->records > 0 ? fx->records : 1;
+    S->conditional += rows;
+    kp_write_plan_read(B->d, S->wp, t->name);
+    const char *test = "IF NOT EXISTS";
+    for (size_t i = 0; i < st->condition_count; i++) {
+        const kp_cond *c = &st->conditions[i];
+        const char *column = c->attr->name;
+        for (size_t k = 0; !c->path_len && k < t->col_count; k++)
+            if (t->cols[k].attr == c->attr && !t->cols[k].via) column = t->cols[k].name;
+        test = kp_arena_printf(B->A, "%s%s%s%s %s ?", i ? test : "IF", i ? " AND " : " ", c->path_len ? "(through a relation) " : "",
+                               column, c->op == KP_OP_EQ ? "=" : kp_op_name(c->op));
+    }
+    S->condition_why = kp_arena_printf(B->A, "%s%s%g %s row%s on %s (%s %s)", S->condition_why ? S->condition_why : "",
+                                       S->condition_why ? ", " : "", rows, st->entity->name, rows == 1 ? "" : "s", t->name,
+                                       st->op == KP_WRITE_INSERT ? "INSERT" : st->op == KP_WRITE_DELETE ? "DELETE" : "UPDATE", test);
 }
 
 /* Every table whose rows are the step's records (the base table and its query copies), and
@@ -1955,6 +1982,7 @@ static void plan_writes(builder *B)
             end = i + 1;
             if (fx->kind == KP_EFFECT_RECORDS) {
                 price_records(B, &S, fx, tables_of);
+                if (fx->step->condition_count || fx->step->is_if_absent) price_condition(B, &S, fx);
             } else if (fx->kind == KP_EFFECT_COPY && fx->step->op == KP_WRITE_UPDATE) {
                 /* a copy the model declares: a column of each holder's row in every table of it */
                 price_rows(B, &S, fx, tables_of, kp_arena_printf(B->A, "copy of %s.%s in", fx->step->entity->name,
@@ -1978,8 +2006,8 @@ static void plan_writes(builder *B)
         kp_write_plan *wp = S.wp;
         /* statements go in logged batches of KP_CQ_MAX_BATCH, in order (writes.c), after the
          * reads that find the rows' keys */
-        wp->requests = (S.rows > KP_CQ_MAX_BATCH ? ceil(S.rows / KP_CQ_MAX_BATCH) : 1) + S.reads;
-        wp->read_requests = S.reads;
+        wp->requests = (S.rows > KP_CQ_MAX_BATCH ? ceil(S.rows / KP_CQ_MAX_BATCH) : 1) + S.reads + S.conditional;
+        wp->read_requests = S.reads + S.conditional; /* a condition's transaction runs before the rows verify applies */
         wp->items_per_request = KP_CQ_MAX_BATCH;
         if (S.tables_touched > 1 || wr->is_atomic) {
             wp->mechanism = "logged batch";
@@ -2006,6 +2034,12 @@ static void plan_writes(builder *B)
                                                     "logged batch, so concurrent writers to one record can lose an update)",
                                               S.value_why)
                             : "");
+        if (S.condition_why)
+            wp->why = kp_arena_printf(B->A, "%s; tests its condition first, a lightweight transaction per conditional row (Paxos, "
+                                      "four round trips; a batch with a condition cannot span partitions): %s; the other rows "
+                                      "follow once it held%s",
+                                      wp->why, S.condition_why,
+                                      S.conditional > 1 ? ", so conditions on different partitions do not hold or fail together" : "");
     }
     for (size_t i = 0; i < lists; i++) { kp_index_list_free(&tables_of[i]); kp_index_list_free(&copies_of[i]); }
     free(tables_of);
@@ -2055,7 +2089,7 @@ static int drop_unread_base_tables(builder *B)
     for (size_t w = 0; w < B->m->write_count; w++)
         for (size_t s = 0; s < B->m->writes[w]->step_count; s++) {
             const kp_write_step *st = &B->m->writes[w]->steps[s];
-            if (st->op != KP_WRITE_INSERT || st->is_if_absent || st->condition_count) tested[st->entity->index] = 1;
+            if (st->is_if_absent || st->condition_count) tested[st->entity->index] = 1;
         }
     const cq_table **whole_of = kp_arena_alloc(B->A, sizeof *whole_of * (B->m->entity_count + 1));
     if (!whole_of) return 0;

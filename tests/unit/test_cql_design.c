@@ -167,11 +167,14 @@ static void test_a_write_fanning_out_claims_every_row_and_its_batches(void **sta
     assert_non_null(strstr(wp->why, "by their parent: FeedItem of step"));
     /* follow inserts: every key column is a parameter; the follower and following counts
      * keyplan keeps on the two players (core/kept_counts.c) are read first, a regular
-     * column having no increment, and rewritten in the one batch */
+     * column having no increment, and rewritten in the one batch; following twice does
+     * nothing: the follow row goes first as INSERT ... IF NOT EXISTS, a lightweight transaction */
     for (size_t i = 0; i < m->write_count; i++)
         if (!strcmp(m->writes[i]->name, "follow")) {
-            assert_int_equal((int)d->write_plans[i].requests, 2 + 1);
+            assert_int_equal((int)d->write_plans[i].requests, 2 + 1 + 1);
+            assert_int_equal((int)d->write_plans[i].read_requests, 2 + 1);
             assert_non_null(strstr(d->write_plans[i].why, "Player.followersCount from player"));
+            assert_non_null(strstr(d->write_plans[i].why, "1 Follow row on follow (INSERT IF NOT EXISTS)"));
         }
     kp_design_free(d);
     kp_model_free(m);
