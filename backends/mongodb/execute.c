@@ -358,6 +358,63 @@ static int run_find(run *R, const mg_fetch *f, cJSON *filter, int64_t *limit, cJ
     return rc;
 }
 
+/* `filter` and the first sort key null (nulls) or not null. */
+static cJSON *split_filter(const mg_fetch *f, const cJSON *filter, int nulls)
+{
+    cJSON *c = cJSON_CreateObject(), *all = cJSON_CreateObject();
+    if (nulls) cJSON_AddNullToObject(c, f->sort[0].path);
+    else cJSON_AddNullToObject(cJSON_AddObjectToObject(c, f->sort[0].path), "$ne");
+    cJSON *and = cJSON_AddArrayToObject(all, "$and");
+    cJSON_AddItemToArray(and, cJSON_Duplicate(filter, 1));
+    cJSON_AddItemToArray(and, c);
+    return all;
+}
+
+/* A root listing whose first sort key has its nulls where MongoDB does not sort them
+ * (is_null_split): in one round trip, the part that comes first with the page's skip and
+ * limit, the count of that part when the page skips (the second part starts after it), and
+ * the second part from its start up to skip + limit; the page is the first part's documents,
+ * then the second's past what the skip leaves of it. */
+static int run_split_find(run *R, const mg_fetch *f, const cJSON *filter, int64_t *limit, cJSON **docs)
+{
+    const kp_shape *s = f->order_shape;
+    int nulls_first = s->order[0].is_nulls_first;
+    int64_t skip = s->page == KP_PAGE_OFFSET ? param_int(R, s->offset_param, 0) : 0;
+    if (skip < 0) skip = 0;
+    char name[512];
+    snprintf(name, sizeof name, "%s", kp_mg_conn_collection(R->conn, f->coll->name));
+    kp_mg_client *client = kp_mg_conn_client(R->conn);
+    cJSON *first = split_filter(f, filter, nulls_first), *second = split_filter(f, filter, !nulls_first);
+    cJSON *options = find_options(R, f, limit), *rest = NULL;
+    long before = 0;
+    int rc = kp_mg_find(client, name, first, options, docs, R->err);
+    if (rc == 0 && skip > 0) rc = kp_mg_count(client, name, first, &before, R->err);
+    if (rc == 0) {
+        cJSON_DeleteItemFromObject(options, "skip");
+        if (*limit > 0) {
+            cJSON_ReplaceItemInObject(options, "limit", cJSON_CreateNumber((double)(skip + *limit)));
+            cJSON_ReplaceItemInObject(options, "batchSize", cJSON_CreateNumber((double)(skip + *limit + 1)));
+        }
+        rc = kp_mg_find(client, name, second, options, &rest, R->err);
+    }
+    /* the second part's documents past the skip's remainder, up to the page */
+    int64_t pass = skip > before ? skip - before : 0, have = cJSON_GetArraySize(*docs);
+    for (cJSON *d = rest ? rest->child : NULL; rc == 0 && d;) {
+        cJSON *next = d->next;
+        if (pass > 0) pass--;
+        else if (*limit <= 0 || have < *limit) {
+            cJSON_AddItemToArray(*docs, cJSON_DetachItemViaPointer(rest, d));
+            have++;
+        }
+        d = next;
+    }
+    cJSON_Delete(rest);
+    cJSON_Delete(options);
+    cJSON_Delete(first);
+    cJSON_Delete(second);
+    return rc;
+}
+
 /* The filter that selects the documents of one parent (FK / ARRAY matches). */
 static cJSON *parent_clauses(run *R, const mg_fetch *f, const kp_frec *parent)
 {
@@ -626,7 +683,8 @@ static int level_find(run *R, const mg_fetch *f, const pairs *in, pairs *out)
         cJSON *filter = conjunction(clauses);
         cJSON *docs = NULL;
         int64_t limit;
-        int rc = run_find(R, f, filter, &limit, &docs);
+        int rc = f->is_null_split && f->is_server_ordered ? run_split_find(R, f, filter, &limit, &docs)
+                                                          : run_find(R, f, filter, &limit, &docs);
         cJSON_Delete(filter);
         if (rc) return -1;
         size_t got = 0;

@@ -153,6 +153,9 @@ struct mg_fetch {
     const kp_cond **client_conds;
     size_t client_cond_count;
     int is_server_ordered;          /* the find sorts as the shape declares (else the client sorts) */
+    int is_null_split;              /* the first sort key's nulls belong where MongoDB does not put
+                                       them (it sorts null lowest): two finds, its nulls (sorted by
+                                       the other keys), then the others (execute.c) */
     const kp_shape *order_shape;    /* the $each whose $order the find sorts by (and pages) */
     mg_index_field *sort;           /* the sort sent: order keys as fields (cut after a unique one) */
     size_t sort_count;

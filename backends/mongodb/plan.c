@@ -124,12 +124,18 @@ typedef const char *(*field_map)(builder *B, const kp_attr *a, void *ctx);
 static int make_sort(builder *B, mg_fetch *f, const kp_shape *s, field_map map, void *ctx)
 {
     f->order_shape = s;
+    f->is_null_split = 0;
     if (!s || s->order_count == 0) return 1;
     mg_index_field *sort = kp_arena_alloc(B->arena, sizeof *sort * s->order_count);
     size_t n = 0;
     for (size_t k = 0; k < s->order_count; k++) {
         const kp_order_key *o = &s->order[k];
-        if (is_nullable(o->attr) && !((o->is_desc && !o->is_nulls_first) || (!o->is_desc && o->is_nulls_first))) return 0;
+        if (is_nullable(o->attr) && !((o->is_desc && !o->is_nulls_first) || (!o->is_desc && o->is_nulls_first))) {
+            /* the first key of a root listing paged by offset (or not at all): its nulls in a
+             * find of their own, before or after the others */
+            if (k > 0 || f->rel || f->match != MG_MATCH_PARAMS || map || s->page == KP_PAGE_TOKEN) return 0;
+            f->is_null_split = 1;
+        }
         const char *alias = map ? NULL : kp_mg_alias(f->entity, o->attr);
         const char *field = map ? map(B, o->attr, ctx) : alias ? alias : o->attr->name;
         if (!field) return 0;
@@ -903,6 +909,25 @@ static const char *cond_text(kp_arena *arena, const kp_cond *c, const char *fiel
     return "";
 }
 
+/* A server-ordered find with `filter`, its sort, skip and limit. */
+static const char *sorted_find_text(kp_arena *arena, const mg_fetch *f, const char *prefix, const char *coll, const char *filter)
+{
+    const char *text = kp_arena_printf(arena, "db.getCollection(\"%s%s\").find({ %s%s })", prefix, coll, filter,
+                                       f->is_paged && f->order_shape && f->order_shape->page == KP_PAGE_TOKEN
+                                           ? kp_arena_printf(arena, "%s$or: <after the page token>", filter[0] ? ", " : "")
+                                           : "");
+    const char *sort = "";
+    for (size_t i = 0; i < f->sort_count; i++)
+        sort = kp_arena_printf(arena, "%s%s%s: %d", sort, i ? ", " : "", quoted_field(arena, f->sort[i].path), f->sort[i].is_desc ? -1 : 1);
+    if (sort[0]) text = kp_arena_printf(arena, "%s.sort({ %s })", text, sort);
+    if (f->is_paged && f->order_shape && f->order_shape->page == KP_PAGE_OFFSET && f->order_shape->offset_param)
+        text = kp_arena_printf(arena, "%s.skip(<%s>)", text, f->order_shape->offset_param->name);
+    if (f->limit > 0) text = kp_arena_printf(arena, "%s.limit(%lld)", text, (long long)f->limit);
+    else if (f->limit < 0 && f->order_shape && f->order_shape->limit_param)
+        text = kp_arena_printf(arena, "%s.limit(<%s>)", text, f->order_shape->limit_param->name);
+    return text;
+}
+
 const char *kp_mg_fetch_text(kp_arena *arena, const mg_fetch *f, const kp_pattern *p, const char *prefix)
 {
     if (f->kind == MG_NESTED || f->kind == MG_KEYS) return NULL;
@@ -975,26 +1000,38 @@ const char *kp_mg_fetch_text(kp_arena *arena, const mg_fetch *f, const kp_patter
         break;
     }
     }
+    if (f->kind == MG_FIND && f->is_server_ordered && f->is_null_split) {
+        /* the first sort key's nulls and the others, in one round trip (execute.c) */
+        const char *field = quoted_field(arena, f->sort[0].path), *sep = filter[0] ? ", " : "";
+        int nulls_first = f->order_shape->order[0].is_nulls_first;
+        const char *nulls = kp_arena_printf(arena, "%s%s%s: null", filter, sep, field);
+        const char *others = kp_arena_printf(arena, "%s%s%s: { $ne: null }", filter, sep, field);
+        const char *first = nulls_first ? nulls : others, *second = nulls_first ? others : nulls;
+        const char *skip = f->order_shape->page == KP_PAGE_OFFSET && f->order_shape->offset_param
+                               ? kp_arena_printf(arena, "<%s>", f->order_shape->offset_param->name) : NULL;
+        const char *limit = f->limit > 0 ? kp_arena_printf(arena, "%lld", (long long)f->limit)
+                          : f->order_shape->limit_param ? kp_arena_printf(arena, "<%s>", f->order_shape->limit_param->name) : NULL;
+        mg_fetch rest = *f;
+        rest.is_paged = 0;  /* its skip is the client's */
+        rest.limit = 0;
+        return kp_arena_printf(arena, "%s%s; with it, %s%s (the page goes on with the second part past what the skip leaves)",
+                               sorted_find_text(arena, f, prefix, coll, first),
+                               skip ? kp_arena_printf(arena, "; with it, when the page skips, db.getCollection(\"%s%s\").countDocuments({ %s })",
+                                                      prefix, coll, first) : "",
+                               sorted_find_text(arena, &rest, prefix, coll, second),
+                               limit ? kp_arena_printf(arena, ".limit(%s%s%s)", skip ? skip : "", skip ? " + " : "", limit) : "");
+    }
+#undef PART
     const char *text;
     if (f->kind == MG_COUNT) text = kp_arena_printf(arena, "db.getCollection(\"%s%s\").countDocuments({ %s })", prefix, coll, filter);
+    else if (f->kind == MG_FIND && f->is_server_ordered && f->sort_count) return sorted_find_text(arena, f, prefix, coll, filter);
     else text = kp_arena_printf(arena, "db.getCollection(\"%s%s\").find({ %s%s })", prefix, coll, filter,
                                 f->is_paged && f->is_server_ordered && f->order_shape && f->order_shape->page == KP_PAGE_TOKEN
                                     ? kp_arena_printf(arena, "%s$or: <after the page token>", filter[0] ? ", " : "")
                                     : "");
-    if (f->kind == MG_FIND && f->is_server_ordered && f->sort_count) {
-        const char *sort = "";
-        for (size_t i = 0; i < f->sort_count; i++)
-            sort = kp_arena_printf(arena, "%s%s%s: %d", sort, i ? ", " : "", quoted_field(arena, f->sort[i].path), f->sort[i].is_desc ? -1 : 1);
-        text = kp_arena_printf(arena, "%s.sort({ %s })", text, sort);
-        if (f->is_paged && f->order_shape && f->order_shape->page == KP_PAGE_OFFSET && f->order_shape->offset_param)
-            text = kp_arena_printf(arena, "%s.skip(<%s>)", text, f->order_shape->offset_param->name);
-        if (f->limit > 0) text = kp_arena_printf(arena, "%s.limit(%lld)", text, (long long)f->limit);
-        else if (f->limit < 0 && f->order_shape && f->order_shape->limit_param)
-            text = kp_arena_printf(arena, "%s.limit(<%s>)", text, f->order_shape->limit_param->name);
-    } else if (f->kind == MG_FIND && !f->shape && f->match == MG_MATCH_PARAMS && !f->entity->parent) {
+    if (f->kind == MG_FIND && !f->shape && f->match == MG_MATCH_PARAMS && !f->entity->parent) {
         text = kp_arena_printf(arena, "%s.limit(1)", text);
     }
-#undef PART
     return text;
 }
 
@@ -1067,6 +1104,15 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
         double whole_max = s->expect.is_given && s->expect.max > whole ? s->expect.max : whole;
         if (lim > 0 && per > (double)lim && f->is_server_ordered) per = (double)lim;
         per_max = f->is_server_ordered ? cut_at_page(f, s, s, whole_max) : whole_max;
+        if (f->is_null_split && f->is_server_ordered) {
+            /* the first part's page, and the second part from its start to skip + limit */
+            const kp_param *skip = s->page == KP_PAGE_OFFSET ? s->offset_param : NULL;
+            double at = skip && skip->default_value ? skip->default_value->valuedouble : 0;
+            double at_max = skip ? (skip->max ? skip->max->valuedouble : whole_max) : 0;
+            double page_max = kp_shape_limit_max(s) > 0 ? kp_shape_limit_max(s) : whole_max;
+            per += fmin(whole, lim > 0 ? at + (double)lim : whole);
+            per_max = fmin(whole_max, page_max) + fmin(whole_max, at_max + page_max);
+        }
         if (per_max < per) per_max = per;
     }
     if (!f->rel && kp_mg_next_hop(f)) per = per_max = 1; /* the parent documents of embedded roots */
@@ -1083,6 +1129,12 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
         double requests = f->is_per_parent ? parents : (f->match == MG_MATCH_KEY ? ceil(produced / KP_MG_IN_BATCH) : 1);
         if (f->is_per_parent == 0 && f->match != MG_MATCH_KEY && f->rel && parents > KP_MG_IN_BATCH) requests = ceil(parents / KP_MG_IN_BATCH);
         if (requests < 1) requests = 1;
+        if (f->is_null_split && f->is_server_ordered) {
+            /* two finds, and the count of the first part when the page skips */
+            const kp_param *skip = f->order_shape->page == KP_PAGE_OFFSET ? f->order_shape->offset_param : NULL;
+            requests = skip && skip->default_value && skip->default_value->valuedouble > 0 ? 3 : 2;
+            if (skip) plan->is_requests_exact = 0;
+        }
         o->requests = requests;
         if (!is_exact_one || (f->match == MG_MATCH_KEY && f->rel) || (f->rel && f->rel->relation->link == KP_LINK_ARRAY))
             plan->is_requests_exact = 0;
@@ -1097,6 +1149,7 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
                                               : (f->match == MG_MATCH_KEY ? ceil(produced_max / KP_MG_IN_BATCH) : 1);
         if (f->is_per_parent == 0 && f->match != MG_MATCH_KEY && f->rel && parents_max > KP_MG_IN_BATCH)
             request_max = ceil(parents_max / KP_MG_IN_BATCH);
+        if (f->is_null_split && f->is_server_ordered) request_max = f->order_shape->page == KP_PAGE_OFFSET ? 3 : 2;
         o->requests_max = request_max > requests ? request_max : requests;
         o->items_max = f->kind == MG_COUNT ? 0 : produced_max;
         o->bytes_max = o->items_max * mg_document_bound_bytes(holder);
@@ -1115,7 +1168,12 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
             o->items_max = parents_max * each_max;
             o->bytes_max = o->items_max * mg_document_bound_bytes(holder);
         }
-        if (!f->is_server_ordered && f->shape && f->shape->kind == KP_SHAPE_EACH && f->shape->declared_order_count)
+        if (f->is_null_split && f->is_server_ordered)
+            o->why = kp_arena_printf(&B->d->arena, "MongoDB sorts a missing or null %s lowest, and the order puts its nulls %s: "
+                                     "they are a find of their own, the others another, in the same round trip (and a count of "
+                                     "the first part when the page skips), each read in the index's order up to the page",
+                                     f->order_shape->order[0].attr->name, f->order_shape->order[0].is_nulls_first ? "first" : "last");
+        else if (!f->is_server_ordered && f->shape && f->shape->kind == KP_SHAPE_EACH && f->shape->declared_order_count)
             o->why = "every match is read and the client sorts and cuts the page (the server cannot give the declared order)";
         else if (f->base.is_independent)
             o->why = "its filter comes from the parameters: sent with the first find, not after it";

@@ -487,12 +487,10 @@ static void test_recommendation_per_example(void **state)
     expect_recommendation("product-catalog", "cassandra/query tables");
 }
 
-/* RUBiS: MongoDB's design differs between the mixes (browsing copies an item's latest bids
- * into it; bidding does not), but DynamoDB's normalised design is the recommendation under
- * both, the lightest load under each (under bidding a bid writes the bid and the item, whose
- * count and highest bid go in with the item's own update, and their index entries). The mix
- * does not change the recommendation, and compare does not say it does (one design's several decisions about one subject are not
- * differences). */
+/* RUBiS: the mixes disagree. Under browsing DynamoDB's normalised design has the lightest
+ * load; under bidding (400 bids/s) MongoDB's, whose bidding design drops the copy of an
+ * item's latest bids (browsing keeps it), where a bid on DynamoDB writes the bid and the item
+ * and their index entries. compare says the mix changes the recommendation, and names it. */
 static void test_auction_mixes_disagree(void **state)
 {
     (void)state;
@@ -502,14 +500,14 @@ static void test_auction_mixes_disagree(void **state)
     assert_non_null(browsing);
     assert_non_null(bidding);
     assert_string_equal(cJSON_GetObjectItem(browsing, "design")->valuestring, "dynamodb/normalised");
-    assert_string_equal(cJSON_GetObjectItem(bidding, "design")->valuestring, "dynamodb/normalised");
-    assert_string_equal(cJSON_GetObjectItem(browsing, "fingerprint")->valuestring,
-                        cJSON_GetObjectItem(bidding, "fingerprint")->valuestring);
-    assert_false(cJSON_IsTrue(cJSON_GetObjectItem(doc, "mix_changes_recommendation")));
+    assert_string_equal(cJSON_GetObjectItem(bidding, "design")->valuestring, "mongodb/documents");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(doc, "mix_changes_recommendation")));
     const cJSON *by = cJSON_GetObjectItem(doc, "recommendation_by_mix");
     const cJSON *second = cJSON_GetArrayItem(by, 1);
     assert_string_equal(cJSON_GetObjectItem(second, "mix")->valuestring, "bidding");
-    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(second, "differences")), 0);
+    const cJSON *differences = cJSON_GetObjectItem(second, "differences");
+    assert_int_equal(cJSON_GetArraySize(differences), 1);
+    assert_string_equal(cJSON_GetArrayItem(differences, 0)->valuestring, "mongodb/documents instead of dynamodb/normalised");
     cJSON_Delete(doc);
     /* MongoDB under each mix: the copy of the latest bids only while browsing */
     const char *subset[2] = {NULL, NULL};
