@@ -2652,10 +2652,13 @@ static void find_copy_sites(builder *B, const kp_pattern *p, ddb_fetch *f, const
     if (!f) return;
     const kp_rel *r = f->rel;
     int is_hop = !f->shape || (f->shape->kind == KP_SHAPE_ONE && f->shape->hop_count == 1);
+    /* the parent's items, or the header item its Query returns with them (the record f runs on) */
+    const ddb_entity *from = parent && parent->header && parent->header->entity == r->source ? parent->header
+                           : parent ? parent->entity : NULL;
     if (parent && r && is_hop && (f->kind == DDB_GET || f->kind == DDB_BATCH_GET) && !f->is_scan && !f->base.child_count &&
-        !kp_ddb_next_hop(f) && f->source == DDB_FROM_PARENT && !f->base.is_independent && parent->entity &&
-        parent->entity->entity == r->source)
-        kp_copy_sites_add(B->arena, out, f, parent, p, r, NULL);
+        !kp_ddb_next_hop(f) && f->source == DDB_FROM_PARENT && !f->base.is_independent && from && from->entity == r->source)
+        /* a header is one item a request: the hop itself stands for it (copy_site_items: 1) */
+        kp_copy_sites_add(B->arena, out, f, from == parent->entity ? (const void *)parent : (const void *)f, p, r, NULL);
     /* the targets of an N:M read by key after a page of its join items, which copies in the
      * join items could answer (an adjacency list that holds what its listing returns) */
     ddb_fetch *g = kp_ddb_next_hop(f);

@@ -445,6 +445,37 @@ static void test_a_join_in_its_listings_order_reads_one_page_of_targets(void **s
     kp_model_free(m);
 }
 
+/* A page whose header item comes back with its children in one Query copies what the page
+ * returns of the header's own references into the header: auction's view-item reads no
+ * Category item (no write renames a category), the blog's post-page no Author item (the
+ * 2,000 reads a second saved outweigh the 40 posts a rename rewrites): one round trip where
+ * a GetItem followed the Query. */
+static void test_a_header_copies_what_its_page_reads_through_its_references(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/auction-mixes/model.json");
+    kp_design *d = propose(m);
+    const kp_plan *p = plan_of(d, "view-item");
+    for (size_t i = 0; i < p->op_count; i++) assert_null(strstr(p->ops[i].condition, "CATEGORY#"));
+    assert_true(p->requests == 2);
+    int decided = 0;
+    for (size_t k = 0; k < d->decision_count; k++)
+        decided |= !strcmp(d->decisions[k].subject, "Item.category") && strstr(d->decisions[k].choice, "copy Category.{name}");
+    assert_true(decided);
+    kp_design_free(d);
+    kp_model_free(m);
+    m = load("tests/fixtures/models/blog.json");
+    d = propose(m);
+    p = plan_of(d, "post-page");
+    assert_int_equal((int)p->op_count, 1);
+    assert_int_equal(p->sequential_steps, 1);
+    assert_string_equal(p->ops[0].op, "Query");
+    for (size_t k = 0; k < d->decision_count; k++)
+        if (!strcmp(d->decisions[k].subject, "Post.author")) assert_non_null(strstr(d->decisions[k].why, "returned, 2000.0/s)"));
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
 /* An atomic write of more items than a TransactWriteItems holds (100): checkout of orders of
  * 60 lines, each line and its product's stock. It cannot be all or nothing: a defect that
  * says so, and the plan claims what writes.c sends then, one request per item. */
@@ -1183,6 +1214,7 @@ int main(void)
         cmocka_unit_test(test_an_inverted_text_part_sorts_in_reverse),
         cmocka_unit_test(test_a_listing_two_hops_away_is_one_query_on_an_index_of_the_last),
         cmocka_unit_test(test_the_last_hop_of_a_path_gets_no_index_for_its_order),
+        cmocka_unit_test(test_a_header_copies_what_its_page_reads_through_its_references),
         cmocka_unit_test(test_an_atomic_write_above_a_transactions_items_is_a_defect),
         cmocka_unit_test(test_a_count_claims_the_pages_it_reads_to_the_end),
         cmocka_unit_test(test_an_order_of_mixed_directions_and_nulls_is_held_by_the_sort_key),
