@@ -110,6 +110,14 @@ static cJSON *recommend(entry *e, size_t n, const kp_mix *mix)
             snprintf(buf, sizeof buf,
                      "the lightest load under %s: %.0f I/O units/s (reads %.0f + %.0f x writes %.0f) against %.0f for %s",
                      mixname, b->cost.io_units, b->cost.read_io, KP_WRITE_WEIGHT, b->cost.write_io, s->cost.io_units, ls);
+        else if (fabs(b->cost.weighted_round_trips - s->cost.weighted_round_trips) < 0.005 &&
+                 kp_risks_count(&b->risks, KP_RISK_WARNING) == kp_risks_count(&s->risks, KP_RISK_WARNING) &&
+                 b->cost.io_units + 0.5 < s->cost.io_units)
+            /* as many round trips (as printed) and warnings, and a lighter load */
+            snprintf(buf, sizeof buf,
+                     "a near-tie with %s under %s, decided by the lighter load: %.0f against %.0f I/O units/s, in as many "
+                     "round trips per request (%.2f) and with as many warnings (%zu)", ls, mixname, b->cost.io_units,
+                     s->cost.io_units, b->cost.weighted_round_trips, kp_risks_count(&b->risks, KP_RISK_WARNING));
         else if (fabs(b->cost.weighted_round_trips - s->cost.weighted_round_trips) > 1e-9 ||
                  kp_risks_count(&b->risks, KP_RISK_WARNING) == kp_risks_count(&s->risks, KP_RISK_WARNING))
             snprintf(buf, sizeof buf,
