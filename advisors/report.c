@@ -256,9 +256,14 @@ void kp_advise_print_text(FILE *out, const cJSON *doc, int use_color)
             fprintf(out, "\n");
             const cJSON *ops = cJSON_GetObjectItem(p, "operations");
             for (const cJSON *o = ops ? ops->child : NULL; o; o = o->next) {
-                fprintf(out, "    %s%s %s%s%s: %s\n", cJSON_IsTrue(cJSON_GetObjectItem(o, "waits_for_previous")) ? "then " : "",
+                fprintf(out, "    %s%s %s%s%s: ", cJSON_IsTrue(cJSON_GetObjectItem(o, "waits_for_previous")) ? "then " : "",
                         kp_json_str(o, "op"), kp_json_str(o, "container"), cJSON_IsString(cJSON_GetObjectItem(o, "index")) ? " index " : "",
-                        kp_json_str(o, "index"), kp_json_str(o, "condition"));
+                        kp_json_str(o, "index"));
+                /* a condition of several commands (one a line): the others under the first */
+                for (const char *c = kp_json_str(o, "condition"); *c; c++)
+                    if (*c == '\n') fputs("\n      ", out);
+                    else fputc(*c, out);
+                fputc('\n', out);
                 if (kp_json_str(o, "why")[0]) fprintf(out, "      %s%s%s\n", dim, kp_json_str(o, "why"), reset);
             }
             if (kp_json_str(p, "why")[0]) fprintf(out, "    %swhy: %s%s\n", dim, kp_json_str(p, "why"), reset);

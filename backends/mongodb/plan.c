@@ -1014,10 +1014,10 @@ const char *kp_mg_fetch_text(kp_arena *arena, const mg_fetch *f, const kp_patter
         mg_fetch rest = *f;
         rest.is_paged = 0;  /* its skip is the client's */
         rest.limit = 0;
-        return kp_arena_printf(arena, "%s%s; with it, %s%s (the page goes on with the second part past what the skip leaves)",
-                               sorted_find_text(arena, f, prefix, coll, first),
-                               skip ? kp_arena_printf(arena, "; with it, when the page skips, db.getCollection(\"%s%s\").countDocuments({ %s })",
-                                                      prefix, coll, first) : "",
+        /* one command a line (emit's queries.md runs each), the count only when pages skip */
+        return kp_arena_printf(arena, "%s\n%s%s%s", sorted_find_text(arena, f, prefix, coll, first),
+                               skip ? kp_arena_printf(arena, "db.getCollection(\"%s%s\").countDocuments({ %s })\n", prefix, coll, first)
+                                    : "",
                                sorted_find_text(arena, &rest, prefix, coll, second),
                                limit ? kp_arena_printf(arena, ".limit(%s%s%s)", skip ? skip : "", skip ? " + " : "", limit) : "");
     }
@@ -1171,7 +1171,8 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
         if (f->is_null_split && f->is_server_ordered)
             o->why = kp_arena_printf(&B->d->arena, "MongoDB sorts a missing or null %s lowest, and the order puts its nulls %s: "
                                      "they are a find of their own, the others another, in the same round trip (and a count of "
-                                     "the first part when the page skips), each read in the index's order up to the page",
+                                     "the first part when the page skips: the second part's page starts past what the skip leaves "
+                                     "of it), each read in the index's order up to the page",
                                      f->order_shape->order[0].attr->name, f->order_shape->order[0].is_nulls_first ? "first" : "last");
         else if (!f->is_server_ordered && f->shape && f->shape->kind == KP_SHAPE_EACH && f->shape->declared_order_count)
             o->why = "every match is read and the client sorts and cuts the page (the server cannot give the declared order)";
