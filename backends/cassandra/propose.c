@@ -1791,11 +1791,9 @@ static void price_condition(builder *B, write_sum *S, const kp_write_effect *fx)
     const char *test = "IF NOT EXISTS";
     for (size_t i = 0; i < st->condition_count; i++) {
         const kp_cond *c = &st->conditions[i];
-        const char *column = c->attr->name;
-        for (size_t k = 0; !c->path_len && k < t->col_count; k++)
-            if (t->cols[k].attr == c->attr && !t->cols[k].via) column = t->cols[k].name;
+        const cq_column *col = c->path_len ? NULL : col_of(t, c->attr);
         test = kp_arena_printf(B->A, "%s%s%s%s %s ?", i ? test : "IF", i ? " AND " : " ", c->path_len ? "(through a relation) " : "",
-                               column, c->op == KP_OP_EQ ? "=" : kp_op_name(c->op));
+                               col ? col->name : c->attr->name, c->op == KP_OP_EQ ? "=" : kp_op_name(c->op));
     }
     S->condition_why = kp_arena_printf(B->A, "%s%s%g %s row%s on %s (%s %s)", S->condition_why ? S->condition_why : "",
                                        S->condition_why ? ", " : "", rows, st->entity->name, rows == 1 ? "" : "s", t->name,

@@ -683,8 +683,7 @@ static int level_find(run *R, const mg_fetch *f, const pairs *in, pairs *out)
         cJSON *filter = conjunction(clauses);
         cJSON *docs = NULL;
         int64_t limit;
-        int rc = f->is_null_split && f->is_server_ordered ? run_split_find(R, f, filter, &limit, &docs)
-                                                          : run_find(R, f, filter, &limit, &docs);
+        int rc = kp_mg_is_split(f) ? run_split_find(R, f, filter, &limit, &docs) : run_find(R, f, filter, &limit, &docs);
         cJSON_Delete(filter);
         if (rc) return -1;
         size_t got = 0;

@@ -172,6 +172,10 @@ struct mg_fetch {
     double expected;                /* documents a root-set find is expected to return */
 };
 
+/* Does f read its listing as two finds, the first sort key's nulls apart (is_null_split on a
+ * find the server orders)? */
+static inline int kp_mg_is_split(const mg_fetch *f) { return f->kind == MG_FIND && f->is_server_ordered && f->is_null_split; }
+
 /* A fetch's i-th child and its next hop, as MongoDB fetches. */
 static inline mg_fetch *kp_mg_child(const mg_fetch *f, size_t i) { return (mg_fetch *)f->base.children[i]; }
 static inline mg_fetch *kp_mg_next_hop(const mg_fetch *f) { return (mg_fetch *)f->base.next_hop; }

@@ -909,6 +909,12 @@ static const char *cond_text(kp_arena *arena, const kp_cond *c, const char *fiel
     return "";
 }
 
+/* The parameter a split listing's page skips by (offset paging), or NULL. */
+static const kp_param *split_skip(const mg_fetch *f)
+{
+    return f->order_shape && f->order_shape->page == KP_PAGE_OFFSET ? f->order_shape->offset_param : NULL;
+}
+
 /* A server-ordered find with `filter`, its sort, skip and limit. */
 static const char *sorted_find_text(kp_arena *arena, const mg_fetch *f, const char *prefix, const char *coll, const char *filter)
 {
@@ -1000,15 +1006,14 @@ const char *kp_mg_fetch_text(kp_arena *arena, const mg_fetch *f, const kp_patter
         break;
     }
     }
-    if (f->kind == MG_FIND && f->is_server_ordered && f->is_null_split) {
+    if (kp_mg_is_split(f)) {
         /* the first sort key's nulls and the others, in one round trip (execute.c) */
         const char *field = quoted_field(arena, f->sort[0].path), *sep = filter[0] ? ", " : "";
         int nulls_first = f->order_shape->order[0].is_nulls_first;
         const char *nulls = kp_arena_printf(arena, "%s%s%s: null", filter, sep, field);
         const char *others = kp_arena_printf(arena, "%s%s%s: { $ne: null }", filter, sep, field);
         const char *first = nulls_first ? nulls : others, *second = nulls_first ? others : nulls;
-        const char *skip = f->order_shape->page == KP_PAGE_OFFSET && f->order_shape->offset_param
-                               ? kp_arena_printf(arena, "<%s>", f->order_shape->offset_param->name) : NULL;
+        const char *skip = split_skip(f) ? kp_arena_printf(arena, "<%s>", split_skip(f)->name) : NULL;
         const char *limit = f->limit > 0 ? kp_arena_printf(arena, "%lld", (long long)f->limit)
                           : f->order_shape->limit_param ? kp_arena_printf(arena, "<%s>", f->order_shape->limit_param->name) : NULL;
         mg_fetch rest = *f;
@@ -1104,9 +1109,9 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
         double whole_max = s->expect.is_given && s->expect.max > whole ? s->expect.max : whole;
         if (lim > 0 && per > (double)lim && f->is_server_ordered) per = (double)lim;
         per_max = f->is_server_ordered ? cut_at_page(f, s, s, whole_max) : whole_max;
-        if (f->is_null_split && f->is_server_ordered) {
+        if (kp_mg_is_split(f)) {
             /* the first part's page, and the second part from its start to skip + limit */
-            const kp_param *skip = s->page == KP_PAGE_OFFSET ? s->offset_param : NULL;
+            const kp_param *skip = split_skip(f);
             double at = skip && skip->default_value ? skip->default_value->valuedouble : 0;
             double at_max = skip ? (skip->max ? skip->max->valuedouble : whole_max) : 0;
             double page_max = kp_shape_limit_max(s) > 0 ? kp_shape_limit_max(s) : whole_max;
@@ -1129,9 +1134,9 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
         double requests = f->is_per_parent ? parents : (f->match == MG_MATCH_KEY ? ceil(produced / KP_MG_IN_BATCH) : 1);
         if (f->is_per_parent == 0 && f->match != MG_MATCH_KEY && f->rel && parents > KP_MG_IN_BATCH) requests = ceil(parents / KP_MG_IN_BATCH);
         if (requests < 1) requests = 1;
-        if (f->is_null_split && f->is_server_ordered) {
+        if (kp_mg_is_split(f)) {
             /* two finds, and the count of the first part when the page skips */
-            const kp_param *skip = f->order_shape->page == KP_PAGE_OFFSET ? f->order_shape->offset_param : NULL;
+            const kp_param *skip = split_skip(f);
             requests = skip && skip->default_value && skip->default_value->valuedouble > 0 ? 3 : 2;
             if (skip) plan->is_requests_exact = 0;
         }
@@ -1149,7 +1154,7 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
                                               : (f->match == MG_MATCH_KEY ? ceil(produced_max / KP_MG_IN_BATCH) : 1);
         if (f->is_per_parent == 0 && f->match != MG_MATCH_KEY && f->rel && parents_max > KP_MG_IN_BATCH)
             request_max = ceil(parents_max / KP_MG_IN_BATCH);
-        if (f->is_null_split && f->is_server_ordered) request_max = f->order_shape->page == KP_PAGE_OFFSET ? 3 : 2;
+        if (kp_mg_is_split(f)) request_max = split_skip(f) ? 3 : 2;
         o->requests_max = request_max > requests ? request_max : requests;
         o->items_max = f->kind == MG_COUNT ? 0 : produced_max;
         o->bytes_max = o->items_max * mg_document_bound_bytes(holder);
@@ -1168,7 +1173,7 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
             o->items_max = parents_max * each_max;
             o->bytes_max = o->items_max * mg_document_bound_bytes(holder);
         }
-        if (f->is_null_split && f->is_server_ordered)
+        if (kp_mg_is_split(f))
             o->why = kp_arena_printf(&B->d->arena, "MongoDB sorts a missing or null %s lowest, and the order puts its nulls %s: "
                                      "they are a find of their own, the others another, in the same round trip (and a count of "
                                      "the first part when the page skips: the second part's page starts past what the skip leaves "
