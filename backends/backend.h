@@ -207,7 +207,8 @@ typedef struct kp_write_share {
     double count;
     double requests;            /* the write requests that go with them (reads not counted) */
     double once;                /* write requests sent once when any of them changed (a command
-                                   per step and collection, whatever it matches) */
+                                   per step and collection, whatever it matches): the least the
+                                   share claims, `requests` where they come to more */
     double records;             /* each effect's records once */
     double element_count;       /* with elements: the elements expected in those records */
     const void *last;           /* the effect counted last (building only) */

@@ -193,8 +193,10 @@ double kp_write_plan_requests_for(const kp_write_plan *wp, const kp_write_measur
         return items > 0 ? fmax(1, ceil(items / wp->items_per_request)) : 0;
     }
     double requests = 0;
+    /* a share's once-requests are the least it sends when its records changed; its
+     * per-record requests (commands of a batch size) count where they come to more */
     for (size_t i = 0; i < wp->share_count; i++)
-        requests += share_part(&wp->shares[i], wp->shares[i].requests, m) + share_once(&wp->shares[i], m);
+        requests += fmax(share_part(&wp->shares[i], wp->shares[i].requests, m), share_once(&wp->shares[i], m));
     return requests;
 }
 
