@@ -131,6 +131,8 @@ struct cq_fetch {
     int reads_ties;             /* merged, but a bucket is clustered by the order's first part only
                                    (a later part is optional): a bucket that fills the page is read
                                    again for every row tying with its last on that part */
+    int is_reversed;            /* read with ORDER BY against the clustering order: the table was
+                                   drawn for the opposite order, and one table serves both */
     int64_t limit;              /* LIMIT sent (0: none) */
     const kp_param *limit_param;
     int is_paged;               /* the pattern's paged $each, continued with Cassandra's paging state */
@@ -179,6 +181,9 @@ const char *kp_cq_table_text(kp_arena *arena, const cq_table *t);
 const char *kp_cq_create_table(kp_arena *arena, const cq_table *t, const char *ks, const char *prefix);
 /* A fetch as CQL text (table under prefix, '?' for values). */
 const char *kp_cq_select_text(kp_arena *arena, const cq_fetch *f, const char *ks, const char *prefix);
+/* " ORDER BY c1 ASC, c2 DESC" for a reversed read (every clustering column the other way),
+ * "" for any other. */
+const char *kp_cq_order_by(kp_arena *arena, const cq_fetch *f);
 
 /* rows.c */
 cJSON *kp_cq_to_cell(const cq_column *c, const cJSON *value, kp_error *err);

@@ -174,7 +174,7 @@ static int build(run *R, const cq_fetch *f, const kp_frec *parent, int bucket, c
     if (R->tie) {
         /* the rows tying with a full bucket's last on the first clustering column: all of them */
         const cq_column *c0 = &t->cols[t->pk_count];
-        *cql = kp_arena_printf(&R->arena, "%s AND %s = ?", s, c0->quoted);
+        *cql = kp_arena_printf(&R->arena, "%s AND %s = ?%s", s, c0->quoted, kp_cq_order_by(&R->arena, f));
         *page_size = 0;
         return kp_cql_values_add_json(v, NULL, c0->type, R->tie, R->err) ? -1 : 0;
     }
@@ -188,7 +188,7 @@ static int build(run *R, const cq_fetch *f, const kp_frec *parent, int bucket, c
         for (size_t k = 0; k < sh->order_count && tv && kp_cq_partition_binds(t, sh->order[k].attr); k++) tv = tv->next;
         if (tv && !cJSON_IsNull(tv)) {
             from = tv;
-            from_lower = !t->cols[t->pk_count].is_desc;
+            from_lower = t->cols[t->pk_count].is_desc == f->is_reversed;
         }
     }
     /* a later page of a merged bucketed read starts every bucket strictly after the token:
@@ -245,7 +245,7 @@ static int build(run *R, const cq_fetch *f, const kp_frec *parent, int bucket, c
         }
         if (from && from_lower) lo_op = ">=", lo_v = from;
         else if (from) hi_op = "<=", hi_v = from;
-        if (is_tuple_range && c0->is_desc) hi_op = NULL;
+        if (is_tuple_range && c0->is_desc != f->is_reversed) hi_op = NULL;
         else if (is_tuple_range) lo_op = NULL;
         const char *open = is_tuple_range ? "(" : "", *close = is_tuple_range ? ")" : "";
         int rc = 0;
@@ -276,8 +276,9 @@ static int build(run *R, const cq_fetch *f, const kp_frec *parent, int bucket, c
             if (add_value(R, v, &t->cols[c], tv)) return -1;
             c++;
         }
-        if (*cols) s = kp_arena_printf(&R->arena, "%s AND (%s) %s (%s)", s, cols, c0->is_desc ? "<" : ">", marks);
+        if (*cols) s = kp_arena_printf(&R->arena, "%s AND (%s) %s (%s)", s, cols, c0->is_desc != f->is_reversed ? "<" : ">", marks);
     }
+    s = kp_arena_printf(&R->arena, "%s%s", s, kp_cq_order_by(&R->arena, f));
     if (limit > 0) {
         s = kp_arena_printf(&R->arena, "%s LIMIT %lld", s, (long long)limit);
     }

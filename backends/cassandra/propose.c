@@ -155,15 +155,18 @@ static cq_column *add_col(builder *B, cq_table *t, const kp_attr *a, const kp_en
     return c;
 }
 
-static void table_signature(builder *B, cq_table *t)
+/* What makes two tables the same; `flip`: as if every clustering column ran the other way. */
+static const char *signature_of(builder *B, const cq_table *t, int flip)
 {
     char buf[2048];
     size_t o = (size_t)snprintf(buf, sizeof buf, "%s|%d|%s|", t->entity->name, t->buckets, t->parent ? t->parent->name : "-");
     for (size_t i = 0; i < t->pk_count + t->ck_count && o < sizeof buf - 64; i++)
-        o += (size_t)snprintf(buf + o, sizeof buf - o, "%c%s%s%s,", i < t->pk_count ? 'K' : 'C', t->cols[i].name, t->cols[i].is_desc ? "-" : "",
-                              t->cols[i].is_element ? "*" : "");
-    t->signature = kp_arena_strdup(B->A, buf);
+        o += (size_t)snprintf(buf + o, sizeof buf - o, "%c%s%s%s,", i < t->pk_count ? 'K' : 'C', t->cols[i].name,
+                              t->cols[i].is_desc != (flip && i >= t->pk_count) ? "-" : "", t->cols[i].is_element ? "*" : "");
+    return kp_arena_strdup(B->A, buf);
 }
+
+static void table_signature(builder *B, cq_table *t) { t->signature = signature_of(B, t, 0); }
 
 static void cause(builder *B, cq_table *t, const kp_pattern *p)
 {
@@ -176,8 +179,12 @@ static void cause(builder *B, cq_table *t, const kp_pattern *p)
 
 /* Completes a table (regular columns, sizes, name) and returns it or the identical one
  * that exists. */
-static cq_table *finish_table(builder *B, cq_table *t, const kp_pattern *p, double partition_rows)
+/* `reversed`, when given: a table already drawn for the opposite order serves this one too,
+ * read with ORDER BY (one partition: Cassandra reverses a read of one partition, not a merge
+ * of hash buckets); *reversed says whether it does. */
+static cq_table *finish_table(builder *B, cq_table *t, const kp_pattern *p, double partition_rows, int *reversed)
 {
+    if (reversed) *reversed = 0;
     const kp_entity *e = t->entity;
     t->row_bytes = record_bytes(e, 0);
     t->row_bytes_max = record_bytes(e, 1);
@@ -214,6 +221,12 @@ static cq_table *finish_table(builder *B, cq_table *t, const kp_pattern *p, doub
     cq_table *same = kp_strmap_get(&B->L->by_signature, t->signature);
     if (same) {
         cause(B, same, p);
+        return same;
+    }
+    same = reversed && t->buckets <= 1 && t->ck_count ? kp_strmap_get(&B->L->by_signature, signature_of(B, t, 1)) : NULL;
+    if (same) {
+        cause(B, same, p);
+        *reversed = 1;
         return same;
     }
     /* name: entity, or entity_by_<partition columns> */
@@ -264,7 +277,7 @@ static void make_base_tables(builder *B)
         for (size_t k = 0; k < en->key_count; k++) add_col(B, t, en->key[k], en, CQ_PARTITION, 0);
         t->why = kp_arena_printf(B->A, "every %s by its key: roots found by key, to-one hops, and the record writes start from",
                                  en->name);
-        B->L->base[e] = finish_table(B, t, NULL, 1);
+        B->L->base[e] = finish_table(B, t, NULL, 1, NULL);
     }
 }
 
@@ -348,7 +361,7 @@ int kp_cq_partition_binds(const cq_table *t, const kp_attr *attr)
 
 /* Is the clustering of t (after its bound columns) the order the shape declares — within
  * one partition (one bucket of a bucketed table)? */
-static int clustering_serves(const cq_table *t, const kp_shape *s, const cq_column *range_col)
+static int clustering_serves(const cq_table *t, const kp_shape *s, const cq_column *range_col, int reversed)
 {
     size_t c = t->pk_count;
     if (range_col && c < t->pk_count + t->ck_count && &t->cols[c] == range_col) {
@@ -364,7 +377,8 @@ static int clustering_serves(const cq_table *t, const kp_shape *s, const cq_colu
         if (kp_cq_partition_binds(t, s->order[k].attr)) { k++; continue; }
         if (c >= t->pk_count + t->ck_count) return 0;
         const cq_column *col = &t->cols[c];
-        if ((col->attr != s->order[k].attr && col->as_target != s->order[k].attr) || col->is_desc != s->order[k].is_desc) return 0;
+        if ((col->attr != s->order[k].attr && col->as_target != s->order[k].attr) || (col->is_desc != reversed) != s->order[k].is_desc)
+            return 0;
         c++;
         k++;
     }
@@ -372,10 +386,10 @@ static int clustering_serves(const cq_table *t, const kp_shape *s, const cq_colu
 }
 
 /* Does one SELECT on t return the rows in the order the shape declares? */
-static int is_served_order(const cq_table *t, const kp_shape *s, const cq_column *range_col)
+static int is_served_order(const cq_table *t, const kp_shape *s, const cq_column *range_col, int reversed)
 {
     if (!s || t->buckets > 1) return !s || !s->declared_order_count;
-    return clustering_serves(t, s, range_col);
+    return clustering_serves(t, s, range_col, reversed);
 }
 
 /* Can each bucket of a bucketed listing answer in the shape's order, so every bucket's
@@ -391,7 +405,7 @@ static int buckets_merge(cq_fetch *f, const kp_shape *s, const kp_pattern *p)
     int is_offset = s->page == KP_PAGE_OFFSET;
     if (!t || f->client_cond_count || !t->ck_count || (t->buckets <= 1 && !is_offset)) return 0;
     if (is_offset && (s != p->paged || kp_shape_offset_max(s) < 0)) return 0;
-    if (!clustering_serves(t, s, f->range_col)) {
+    if (!clustering_serves(t, s, f->range_col, f->is_reversed)) {
         /* the first clustering column is the order's first part: a page of each bucket and
          * the rows that tie with its last on that column hold the bucket's share of the page;
          * a later page starts at the token's first value (inclusive), so a range may only be
@@ -400,7 +414,7 @@ static int buckets_merge(cq_fetch *f, const kp_shape *s, const kp_pattern *p)
         size_t k = 0;
         while (k < s->order_count && kp_cq_partition_binds(t, s->order[k].attr)) k++;
         if (k >= s->declared_order_count || (c0->attr != s->order[k].attr && c0->as_target != s->order[k].attr) ||
-            c0->is_desc != s->order[k].is_desc)
+            (c0->is_desc != f->is_reversed) != s->order[k].is_desc)
             return 0;
         if (f->range && f->range_col != c0) return 0;
         f->reads_ties = 1;
@@ -418,7 +432,7 @@ static int buckets_merge(cq_fetch *f, const kp_shape *s, const kp_pattern *p)
 /* A query table of entity e: partition = eq attrs (already added), then range attr,
  * order keys, key. */
 static cq_table *query_table(builder *B, cq_table *t, const kp_attr *range, const kp_shape *order, const kp_pattern *p,
-                             double partition_rows)
+                             double partition_rows, int *reversed)
 {
     if (range) add_col(B, t, range, t->entity, CQ_CLUSTERING, order && order->order_count && order->order[0].attr == range ? order->order[0].is_desc : 0);
     for (size_t k = 0; order && k < order->order_count; k++) {
@@ -430,7 +444,7 @@ static cq_table *query_table(builder *B, cq_table *t, const kp_attr *range, cons
         if (!bound && order->order[k].attr->entity == t->entity) add_col(B, t, order->order[k].attr, t->entity, CQ_CLUSTERING, order->order[k].is_desc);
     }
     add_key_rest(B, t);
-    return finish_table(B, t, p, partition_rows);
+    return finish_table(B, t, p, partition_rows, reversed);
 }
 
 /* Rows per partition when `attr` is bound by equality. */
@@ -554,7 +568,7 @@ static cq_fetch *hop_fetch(walk *W, const kp_rel *r, const kp_shape *s, int is_l
             }
         }
         double rows = r->fanout && r->fanout->max > 0 ? r->fanout->max : (r->fanout ? r->fanout->avg : 1);
-        f->table = query_table(B, t, range ? range->attr : NULL, os, W->p, rows);
+        f->table = query_table(B, t, range ? range->attr : NULL, os, W->p, rows, &f->is_reversed);
         for (size_t k = 0; k < rel->fk_count; k++) add_bind(B, f, col_of(f->table, rel->fk_attrs[k]), CQ_SRC_PARENT, NULL, rel->ref_attrs[k]);
         for (size_t i = 0; is_last && s && i < s->where_count; i++)
             if (is_eq_bindable(&s->where[i])) add_bind(B, f, col_of(f->table, s->where[i].attr), CQ_SRC_PARAM, &s->where[i], NULL);
@@ -598,7 +612,7 @@ static cq_fetch *hop_fetch(walk *W, const kp_rel *r, const kp_shape *s, int is_l
         cq_fetch *f = new_fetch(B, CQ_SELECT, j);
         f->rel = r;
         f->is_join = 1;
-        f->table = finish_table(B, t, W->p, rows);
+        f->table = finish_table(B, t, W->p, rows, NULL);
         for (size_t k = 0; copies && ordered && k < ntheirs; k++) {
             cq_column *c = (cq_column *)col_of(f->table, theirs[k]);
             if (c) c->as_target = r->target->key[k];
@@ -606,7 +620,7 @@ static cq_fetch *hop_fetch(walk *W, const kp_rel *r, const kp_shape *s, int is_l
         const kp_entity *src = r->source;
         for (size_t k = 0; k < nmine && k < src->key_count; k++) add_bind(B, f, col_of(f->table, mine[k]), CQ_SRC_PARENT, NULL, src->key[k]);
         /* hash buckets come back in no common order: a page needs them all, merged in the client */
-        f->is_server_ordered = ordered && is_served_order(f->table, NULL, NULL) && f->table->buckets <= 1;
+        f->is_server_ordered = ordered && is_served_order(f->table, NULL, NULL, 0) && f->table->buckets <= 1;
         if (os && kp_shape_reads_only_key(os, r->target) && ordered && os->order_count && f->table->buckets > 1 &&
             ntheirs == r->target->key_count) {
             /* the rows hold the targets' keys in the listing's order: each bucket answers its
@@ -659,7 +673,7 @@ static cq_fetch *hop_fetch(walk *W, const kp_rel *r, const kp_shape *s, int is_l
     cq_fetch *f = new_fetch(B, CQ_SELECT, r->target);
     f->rel = r;
     double rows = r->fanout && r->fanout->max > 0 ? r->fanout->max : 1;
-    f->table = query_table(B, t, NULL, os, W->p, rows);
+    f->table = query_table(B, t, NULL, os, W->p, rows, &f->is_reversed);
     /* a record has a row per element of its array (the relation's fan-out from the holder) */
     cq_table *et = (cq_table *)f->table;
     et->rows_per_record = rel->fanout.avg > 0 ? rel->fanout.avg : 1;
@@ -674,7 +688,7 @@ static void finish_each(walk *W, cq_fetch *last, const kp_shape *s)
 {
     if (!s || s->kind != KP_SHAPE_EACH) return;
     if (last->kind == CQ_SELECT && !last->is_join) {
-        last->is_server_ordered = is_served_order(last->table, s, last->range_col) && last->table->buckets <= 1;
+        last->is_server_ordered = is_served_order(last->table, s, last->range_col, last->is_reversed) && last->table->buckets <= 1;
     }
     int client = !last->is_server_ordered && s->order_count; /* none declared: the key's order */
     if (last->client_cond_count || s->page == KP_PAGE_OFFSET || (last->table && last->table->buckets > 1)) client = 1;
@@ -747,7 +761,7 @@ static cq_fetch *two_hop_table(walk *W, const kp_shape *s)
     const kp_rel *path = kp_copy_two_hop_path(B->A, s->hops[0], s->hops[1]);
     if (!path) return NULL;
     f->rel = path;
-    f->table = query_table(B, t, range ? range->attr : NULL, s, W->p, rows);
+    f->table = query_table(B, t, range ? range->attr : NULL, s, W->p, rows, &f->is_reversed);
     for (size_t k = 0; k < outer->fk_count; k++) {
         const cq_column *c = NULL;
         for (size_t i = 0; i < f->table->pk_count && !c; i++)
@@ -1026,7 +1040,7 @@ static cq_fetch *plan_pattern(builder *B, const kp_pattern *p)
         if (range && rs && rs->order_count && rs->order[0].attr != range->attr) {
             /* the range column leads the clustering; the order is restored in the client */
         }
-        root->table = query_table(B, t, range ? range->attr : NULL, rs, p, rows);
+        root->table = query_table(B, t, range ? range->attr : NULL, rs, p, rows, &root->is_reversed);
         for (size_t i = 0; i < p->where_count; i++)
             if (is_eq_bindable(&p->where[i])) add_bind(B, root, col_of(root->table, p->where[i].attr), CQ_SRC_PARAM, &p->where[i], NULL);
         if (range) { root->range = range; root->range_col = col_of(root->table, range->attr); }
@@ -1081,7 +1095,7 @@ static cq_fetch *plan_pattern(builder *B, const kp_pattern *p)
             }
             if (ok) {
                 double rows = r->fanout && r->fanout->max > 0 ? r->fanout->max : 1;
-                f->table = query_table(B, t, range ? range->attr : NULL, each, p, rows);
+                f->table = query_table(B, t, range ? range->attr : NULL, each, p, rows, &f->is_reversed);
                 for (size_t k = 0; k < rel->fk_count; k++) {
                     const kp_cond *pc = NULL;
                     for (size_t i = 0; i < p->where_count; i++)
@@ -1393,7 +1407,18 @@ const char *kp_cq_select_text(kp_arena *A, const cq_fetch *f, const char *ks, co
         else s = kp_arena_printf(A, "%s AND %s %s ?", s, c, op_text(f->range->op));
         if (f->range_hi) s = kp_arena_printf(A, "%s AND %s %s ?", s, c, op_text(f->range_hi->op));
     }
+    s = kp_arena_printf(A, "%s%s", s, kp_cq_order_by(A, f));
     if (f->limit || f->limit_param) s = kp_arena_printf(A, "%s LIMIT ?", s);
+    return s;
+}
+
+const char *kp_cq_order_by(kp_arena *A, const cq_fetch *f)
+{
+    const cq_table *t = f->table;
+    if (!f->is_reversed || !t || !t->ck_count) return "";
+    const char *s = " ORDER BY";
+    for (size_t i = t->pk_count; i < t->pk_count + t->ck_count; i++)
+        s = kp_arena_printf(A, "%s%s %s %s", s, i > t->pk_count ? "," : "", t->cols[i].quoted, t->cols[i].is_desc ? "ASC" : "DESC");
     return s;
 }
 
@@ -1608,6 +1633,9 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
                                                "order's first part" : f->is_merged ? "%s; one SELECT per bucket (%d), each bucket in the "
                                                "declared order" : "%s; one SELECT per bucket (%d), merged in the client", why, buckets);
         if (f->range) why = kp_arena_printf(&B->d->arena, "%s; clustering range on %s", why, f->range_col ? f->range_col->name : "?");
+        if (f->is_reversed)
+            why = kp_arena_printf(&B->d->arena, "%s; read backwards (ORDER BY against the clustering order): the table drawn for "
+                                  "the opposite order serves this one, no second table to write", why);
         if (f->is_paged) why = kp_arena_printf(&B->d->arena, "%s; pages of %lld rows with Cassandra's paging state", why, (long long)shape_limit(paged));
         else if (f->limit || f->limit_param) {
             const char *n = f->limit_param ? f->limit_param->name : kp_arena_printf(&B->d->arena, "%lld", (long long)f->limit);

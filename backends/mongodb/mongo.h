@@ -75,6 +75,7 @@ typedef struct mg_index {
     size_t cause_count;
     int is_redundant;               /* a prefix of another index: not created, served by that one */
     const char *served_by;          /* the index that serves it when redundant */
+    const char *backwards;          /* the patterns that walk it in reverse ("a, b"), or NULL */
 } mg_index;
 
 struct mg_collection {

@@ -171,14 +171,36 @@ static int same_fields(const mg_index_field *a, size_t an, const mg_index_field 
     return same || inv;
 }
 
-static mg_index *need_index(builder *B, mg_collection *c, const mg_index_field *fields, size_t n, int unique,
-                            const kp_pattern *p)
+/* Whether index x serves a find that needs `fields`, of which [sort_at, sort_end) give its
+ * order: the same fields, and the order's part in the same directions or all inverted (the
+ * server walks an index backwards). The directions of the fields an equality binds, before
+ * the order, and of a range after it, do not change what a find reads. */
+static int serves_fields(const mg_index *x, const mg_index_field *fields, size_t n, size_t sort_at, size_t sort_end,
+                         int *backwards)
+{
+    if (x->field_count != n) return 0;
+    int same = 1, inv = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(x->fields[i].path, fields[i].path) != 0) return 0;
+        if (i < sort_at || i >= sort_end) continue;
+        same &= x->fields[i].is_desc == fields[i].is_desc;
+        inv &= x->fields[i].is_desc != fields[i].is_desc;
+    }
+    *backwards = !same && inv;
+    return same || inv;
+}
+
+static mg_index *need_index(builder *B, mg_collection *c, const mg_index_field *fields, size_t n, size_t sort_at,
+                            size_t sort_end, int unique, const kp_pattern *p)
 {
     if (n == 0) return NULL;
     if (n == 1 && strcmp(fields[0].path, "_id") == 0) return NULL;
     mg_index *x = NULL;
+    int backwards = 0;
     for (size_t i = 0; i < c->index_count && !x; i++)
-        if (same_fields(c->indexes[i]->fields, c->indexes[i]->field_count, fields, n, NULL)) x = c->indexes[i];
+        if (serves_fields(c->indexes[i], fields, n, sort_at, sort_end, &backwards)) x = c->indexes[i];
+    if (x && backwards && p)
+        x->backwards = x->backwards ? mg_bprintf(B, "%s, %s", x->backwards, p->name) : p->name;
     if (!x) {
         x = kp_arena_alloc(B->arena, sizeof *x);
         x->fields = kp_arena_alloc(B->arena, sizeof *x->fields * n);
@@ -234,8 +256,10 @@ static void index_for(builder *B, mg_fetch *f, const kp_pattern *p)
     for (size_t i = 0; i < f->match_count; i++) ADD(f->match_fields[i], 0);
     for (size_t i = 0; i < f->cond_count; i++)
         if (f->conds[i]->op == KP_OP_EQ && !is_optional_param(f->conds[i])) ADD(f->cond_fields[i], 0);
+    size_t sort_at = n;
     if (f->is_server_ordered)
         for (size_t i = 0; i < f->sort_count; i++) ADD(f->sort[i].path, f->sort[i].is_desc);
+    size_t sort_end = n;
     for (size_t i = 0; i < f->cond_count; i++)
         if (f->conds[i]->op != KP_OP_EQ || is_optional_param(f->conds[i])) ADD(f->cond_fields[i], 0);
 #undef ADD
@@ -245,7 +269,7 @@ static void index_for(builder *B, mg_fetch *f, const kp_pattern *p)
         return;
     }
     if (unique && n > 1) unique = 0;
-    f->index = need_index(B, c, fields, n, unique, p);
+    f->index = need_index(B, c, fields, n, sort_at, sort_end, unique, p);
 }
 
 void mg_finish_indexes(builder *B)
@@ -1585,8 +1609,10 @@ void mg_describe_collections(builder *B)
                 kp_design_printf(B->d, "%s{ %s }", x->is_unique ? "unique " : "", fields),
                 x->is_unique ? kp_design_printf(B->d, "a look-up by the unique %s is one index probe, and the index keeps it unique",
                                                 x->fields[0].path)
-                             : "Equality-Sort-Range: the equality fields first, then the sort (the key last, so ties break as "
-                               "declared), then the range; the find reads only the documents it returns");
+                             : kp_design_printf(B->d, "Equality-Sort-Range: the equality fields first, then the sort (the key last, "
+                                                "so ties break as declared), then the range; the find reads only the documents "
+                                                "it returns%s%s%s", x->backwards ? "; " : "", x->backwards ? x->backwards : "",
+                                                x->backwards ? " walks it backwards for the opposite order (no second index)" : ""));
             for (size_t j = 0; dec && j < col->index_count; j++) {
                 const mg_index *y = col->indexes[j];
                 if (y != x && !(y->is_redundant && serving(col, y) == x)) continue;

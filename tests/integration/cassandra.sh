@@ -68,7 +68,7 @@ counts_match() { # REPORT KEYSPACE
 # bucketed-tags (join rows that copy their posts, clustered by the copied publishedAt,
 # bucketed and merged with a LIMIT per bucket; a write that moves the copy keying them)
 examples=(saas-control-plane:0.004 ecommerce-single-table:0.0002 leaderboard:0.00001 order-response:0.00002 auction-mixes:0.0002
-          every-feature:0.02 bucketed-follows:1 hotel-reservations:0.0005 product-catalog:0.0008 join-pages:1 bucketed-tags:1)
+          every-feature:0.02 bucketed-follows:1 hotel-reservations:0.0005 product-catalog:0.0008 forum:0.001 join-pages:1 bucketed-tags:1)
 for entry in "${examples[@]}"; do
     name=${entry%%:*} scale=${entry##*:}
     model=$root/examples/$name/model.json data=$work/$name prefix=kpcql_it$$_

@@ -57,7 +57,7 @@ fi
 # join-pages (N:M listings of the targets' attributes, pages of 1 and 2 in the join items' order), and
 # bucketed-tags (the posts of a tag newest first, from the join items)
 examples=(saas-control-plane:0.004 ecommerce-single-table:0.0002 leaderboard:0.00001 order-response:0.00002 auction-mixes:0.0002
-          every-feature:0.02 bucketed-follows:1 hotel-reservations:0.0005 product-catalog:0.0008 join-pages:1 bucketed-tags:1)
+          every-feature:0.02 bucketed-follows:1 hotel-reservations:0.0005 product-catalog:0.0008 forum:0.001 join-pages:1 bucketed-tags:1)
 for entry in "${examples[@]}"; do
     name=${entry%%:*} scale=${entry##*:}
     model=$root/examples/$name/model.json data=$work/$name prefix=it-$$-

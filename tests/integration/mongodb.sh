@@ -51,10 +51,10 @@ counts_match() { # REPORT DATABASE PREFIX
 # nothing more here. (FerretDB's PostgreSQL handler was measured too: 8.8 s against 10.2 s
 # for the same 102 verify requests; not worth a PostgreSQL server in every CI run.)
 # and the every-feature fixture (multi-hop and N:M listings the pattern orders by nothing: key order), the
-# two examples from reference designs, join-pages (N:M listings paged in the join documents' order) and
+# three examples from reference designs (hotel-reservations, product-catalog, forum), join-pages (N:M listings paged in the join documents' order) and
 # bucketed-tags (join documents that copy their posts, paged by the copied publishedAt)
 examples=(saas-control-plane:0.002 ecommerce-single-table:0.0001 leaderboard:0.000005 order-response:0.00001 auction-mixes:0.0001
-          every-feature:0.02 hotel-reservations:0.0005 product-catalog:0.0004 join-pages:1 bucketed-tags:1)
+          every-feature:0.02 hotel-reservations:0.0005 product-catalog:0.0004 forum:0.0002 join-pages:1 bucketed-tags:1)
 for entry in "${examples[@]}"; do
     name=${entry%%:*} scale=${entry##*:}
     model=$root/examples/$name/model.json data=$work/$name prefix=it-$$-

@@ -771,6 +771,50 @@ static void test_transform_writes_a_row_per_table_and_the_parent_statics(void **
     kp_model_free(m);
 }
 
+/* A thread's replies oldest first and newest first: one table, clustered for the first and
+ * read with ORDER BY ... DESC for the second (one partition reverses; hash buckets would not),
+ * not a second table that every reply writes too. */
+static void test_the_opposite_order_reads_one_table_backwards(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/forum/model.json", 1);
+    kp_design *d = propose(m);
+    const kp_plan *asc = plan_of(d, "thread-replies"), *desc = plan_of(d, "thread-replies-since");
+    assert_int_equal((int)asc->op_count, 2);
+    assert_int_equal((int)desc->op_count, 2);
+    assert_string_equal(asc->ops[1].container, desc->ops[1].container);
+    const cq_table *t = kp_cq_table(d, desc->ops[1].container);
+    assert_non_null(t);
+    assert_int_equal((int)t->ck_count, 1);
+    assert_false(t->cols[t->pk_count].is_desc);
+    assert_int_equal(t->buckets <= 1, 1);
+    assert_null(strstr(asc->ops[1].condition, "ORDER BY"));
+    assert_non_null(strstr(desc->ops[1].condition, "AND reply_date_time > ? ORDER BY reply_date_time DESC"));
+    assert_non_null(strstr(desc->ops[1].why, "read backwards"));
+    /* three tables hold Reply rows (by key, by thread, by user), so a reply writes three rows */
+    const cq_layout *L = d->layout;
+    int reply_tables = 0;
+    for (size_t i = 0; i < L->table_count; i++) reply_tables += L->tables[i]->entity == kp_model_entity(m, "Reply") && !L->tables[i]->is_dropped;
+    assert_int_equal(reply_tables, 3);
+    kp_design_free(d);
+    kp_model_free(m);
+    /* a bucketed table is never read backwards: its buckets merge in the client in one order */
+    const char *const others[] = {"examples/leaderboard/model.json", "examples/auction-mixes/model.json",
+                                  "tests/fixtures/models/bucketed-follows.json"};
+    for (size_t e = 0; e < sizeof others / sizeof *others; e++) {
+        m = load(others[e], 1);
+        d = propose(m);
+        for (size_t i = 0; i < d->plan_count; i++)
+            for (size_t k = 0; k < d->plans[i].op_count; k++) {
+                const kp_operation *o = &d->plans[i].ops[k];
+                const cq_table *ot = o->condition && strstr(o->condition, "ORDER BY") ? kp_cq_table(d, o->container) : NULL;
+                if (ot && ot->buckets > 1) fail_msg("%s: %s reads the bucketed %s backwards", others[e], d->plans[i].pattern->name, ot->name);
+            }
+        kp_design_free(d);
+        kp_model_free(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -794,6 +838,7 @@ int main(void)
         cmocka_unit_test(test_a_referenced_attribute_is_copied_where_reads_outweigh_writes),
         cmocka_unit_test(test_every_decision_names_the_patterns_that_caused_it),
         cmocka_unit_test(test_transform_writes_a_row_per_table_and_the_parent_statics),
+        cmocka_unit_test(test_the_opposite_order_reads_one_table_backwards),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

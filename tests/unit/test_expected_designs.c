@@ -20,7 +20,7 @@
 #include "core/json.h"
 
 static const char *const examples[] = {"saas-control-plane", "ecommerce-single-table", "auction-mixes", "order-response",
-                                       "leaderboard", "hotel-reservations", "product-catalog"};
+                                       "leaderboard", "hotel-reservations", "product-catalog", "forum"};
 static const char *const databases[][2] = {{"dynamodb", "DynamoDB"}, {"mongodb", "MongoDB"}, {"cassandra", "Cassandra"}};
 
 /* The README's table for `heading` (### DynamoDB ...) in its "Expected design" section:

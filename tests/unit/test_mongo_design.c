@@ -85,7 +85,7 @@ static const mg_index *index_starting(const mg_collection *c, const char *fields
 
 static const char *const examples[] = {"examples/saas-control-plane/model.json", "examples/order-response/model.json",
                                        "examples/ecommerce-single-table/model.json", "examples/leaderboard/model.json",
-                                       "examples/auction-mixes/model.json", NULL};
+                                       "examples/auction-mixes/model.json", "examples/forum/model.json", NULL};
 
 static void test_the_order_embeds_its_items_and_lists_by_user_newest_first(void **state)
 {
@@ -520,6 +520,39 @@ static void test_a_wrong_typed_field_becomes_a_named_mismatch_not_an_error(void 
     kp_model_free(m);
 }
 
+/* A thread's replies oldest first (thread-replies) and newest first (thread-replies-since):
+ * one index, walked backwards for the second, as MongoDB can; not a second index whose
+ * only difference is the direction of the order (every reply would update both). */
+static void test_the_opposite_order_walks_one_index_backwards(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/forum/model.json");
+    kp_design *d = propose(m);
+    const mg_collection *reply = collection_of(d, "Reply");
+    size_t live = 0;
+    for (size_t i = 0; i < reply->index_count; i++) live += !reply->indexes[i]->is_redundant;
+    assert_int_equal((int)live, 2);
+    const mg_index *x = index_starting(reply, "forumName:1,subject:1,replyDateTime:1");
+    assert_non_null(x);
+    assert_null(index_starting(reply, "forumName:1,subject:1,replyDateTime:-1"));
+    const kp_plan *asc = plan_of(d, "thread-replies"), *desc = plan_of(d, "thread-replies-since");
+    assert_string_equal(asc->ops[1].index, x->name);
+    assert_string_equal(desc->ops[1].index, x->name);
+    char subject[256];
+    snprintf(subject, sizeof subject, "Reply index %s", x->name);
+    const kp_decision *dec = decision_of(d, subject);
+    assert_non_null(dec);
+    assert_non_null(strstr(dec->why, "thread-replies-since walks it backwards"));
+    /* the write that inserts a reply keeps the two indexes it has, not three */
+    const kp_write_plan *wp = &d->write_plans[kp_model_write(m, "post-reply")->index];
+    int entries = 0;
+    for (size_t i = 0; i < wp->touch_count; i++)
+        if (strstr(wp->touches[i].what, "secondary index entries of Reply")) entries = (int)wp->touches[i].count;
+    assert_int_equal(entries, 2);
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -535,6 +568,7 @@ int main(void)
         cmocka_unit_test(test_the_connection_string_is_required_and_its_password_never_shown),
         cmocka_unit_test(test_a_wrong_typed_field_becomes_a_named_mismatch_not_an_error),
         cmocka_unit_test(test_join_documents_copy_what_their_listing_returns),
+        cmocka_unit_test(test_the_opposite_order_walks_one_index_backwards),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
