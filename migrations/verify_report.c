@@ -10,6 +10,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* ---- the page bound ----------------------------------------------------------------------------- */
+
+/* The $each shapes of s and below: how many, and the one (when there is one). */
+static void listings(const kp_shape *s, int *n, const kp_shape **one)
+{
+    if (!s) return;
+    if (s->kind == KP_SHAPE_EACH) { (*n)++; *one = s; }
+    for (size_t i = 0; i < s->member_count; i++) listings(s->members[i], n, one);
+}
+
+/* What an expert's page reads at most (ISSUE "expert-grade designs"): the page's rows from
+ * each shard, bucket or request that reads it (an offset page: the offset too), a header
+ * per request, and one row that tells another page follows. Only for a pattern whose one
+ * listing has a $limit (and an offset with a max); 0 otherwise, with *page 0. */
+static double page_bound(const kp_verify_pattern *p, double *page)
+{
+    int n = 0;
+    const kp_shape *each = NULL;
+    *page = 0;
+    listings(p->pattern->returns, &n, &each);
+    if (n != 1 || kp_shape_limit_max(each) <= 0 || kp_shape_offset_max(each) < 0 || p->items_read < 0 || p->pages <= 0) return 0;
+    *page = kp_shape_limit_max(each) + kp_shape_offset_max(each);
+    double requests = (double)p->page_requests_max;
+    return *page * requests + requests + 1;
+}
+
 /* "3 strays (k1, k2, k3)" into buf at *at. */
 static void keys_part(char *buf, size_t size, size_t *at, long count, char *const *keys, const char *what)
 {
@@ -162,6 +188,23 @@ void kp_verify_report_print(FILE *out, const kp_verify_report *r)
             fprintf(out, "      FAIL %s\n", m);
         }
     }
+    int bounded = 0, over = 0;
+    char overs[400] = "";
+    for (size_t i = 0; i < r->pattern_count; i++) {
+        const kp_verify_pattern *p = &r->patterns[i];
+        double page, bound = page_bound(p, &page);
+        if (bound <= 0) continue;
+        bounded++;
+        if ((double)p->page_items_max <= bound) continue;
+        size_t at = strlen(overs);
+        if (at < sizeof overs - 80)
+            snprintf(overs + at, sizeof overs - at, "%s%s (%ld items for a page of %.0f in %ld requests)", over ? ", " : "",
+                     p->pattern->name, p->page_items_max, page, p->page_requests_max);
+        over++;
+    }
+    if (bounded)
+        fprintf(out, "  page bound (items read <= page x requests + requests + 1): %d of %d listings within it%s%s\n",
+                bounded - over, bounded, over ? "; over: " : "", overs);
     fprintf(out, "  coverage: %ld of %ld anchors (* stratified: the hot keys and an even spread over the key order); "
             "walked to the end: %s\n", r->anchors, r->anchors_total, r->is_walked_to_end ? "yes" : "no (--pages)");
     if (r->stopped[0]) fprintf(out, "  stopped before checking everything: %s\n", r->stopped);
@@ -279,6 +322,19 @@ cJSON *kp_verify_report_to_json(const kp_verify_report *r)
             cJSON_AddNumberToObject(m, "requests_max", (double)p->page_requests_max);
             add_measured(m, "items_read_max", p->items_read >= 0, (double)p->page_items_max);
             add_measured(m, "bytes_read_max", p->bytes_read >= 0, (double)p->page_bytes_max);
+        }
+        double page, bound = page_bound(p, &page);
+        if (bound > 0) {
+            cJSON *b = cJSON_AddObjectToObject(x, "page_bound");
+            if (b) {
+                cJSON_AddNumberToObject(b, "page", page);
+                cJSON_AddNumberToObject(b, "requests_max", (double)p->page_requests_max);
+                cJSON_AddNumberToObject(b, "bound", bound);
+                cJSON_AddNumberToObject(b, "items_read_max", (double)p->page_items_max);
+                cJSON_AddBoolToObject(b, "holds", (double)p->page_items_max <= bound);
+            }
+        } else {
+            cJSON_AddNullToObject(x, "page_bound");
         }
         cJSON *lat = cJSON_AddObjectToObject(x, "latency_ms");
         if (lat) {

@@ -1202,6 +1202,23 @@ static void test_verify_fails_a_page_that_reads_more_than_the_claimed_bound(void
     assert_int_equal((int)cJSON_GetObjectItemCaseSensitive(measured, "items_read_max")->valuedouble, 500);
     assert_int_equal((int)cJSON_GetObjectItemCaseSensitive(measured, "bytes_read_max")->valuedouble, 100000);
     assert_true(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(pj, "claims_hold")));
+    /* and past what an expert's page reads: the page from each request, a header each, one more */
+    const cJSON *pb = cJSON_GetObjectItemCaseSensitive(pj, "page_bound");
+    assert_true(cJSON_IsObject(pb));
+    double page = cJSON_GetObjectItemCaseSensitive(pb, "page")->valuedouble;
+    double req = cJSON_GetObjectItemCaseSensitive(pb, "requests_max")->valuedouble;
+    assert_true(page > 0 && req >= 1);
+    assert_true(cJSON_GetObjectItemCaseSensitive(pb, "bound")->valuedouble == page * req + req + 1);
+    assert_int_equal((int)cJSON_GetObjectItemCaseSensitive(pb, "items_read_max")->valuedouble, 500);
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(pb, "holds")));
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *mem = open_memstream(&text, &text_len);
+    assert_non_null(mem);
+    kp_verify_report_print(mem, &r);
+    fclose(mem);
+    assert_non_null(strstr(text, "listings within it; over: customer-orders (500 items for a page of"));
+    free(text);
     cJSON_Delete(json);
     kp_verify_report_free(&r);
 }
