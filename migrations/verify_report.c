@@ -20,7 +20,7 @@ static void listings(const kp_shape *s, int *n, const kp_shape **one)
     for (size_t i = 0; i < s->member_count; i++) listings(s->members[i], n, one);
 }
 
-/* What an expert's page reads at most (ISSUE "expert-grade designs"): the page's rows from
+/* What an expert's page reads at most: the page's rows from
  * each shard, bucket or request that reads it (an offset page: the offset too), a header
  * per request, and one row that tells another page follows. Only for a pattern whose one
  * listing has a $limit (and an offset with a max); 0 otherwise, with *page 0. */

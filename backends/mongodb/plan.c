@@ -199,8 +199,6 @@ static mg_index *need_index(builder *B, mg_collection *c, const mg_index_field *
     int backwards = 0;
     for (size_t i = 0; i < c->index_count && !x; i++)
         if (serves_fields(c->indexes[i], fields, n, sort_at, sort_end, &backwards)) x = c->indexes[i];
-    if (x && backwards && p)
-        x->backwards = x->backwards ? mg_bprintf(B, "%s, %s", x->backwards, p->name) : p->name;
     if (!x) {
         x = kp_arena_alloc(B->arena, sizeof *x);
         x->fields = kp_arena_alloc(B->arena, sizeof *x->fields * n);
@@ -214,6 +212,8 @@ static mg_index *need_index(builder *B, mg_collection *c, const mg_index_field *
     if (p) {
         int seen = 0;
         for (size_t i = 0; i < x->cause_count; i++) seen |= x->causes[i] == p;
+        if (!seen && backwards) /* named once, like its causes */
+            x->backwards = x->backwards ? mg_bprintf(B, "%s, %s", x->backwards, p->name) : p->name;
         if (!seen) {
             const kp_pattern **causes = kp_arena_alloc(B->arena, sizeof *causes * (x->cause_count + 1));
             if (x->cause_count) memcpy(causes, x->causes, sizeof *causes * x->cause_count);
