@@ -32,6 +32,7 @@
 #define HOT_MIN_RECORDS 1000.0 /* ... over an entity at least this large */
 #define HOT_MIN_RPS 1.0       /* ... at this rate or more (a nightly report is not a hot spot) */
 #define AMPLIFICATION_WARN 10.0
+#define KP_EXPERT_REQUESTS 11.0 /* the most requests an expert's page sends: 10 shards or buckets and a header */
 #define AMPLIFIED_ITEMS_PER_S 10.0
 
 static char *vformat(const char *fmt, va_list ap)
@@ -462,6 +463,60 @@ static void check_scans(const kp_design *d, kp_risks *out)
     }
 }
 
+/* The attribute a listing's range condition is on (its own, or the root's for a listing of
+ * the root set), when its order does not start with it: no index key holds both, so every
+ * design reads the range whole to sort it. NULL when the order starts with the range. */
+static const kp_attr *range_apart_from_order(const kp_pattern *p, const kp_shape *each)
+{
+    const kp_attr *first = each->order_count ? each->order[0].attr : NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        const kp_cond *w = pass ? p->where : each->where;
+        size_t n = pass ? (each->is_root_set ? p->where_count : 0) : each->where_count;
+        for (size_t k = 0; k < n; k++)
+            if (!w[k].path_len && w[k].op != KP_OP_EQ && w[k].op != KP_OP_BEGINS_WITH && w[k].attr != first) return w[k].attr;
+    }
+    return NULL;
+}
+
+/* A plan that may read more for one page than an expert's bound (kp_page_bound: the page
+ * from each request, a header each and one more): a warning with the figures, the operation
+ * that reads them and, where the model makes every design do so, the change to the model
+ * that would let a page be read alone. Scans are reported as scans. */
+static void check_page_bounds(const kp_design *d, kp_risks *out)
+{
+    for (size_t i = 0; i < d->plan_count; i++) {
+        const kp_plan *p = &d->plans[i];
+        const kp_shape *each = p->is_scan ? NULL : kp_pattern_page_listing(p->pattern);
+        if (!each) continue;
+        double limit = kp_shape_limit_max(each), offset = kp_shape_offset_max(each);
+        double requests = p->requests_max > p->requests ? p->requests_max : p->requests;
+        double items = p->items_max > p->items ? p->items_max : p->items;
+        double bound = kp_page_bound(limit + (offset > 0 ? offset : 0), requests < KP_EXPERT_REQUESTS ? requests : KP_EXPERT_REQUESTS);
+        if (items <= bound) continue;
+        const kp_operation *most = NULL;
+        for (size_t k = 0; k < p->op_count; k++) {
+            double n = p->ops[k].items_max > p->ops[k].items ? p->ops[k].items_max : p->ops[k].items;
+            double m = most ? (most->items_max > most->items ? most->items_max : most->items) : -1;
+            if (n > m) most = &p->ops[k];
+        }
+        char cause[600] = "";
+        size_t at = 0;
+        const kp_attr *range = range_apart_from_order(p->pattern, each);
+        if (range)
+            at += (size_t)snprintf(cause, sizeof cause, "its range (%s) and its order (%s first) cannot lead one index key "
+                                   "together: every design reads the range whole and sorts it; order by %s first, or make "
+                                   "the range an equality", range->name, each->order[0].attr->name, range->name);
+        if (offset < 0 && at < sizeof cause)
+            at += (size_t)snprintf(cause + at, sizeof cause - at, "%sits offset :%s has no max (a page at offset S reads "
+                                   "S + %.0f): give it one", at ? "; " : "", each->offset_param->name, limit);
+        if (!at) snprintf(cause, sizeof cause, "keyplan's plan reads past the page (it serves this shape no better yet)");
+        add(out, "page-bound", KP_RISK_WARNING, p->pattern->name,
+            "'%s' may read up to %.0f items for a page of %.0f, where an expert's plan reads at most %.0f%s%s%s%s%s: %s",
+            p->pattern->name, items, limit, bound, most ? " (most of them in " : "", most ? most->op : "",
+            most ? " " : "", most ? most->container : "", most ? ")" : "", cause);
+    }
+}
+
 static int same_prefix(const kp_index_desc *a, const kp_index_desc *b)
 {
     if (a->key_count > b->key_count || a->key_count == 0) return 0;
@@ -564,6 +619,7 @@ int kp_risk_check(const kp_design *d, const kp_mix *mix, const kp_risk_options *
     kp_sampler *sampler = NULL;
     if (o->data && kp_sampler_new(o->data, o->seed ? o->seed : 1, &sampler, err)) return -1;
     check_scans(d, out);
+    check_page_bounds(d, out);
     check_sizes(d, out);
     check_hot_reads(d, mix, o, sampler, out);
     check_hot_writes(d, mix, o, sampler, out);

@@ -1479,6 +1479,23 @@ double kp_shape_offset_max(const kp_shape *s)
     return cJSON_IsNumber(s->offset_param->max) ? s->offset_param->max->valuedouble : -1;
 }
 
+static void count_listings(const kp_shape *s, int *n, const kp_shape **one)
+{
+    if (!s) return;
+    if (s->kind == KP_SHAPE_EACH) { (*n)++; *one = s; }
+    for (size_t i = 0; i < s->member_count; i++) count_listings(s->members[i], n, one);
+}
+
+const kp_shape *kp_pattern_page_listing(const kp_pattern *p)
+{
+    int n = 0;
+    const kp_shape *each = NULL;
+    count_listings(p->returns, &n, &each);
+    return n == 1 && kp_shape_limit_max(each) > 0 ? each : NULL;
+}
+
+double kp_page_bound(double page, double requests) { return page * requests + requests + 1; }
+
 double kp_shape_items_max(const kp_shape *s, const kp_rel *last)
 {
     double n = last && last->fanout ? last->fanout->max : 1;

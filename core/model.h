@@ -499,6 +499,13 @@ double kp_shape_items_max(const kp_shape *shape, const kp_rel *last);
 /* The most items an offset-paged shape skips: its offset parameter's declared max; -1
  * when the offset is unbounded; 0 when the shape is not offset-paged. */
 double kp_shape_offset_max(const kp_shape *shape);
+/* The listing an expert's page bound is about: the response's one $each, when it has a
+ * $limit (NULL when the response has none, or more than one $each). */
+const kp_shape *kp_pattern_page_listing(const kp_pattern *pattern);
+/* What an expert's page reads at most: `page` items (limit + offset) from each of the
+ * `requests` that read it (shards, buckets), a header per request and one item that tells
+ * another page follows. verify measures against it; risk warns where a plan's claim passes it. */
+double kp_page_bound(double page, double requests);
 double kp_write_skew(const kp_model *model, const kp_write *write);
 
 /* The parsed model as JSON (for `check --format json`), with "schema_version".

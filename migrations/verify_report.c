@@ -12,28 +12,15 @@
 
 /* ---- the page bound ----------------------------------------------------------------------------- */
 
-/* The $each shapes of s and below: how many, and the one (when there is one). */
-static void listings(const kp_shape *s, int *n, const kp_shape **one)
-{
-    if (!s) return;
-    if (s->kind == KP_SHAPE_EACH) { (*n)++; *one = s; }
-    for (size_t i = 0; i < s->member_count; i++) listings(s->members[i], n, one);
-}
-
-/* What an expert's page reads at most: the page's rows from
- * each shard, bucket or request that reads it (an offset page: the offset too), a header
- * per request, and one row that tells another page follows. Only for a pattern whose one
- * listing has a $limit (and an offset with a max); 0 otherwise, with *page 0. */
+/* What an expert's page reads at most (kp_page_bound) for the pattern's one limited
+ * listing (and an offset with a max); 0 otherwise, with *page 0. */
 static double page_bound(const kp_verify_pattern *p, double *page)
 {
-    int n = 0;
-    const kp_shape *each = NULL;
+    const kp_shape *each = kp_pattern_page_listing(p->pattern);
     *page = 0;
-    listings(p->pattern->returns, &n, &each);
-    if (n != 1 || kp_shape_limit_max(each) <= 0 || kp_shape_offset_max(each) < 0 || p->items_read < 0 || p->pages <= 0) return 0;
+    if (!each || kp_shape_offset_max(each) < 0 || p->items_read < 0 || p->pages <= 0) return 0;
     *page = kp_shape_limit_max(each) + kp_shape_offset_max(each);
-    double requests = (double)p->page_requests_max;
-    return *page * requests + requests + 1;
+    return kp_page_bound(*page, (double)p->page_requests_max);
 }
 
 /* "3 strays (k1, k2, k3)" into buf at *at. */
