@@ -206,6 +206,35 @@ static void free_entries(const kp_compare_options *o, entry *e, size_t n)
     }
 }
 
+static cJSON *risks_json(const void *risks) { return kp_risks_to_json(risks); }
+static cJSON *cost_json(const void *cost) { return kp_cost_to_json(cost); }
+static cJSON *design_json(const void *design) { return kp_design_to_json(design); }
+
+/* A part of the document built in an arena of its own (the document's frees nothing before
+ * its end), printed `depth` levels deep and kept as that text, which the document's arena
+ * then owns: for a document that is only printed as JSON. Called inside tree_begin. */
+static cJSON *as_text(const kp_compare_options *o, cJSON *(*build)(const void *), const void *what, size_t depth)
+{
+    kp_json_arena_end();
+    kp_arena scratch = {0};
+    kp_json_arena_begin(&scratch);
+    cJSON *tree = build(what);
+    kp_json_arena_end();
+    char *text = kp_json_print_at(tree, depth);
+    kp_arena_free(&scratch);
+    tree_begin(o);
+    if (!text) return cJSON_CreateNull();
+    if (!o->tree_arena) { /* an ordinary tree: a copy the tree owns */
+        cJSON *raw = cJSON_CreateRaw(text);
+        free(text);
+        return raw;
+    }
+    cJSON *raw = cJSON_CreateRaw("");
+    if (!raw || !kp_arena_own(o->tree_arena, text)) return raw; /* kp_arena_own freed the text */
+    raw->valuestring = text;
+    return raw;
+}
+
 /* What compare keeps of a costed design: its JSON, the names the recommendation gives, its
  * decisions; and, for the first mix, the full design JSON of a database's default candidate. */
 static void keep_design(const kp_compare_options *o, entry *x, const kp_design *d, cJSON *designs)
@@ -222,8 +251,15 @@ static void keep_design(const kp_compare_options *o, entry *x, const kp_design *
     cJSON_AddStringToObject(dj, "candidate", d->candidate);
     cJSON_AddBoolToObject(dj, "is_default_candidate", x->is_default);
     if (d->summary) cJSON_AddStringToObject(dj, "summary", d->summary);
-    cJSON_AddItemToObject(dj, "cost", kp_cost_to_json(&x->cost));
-    cJSON_AddItemToObject(dj, "risks", kp_risks_to_json(&x->risks));
+    if (o->designs_as == KP_COMPARE_DESIGNS_TEXT) {
+        /* only printed: the cost and risk rows go in as their text (depth 5: doc, mixes, a
+         * mix, its designs, this design) */
+        cJSON_AddItemToObject(dj, "cost", as_text(o, cost_json, &x->cost, 5));
+        cJSON_AddItemToObject(dj, "risks", as_text(o, risks_json, &x->risks, 5));
+    } else {
+        cJSON_AddItemToObject(dj, "cost", kp_cost_to_json(&x->cost));
+        cJSON_AddItemToObject(dj, "risks", kp_risks_to_json(&x->risks));
+    }
     cJSON_AddNumberToObject(dj, "defects", (double)kp_risks_count(&x->risks, KP_RISK_DEFECT));
     cJSON_AddNumberToObject(dj, "warnings", (double)kp_risks_count(&x->risks, KP_RISK_WARNING));
     x->json = dj;
@@ -234,7 +270,10 @@ static void keep_design(const kp_compare_options *o, entry *x, const kp_design *
         cJSON_AddStringToObject(c, "choice", d->decisions[i].choice);
         cJSON_AddItemToArray(x->decisions, c);
     }
-    if (designs && x->is_default) cJSON_AddItemToArray(designs, kp_design_to_json(d));
+    tree_end(o);
+    if (!designs || !x->is_default || o->designs_as == KP_COMPARE_DESIGNS_NONE) return;
+    tree_begin(o);
+    cJSON_AddItemToArray(designs, o->designs_as == KP_COMPARE_DESIGNS_TEXT ? as_text(o, design_json, d, 2) : kp_design_to_json(d));
     tree_end(o);
 }
 

@@ -21,6 +21,8 @@
 /* A pull-request comment's limit (GitHub). */
 #define KP_MARKDOWN_LIMIT 65536
 
+enum { KP_COMPARE_DESIGNS_TREE, KP_COMPARE_DESIGNS_TEXT, KP_COMPARE_DESIGNS_NONE };
+
 typedef struct kp_compare_options {
     const kp_backend *const *backends;  /* NULL-terminated */
     const kp_mix *mix;                  /* only this mix; NULL: every declared mix (the default first) */
@@ -29,6 +31,9 @@ typedef struct kp_compare_options {
     int samples;                        /* draws per pattern (0: 2,000) */
     uint64_t seed;
     int is_single_candidate;            /* only each database's recommended candidate (no alternatives) */
+    int designs_as;                     /* the recommended designs' full JSON ("designs"): KP_COMPARE_DESIGNS_TREE,
+                                           _TEXT (printed at once into cJSON_Raw nodes, with each design's cost
+                                           and risk rows: only for printing the document as JSON), _NONE (left out: text and Markdown show none) */
     kp_arena *tree_arena;               /* non-NULL: the document is built in this arena, which the caller
                                            frees instead of calling cJSON_Delete (a large document is
                                            dropped at once); NULL: an ordinary cJSON tree */

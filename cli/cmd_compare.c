@@ -167,6 +167,7 @@ int cmd_compare(int argc, char **argv)
         return kp_error_exit_code(&err);
     }
     co.backends = backends;
+    co.designs_as = format == 2 ? KP_COMPARE_DESIGNS_TEXT : format == 3 ? KP_COMPARE_DESIGNS_TREE : KP_COMPARE_DESIGNS_NONE;
     co.data = data;
     co.samples = (int)samples;
     co.seed = (uint64_t)seed;

@@ -18,6 +18,11 @@ struct kp_arena_chunk {
     double data[];
 };
 
+struct kp_arena_owned {
+    kp_arena_owned *next;
+    void *block;
+};
+
 enum { CHUNK_SIZE = 64 * 1024 };
 
 void *kp_arena_alloc(kp_arena *arena, size_t size)
@@ -183,8 +188,21 @@ int kp_strmap_put(kp_arena *arena, kp_strmap *map, const char *key, void *value)
     return 0;
 }
 
+void *kp_arena_own(kp_arena *arena, void *block)
+{
+    if (!block) return NULL;
+    kp_arena_owned *o = kp_arena_alloc(arena, sizeof *o);
+    if (!o) { free(block); return NULL; }
+    o->block = block;
+    o->next = arena->owned;
+    arena->owned = o;
+    return block;
+}
+
 void kp_arena_free(kp_arena *arena)
 {
+    for (kp_arena_owned *o = arena->owned; o; o = o->next) free(o->block);
+    arena->owned = NULL;
     kp_arena_chunk *c = arena->head;
     while (c) {
         kp_arena_chunk *next = c->next;

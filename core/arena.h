@@ -11,8 +11,10 @@
 #include <stddef.h>
 
 typedef struct kp_arena_chunk kp_arena_chunk;
+typedef struct kp_arena_owned kp_arena_owned;
 typedef struct kp_arena {
     kp_arena_chunk *head;
+    kp_arena_owned *owned;  /* malloc'd blocks kp_arena_own handed over, freed with the arena */
     size_t total;          /* bytes obtained from malloc, for memory accounting */
     size_t chunk_size;     /* bytes per chunk; 0 means 64 KiB */
     size_t limit;          /* refuse allocations that would take total past this; 0 = none */
@@ -20,6 +22,10 @@ typedef struct kp_arena {
 
 /* Zeroed memory, or NULL when out of memory. */
 void *kp_arena_alloc(kp_arena *arena, size_t size);
+/* Hands a malloc'd block to the arena, which frees it in kp_arena_free (a large text made
+ * elsewhere joins the arena's lifetime without a copy). Returns block, or NULL (then block
+ * is freed) when out of memory. */
+void *kp_arena_own(kp_arena *arena, void *block);
 /* A copy of s (NULL stays NULL). */
 char *kp_arena_strdup(kp_arena *arena, const char *s);
 char *kp_arena_strndup(kp_arena *arena, const char *s, size_t n);

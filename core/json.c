@@ -1253,11 +1253,11 @@ static int out_value(out_buf *b, const cJSON *item, size_t depth)
     }
 }
 
-char *kp_json_print(const cJSON *item)
+char *kp_json_print_at(const cJSON *item, size_t depth)
 {
     if (!item) return NULL;
     out_buf b = {0};
-    if (out_value(&b, item, 0) || b.is_failed) {
+    if (out_value(&b, item, depth) || b.is_failed) {
         free(b.data);
         return NULL;
     }
@@ -1266,6 +1266,8 @@ char *kp_json_print(const cJSON *item)
     b.data[b.len] = '\0';
     return b.data;
 }
+
+char *kp_json_print(const cJSON *item) { return kp_json_print_at(item, 0); }
 
 int kp_json_write(FILE *f, const cJSON *item)
 {

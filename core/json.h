@@ -84,6 +84,9 @@ void kp_json_describe(const cJSON *node, char *buf, size_t size);
  * out of memory or when the tree holds a value cJSON cannot print (a raw value or
  * string that is NULL, an invalid type). */
 char *kp_json_print(const cJSON *item);
+/* The same bytes as `item` printed `depth` levels deep in a larger document (for a part
+ * kept as text and placed there as a cJSON_Raw). */
+char *kp_json_print_at(const cJSON *item, size_t depth);
 /* The same bytes and a newline, written to f through a 64 KB buffer (a report of
  * megabytes is never held whole). Returns 0, or -1 when the tree cannot be printed, memory
  * ran out or the write failed (part of it may have been written). */
