@@ -31,6 +31,10 @@
 #define HOT_SHARE 0.5          /* one key takes this share of a load: a low-cardinality key */
 #define HOT_MIN_RECORDS 1000.0 /* ... over an entity at least this large */
 #define HOT_MIN_RPS 1.0       /* ... at this rate or more (a nightly report is not a hot spot) */
+#define HOT_UNLIMITED_RPS 100.0 /* ... and, where no per-partition limit is modelled (Cassandra), at least this
+                                   many requests a second on that one partition: below it, one key's replicas
+                                   serve it with room to spare, and a warning would only push the design to
+                                   spread what needs no spreading */
 #define AMPLIFICATION_WARN 10.0
 #define KP_EXPERT_REQUESTS 11.0 /* the most requests an expert's page sends: 10 shards or buckets and a header */
 #define AMPLIFIED_ITEMS_PER_S 10.0
@@ -268,7 +272,7 @@ static void check_hot_reads(const kp_design *d, const kp_mix *mix, const kp_risk
         int over = L->partition_read_per_s > 0 && load > L->partition_read_per_s;
         /* one key's share matters where a partition key routes its load to one partition */
         int low_cardinality = L->routes_by_partition_key && per_shard >= HOT_SHARE && p->root->count >= HOT_MIN_RECORDS &&
-                              rps >= HOT_MIN_RPS;
+                              rps >= HOT_MIN_RPS && (L->partition_read_per_s > 0 || rps * per_shard >= HOT_UNLIMITED_RPS);
         if (!over && !low_cardinality) continue;
         int fix = fix_shards(load * shards, L->partition_read_per_s, share) ;
         if (L->partition_read_per_s <= 0) {

@@ -158,6 +158,8 @@ typedef struct kp_operation {
     double requests_max;
     double items_max;
     double bytes_max;
+    int more_steps_max;         /* a walk that reads on only while a page is not full (Cassandra's range
+                                   buckets): up to this many more round trips, each a request of its own */
     const char *why;
 } kp_operation;
 
@@ -168,6 +170,8 @@ typedef struct kp_plan {
     double requests;            /* every request sent, each shard and page counted */
     int is_requests_exact;      /* requests does not depend on the data (else an estimate from averages) */
     int sequential_steps;       /* round trips: the deepest step of its operations */
+    int sequential_steps_max;   /* the most round trips a page takes: sequential_steps, and the round trips
+                                   a walk may add (kp_operation.more_steps_max) */
     double items;               /* items / documents / rows read */
     double bytes;
     double read_units;

@@ -335,8 +335,10 @@ void kp_plan_total(kp_plan *plan)
     plan->items = plan->bytes = plan->read_units = 0;
     plan->requests_max = plan->items_max = plan->bytes_max = 0;
     plan->is_scan = 0;
+    int more_steps = 0;
     for (size_t i = 0; i < plan->op_count; i++) {
         const kp_operation *o = &plan->ops[i];
+        more_steps += o->more_steps_max;
         plan->requests += o->requests;
         if (has_steps) {
             if (o->step > plan->sequential_steps) plan->sequential_steps = o->step;
@@ -351,6 +353,7 @@ void kp_plan_total(kp_plan *plan)
         plan->bytes_max += o->bytes_max > o->bytes ? o->bytes_max : o->bytes;
         plan->is_scan |= o->is_scan;
     }
+    plan->sequential_steps_max = plan->sequential_steps + more_steps;
 }
 
 /* ---- items, results, read-backs ------------------------------------------------------- */

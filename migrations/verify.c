@@ -104,7 +104,7 @@ static void judge_claims(kp_verify_pattern *vp)
      * there — unless every sample that stopped short did so because its records led nowhere
      * (the backend says so: kp_result.is_cut_short), which the note then says */
     int all_cut = vp->first_steps_max < vp->claimed_steps && !vp->first_short_uncut;
-    int steps_bad = vp->first_steps_max != vp->claimed_steps && !all_cut;
+    int steps_bad = (vp->first_steps_max < vp->claimed_steps && !all_cut) || vp->first_steps_max > vp->claimed_steps_max;
     /* a request count that depends on the data (one request per parent) is an estimate */
     int requests_bad = is_whole && vp->is_requests_exact &&
                        (vp->first_requests_min != (int)round(c) || vp->first_requests_max != (int)round(c));
@@ -225,6 +225,7 @@ static int check_pattern(kp_vctx *v, size_t index, kp_error *err)
     vp->claimed_requests = plan ? plan->requests : -1;
     vp->is_requests_exact = plan ? plan->is_requests_exact : 0;
     vp->claimed_steps = plan ? plan->sequential_steps : 0;
+    vp->claimed_steps_max = plan && plan->sequential_steps_max > vp->claimed_steps ? plan->sequential_steps_max : vp->claimed_steps;
     if (plan) {
         vp->claimed_items = plan->items;
         vp->claimed_bytes = plan->bytes;

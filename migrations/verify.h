@@ -146,6 +146,7 @@ typedef struct kp_verify_pattern {
     int is_bound_exceeded;          /* a page read more than the plan's bound (note says which) */
     double claimed_requests;        /* the plan's, for a first page (-1: no plan) */
     int claimed_steps;
+    int claimed_steps_max;      /* the most a page may take (a walk reads on while a page is not full) */
     int is_requests_exact;      /* the claimed requests do not depend on the data */
     int first_requests_min, first_requests_max;
     int first_steps_min, first_steps_max;

@@ -289,6 +289,7 @@ cJSON *kp_verify_report_to_json(const kp_verify_report *r)
             if (c) {
                 cJSON_AddNumberToObject(c, "requests", p->claimed_requests);
                 cJSON_AddNumberToObject(c, "sequential_steps", p->claimed_steps);
+                cJSON_AddNumberToObject(c, "sequential_steps_max", p->claimed_steps_max);
                 cJSON_AddNumberToObject(c, "items_read", p->claimed_items);
                 cJSON_AddNumberToObject(c, "bytes_read", p->claimed_bytes);
                 cJSON_AddNumberToObject(c, "requests_max", p->bound_requests);

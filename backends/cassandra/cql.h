@@ -66,7 +66,11 @@ typedef struct cq_table {
     cq_column *cols;            /* partition, clustering, static, regular */
     size_t col_count, col_cap;
     size_t pk_count, ck_count;
-    int buckets;                /* > 1: a hash bucket completes the partition key */
+    int buckets;                /* > 1: a bucket completes the partition key: a hash of the clustering
+                                   key, or a range of the first clustering column (bounds) */
+    const cJSON **bounds;       /* range buckets: buckets - 1 ascending values of the first clustering
+                                   column; a row's bucket is how many of them are <= its value, so the
+                                   buckets hold consecutive runs of the clustering order (NULL: hash) */
     int has_bucket;             /* a bucket column (buckets > 1, or a constant 0 for a table without equality) */
     const char *signature;      /* what makes two tables the same */
     const kp_pattern **causes;
@@ -150,11 +154,12 @@ struct cq_fetch {
 /* A fetch's i-th child and its next hop, as Cassandra fetches. */
 static inline cq_fetch *kp_cq_child(const cq_fetch *f, size_t i) { return (cq_fetch *)f->base.children[i]; }
 static inline cq_fetch *kp_cq_next_hop(const cq_fetch *f) { return (cq_fetch *)f->base.next_hop; }
-/* A token-paged merged bucketed read asks each bucket for one row past the page: when one
- * bucket holds all the rest, the merge still sees that another page follows. */
+/* A token-paged merged read asks each bucket (or its one partition, read to the order's
+ * first part) for one row past the page: when one bucket holds all the rest, the merge still
+ * sees that another page follows. */
 static inline int kp_cq_reads_one_more(const cq_fetch *f, const kp_pattern *p)
 {
-    return f->is_merged && !f->reads_ties && f->table && f->table->buckets > 1 && f->shape && f->shape == p->paged &&
+    return f->is_merged && f->table && (f->table->buckets > 1 || f->reads_ties) && f->shape && f->shape == p->paged &&
            f->shape->page == KP_PAGE_TOKEN;
 }
 
@@ -189,6 +194,8 @@ const char *kp_cq_order_by(kp_arena *arena, const cq_fetch *f);
 cJSON *kp_cq_to_cell(const cq_column *c, const cJSON *value, kp_error *err);
 cJSON *kp_cq_from_cell(const cq_column *c, const cJSON *cell, kp_error *err);
 int kp_cq_bucket(const cq_table *t, const cJSON *row);
+/* A range-bucketed table's bucket for a value of its first clustering column. */
+int kp_cq_range_bucket(const cq_table *t, const cJSON *value);
 int kp_cq_transform(const kp_design *d, const kp_dataset *data, const kp_record *r, kp_item_list *out, kp_error *err);
 /* The neutral record of a row (the row entity's attributes in canonical JSON). */
 cJSON *kp_cq_record_of(const cq_table *t, const cJSON *row, int statics, kp_error *err);

@@ -47,7 +47,12 @@ static int emit_schema(const kp_design *d, const char *dir, const kp_emit_option
         const char *causes = "";
         for (size_t k = 0; k < tb->cause_count; k++) causes = kp_arena_printf(A, "%s%s%s", causes, k ? ", " : "", tb->causes[k]->name);
         kp_text_printf(&t, "-- %s: %s%s%s\n", tb->name, tb->is_base ? "by key" : "query table", *causes ? "; serves " : "", causes);
-        if (tb->buckets > 1)
+        if (tb->buckets > 1 && tb->bounds) {
+            kp_text_printf(&t, "-- bucket = how many of these %s values are <= the row's (keyplan computes it; a read walks the buckets in order):",
+                           tb->cols[tb->pk_count].name);
+            for (int k = 0; k < tb->buckets - 1; k++) kp_text_printf(&t, " %s", tb->bounds[k]->valuestring);
+            kp_text_printf(&t, "\n");
+        } else if (tb->buckets > 1)
             kp_text_printf(&t, "-- bucket = hash of the clustering key %% %d (keyplan computes it; reads span every bucket)\n", tb->buckets);
         kp_text_printf(&t, "%s\n\n", kp_cq_create_table(A, tb, ks, ""));
     }

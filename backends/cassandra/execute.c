@@ -60,6 +60,7 @@ typedef struct run {
     int statics_only;           /* build: the static columns alone (no range, LIMIT 1) */
     const cJSON *tie;           /* build: the rows whose first clustering column is this cell */
     int tied;                   /* read_ties sent its round trip: what follows is one step later */
+    int walked;                 /* the round trips a walk over range buckets added (walk_on) */
     struct pending *pending;    /* the SELECTs sent with the root's, answered at their own level */
     size_t pending_count;
     long items;
@@ -178,9 +179,10 @@ static int build(run *R, const cq_fetch *f, const kp_frec *parent, int bucket, c
         *page_size = 0;
         return kp_cql_values_add_json(v, NULL, c0->type, R->tie, R->err) ? -1 : 0;
     }
-    /* a later page of a bucket read to the order's first part (reads_ties) starts at the
-     * token's value of that part, inclusive: that bound replaces the range's bound on the
-     * same side (the token's row met the range) */
+    /* a later page of a bucket read to the order's first part (reads_ties) starts past the
+     * token's value of that part (the rows at that value are a tie read of their own beside
+     * it, select_start): that bound replaces the range's bound on the same side (the token's
+     * row met the range) */
     const cJSON *from = NULL;
     int from_lower = 0;
     if (limit > 0 && R->after && f->reads_ties && sh == R->pattern->paged) {
@@ -243,8 +245,8 @@ static int build(run *R, const cq_fetch *f, const kp_frec *parent, int bucket, c
             if (other && (hc->op == KP_OP_LT || hc->op == KP_OP_LE)) hi_op = hc->op == KP_OP_LT ? "<" : "<=", hi_v = other;
             else if (other) lo_op = hc->op == KP_OP_GT ? ">" : ">=", lo_v = other;
         }
-        if (from && from_lower) lo_op = ">=", lo_v = from;
-        else if (from) hi_op = "<=", hi_v = from;
+        if (from && from_lower) lo_op = ">", lo_v = from;
+        else if (from) hi_op = "<", hi_v = from;
         if (is_tuple_range && c0->is_desc != f->is_reversed) hi_op = NULL;
         else if (is_tuple_range) lo_op = NULL;
         const char *open = is_tuple_range ? "(" : "", *close = is_tuple_range ? ")" : "";
@@ -308,7 +310,12 @@ static int link_record(run *R, const cq_fetch *f, const pair *at, kp_frec *rec, 
     return pairs_push(out, rec, at->origin) ? nomem(R) : 0;
 }
 
-typedef struct reqs { req **items; size_t count, cap; } reqs;
+typedef struct reqs {
+    req **items;
+    size_t count, cap;
+    int walk_step;              /* a walk over range buckets (+1 / -1; 0: every bucket at once) */
+    int walk_next, walk_end;    /* the bucket it reads next, the last it may read */
+} reqs;
 
 static void reqs_free(reqs *Q)
 {
@@ -427,14 +434,123 @@ static int read_all_pages(run *R, const cq_fetch *f, reqs *Q)
     }
 }
 
+/* A range's bound on the first clustering column: `upper` 0 the lower, 1 the upper (NULL:
+ * none). */
+static const cJSON *range_bound(run *R, const cq_fetch *f, int upper)
+{
+    const cq_table *t = f->table;
+    const cJSON *v = NULL;
+    for (int k = 0; k < 2; k++) {
+        const kp_cond *c = k ? f->range_hi : f->range;
+        if (!c || f->range_col != &t->cols[t->pk_count]) continue;
+        const cJSON *x = c->value.param ? param_value(R, c->value.param) : c->value.literal;
+        if (!x) continue;
+        if (c->op == KP_OP_BETWEEN) {
+            if (upper) v = c->upper.param ? param_value(R, c->upper.param) : c->upper.literal;
+            else v = x;
+        } else if ((c->op == KP_OP_LT || c->op == KP_OP_LE) == upper) {
+            v = x;
+        }
+    }
+    return v;
+}
+
+/* A later page's token value of the order part the first clustering column holds (NULL: a
+ * first page, or a token without it). */
+static const cJSON *token_first(run *R, const cq_fetch *f)
+{
+    const kp_shape *sh = f->shape;
+    if (!R->after || !sh || sh != R->pattern->paged) return NULL;
+    const cJSON *tv = R->after->child;
+    for (size_t k = 0; k < sh->order_count && tv && kp_cq_partition_binds(f->table, sh->order[k].attr); k++) tv = tv->next;
+    return tv && !cJSON_IsNull(tv) ? tv : NULL;
+}
+
+/* Does a read walk a range-bucketed table's buckets in order (cq_table.bounds)? A read in
+ * the clustering order with a LIMIT, for one parent: it starts in the bucket where its
+ * range (or the page token) starts and reads the next only while the page is not full. */
+static int walks_buckets(run *R, const cq_fetch *f, const pairs *in)
+{
+    return f->table->bounds && f->is_merged && f->kind == CQ_SELECT && (f->is_root || f->base.is_independent) && in->count == 1 &&
+           !(f->bind_count && f->binds[0].is_element) && sent_limit(R, f, NULL) > 0;
+}
+
+/* The buckets a walk reads, first to last, and its direction. */
+static void walk_span(run *R, const cq_fetch *f, int *first, int *last, int *step)
+{
+    const cq_table *t = f->table;
+    int ascending = t->cols[t->pk_count].is_desc == f->is_reversed;
+    const cJSON *lo = range_bound(R, f, 0), *hi = range_bound(R, f, 1);
+    /* a later page starts where the token's row is: its value of the order's part the
+     * first clustering column holds */
+    const cJSON *tv = token_first(R, f);
+    if (tv && ascending) lo = tv;
+    else if (tv) hi = tv;
+    int b_lo = lo ? kp_cq_range_bucket(t, lo) : 0, b_hi = hi ? kp_cq_range_bucket(t, hi) : t->buckets - 1;
+    if (b_hi < b_lo) b_hi = b_lo;
+    *first = ascending ? b_lo : b_hi;
+    *last = ascending ? b_hi : b_lo;
+    *step = ascending ? 1 : -1;
+}
+
+/* Reads on while the walk's rows do not fill the page: the next bucket, one round trip each. */
+static int walk_on(run *R, const cq_fetch *f, reqs *Q)
+{
+    int64_t limit = sent_limit(R, f, NULL);
+    int rc = 0;
+    while (rc == 0 && Q->walk_step && Q->count && (Q->walk_end - Q->walk_next) * Q->walk_step >= 0) {
+        int64_t rows = 0;
+        for (size_t i = 0; i < Q->count; i++)
+            if (!Q->items[i]->statics_only && !Q->items[i]->tie && !Q->items[i]->failed) rows += cJSON_GetArraySize(Q->items[i]->rows);
+        if (rows >= limit) break;
+        const req *first = NULL;
+        for (size_t i = 0; i < Q->count && !first; i++)
+            if (!Q->items[i]->statics_only && !Q->items[i]->tie) first = Q->items[i];
+        if (!first) break;
+        size_t before = Q->count;
+        rc = send_one(R, f, Q, &first->at, Q->walk_next, NULL, 0);
+        Q->walk_next += Q->walk_step;
+        R->walked++;
+        if (rc == 0 && Q->count > before) rc = wait_all(R, Q);
+        if (rc == 0) rc = read_all_pages(R, f, Q);
+    }
+    return rc;
+}
+
+/* A later page of a read to the order's first part (reads_ties) starts past the token's
+ * value of that part: the rows at that value, which may sort after the token, are read beside
+ * it, from `bucket` (a range bucket: the one that value falls in; -1: every bucket). */
+static int send_token_ties(run *R, const cq_fetch *f, reqs *Q, const pair *at, int bucket)
+{
+    const cJSON *tv = f->reads_ties && sent_limit(R, f, NULL) > 0 ? token_first(R, f) : NULL;
+    if (!tv) return 0;
+    int buckets = f->table->buckets > 1 ? f->table->buckets : 1, rc = 0;
+    R->tie = tv;
+    for (int b = bucket < 0 ? 0 : bucket; b < (bucket < 0 ? buckets : bucket + 1) && rc == 0; b++) rc = send_one(R, f, Q, at, b, NULL, 0);
+    R->tie = NULL;
+    return rc;
+}
+
 /* Sends every request of a node (one per parent, bucket, element); answers come later. A
  * parent read from static columns under a clustering range also gets its statics alone,
- * in the same round trip: a range that holds no row still finds the parent. */
+ * in the same round trip: a range that holds no row still finds the parent. A walk over
+ * range buckets sends its first bucket only (walk_on reads on). */
 static int select_start(run *R, const cq_fetch *f, const pairs *in, reqs *Q)
 {
     const cq_table *t = f->table;
     int buckets = t->buckets > 1 ? t->buckets : 1;
     int rc = 0;
+    if (walks_buckets(R, f, in)) {
+        int first, last, step;
+        walk_span(R, f, &first, &last, &step);
+        rc = send_one(R, f, Q, &in->items[0], first, NULL, 0);
+        Q->walk_step = step;
+        Q->walk_next = first + step;
+        Q->walk_end = last;
+        if (rc == 0 && f->has_statics && f->range) rc = send_one(R, f, Q, &in->items[0], 0, NULL, 1);
+        if (rc == 0) rc = send_token_ties(R, f, Q, &in->items[0], first);
+        return rc;
+    }
     for (size_t i = 0; i < in->count && rc == 0; i++) {
         const pair *at = &in->items[i];
         const cJSON *elements = NULL;
@@ -448,6 +564,7 @@ static int select_start(run *R, const cq_fetch *f, const pairs *in, reqs *Q)
             el = el ? el->next : NULL;
         } while (el && rc == 0);
         if (rc == 0 && f->kind == CQ_SELECT && f->has_statics && f->range && !elements) rc = send_one(R, f, Q, at, 0, NULL, 1);
+        if (rc == 0 && f->kind == CQ_SELECT && !elements) rc = send_token_ties(R, f, Q, at, t->bounds ? kp_cq_range_bucket(t, token_first(R, f)) : -1);
     }
     return rc;
 }
@@ -474,7 +591,7 @@ static int read_ties(run *R, const cq_fetch *f, reqs *Q, int depth)
     int rc = 0;
     for (size_t i = 0; i < Q->count && rc == 0; i++) {
         req *q = Q->items[i];
-        if (q->failed || q->statics_only || cJSON_GetArraySize(q->rows) < limit) continue;
+        if (q->failed || q->statics_only || q->tie || cJSON_GetArraySize(q->rows) < limit) continue;
         const cJSON *last = q->rows->child;
         while (last->next) last = last->next;
         R->tie = cJSON_GetObjectItemCaseSensitive(last, t->cols[t->pk_count].name);
@@ -580,11 +697,13 @@ static int select_finish(run *R, const cq_fetch *f, reqs *Q, int depth, const pa
 {
     const cq_table *t = f->table;
     size_t first_out = out->count;
-    size_t nreq = Q->count;
-    /* everything of this node is in flight at once: one round trip */
+    /* everything of this node is in flight at once: one round trip (a walk over range
+     * buckets: one more for each bucket it reads on to) */
     int rc = wait_all(R, Q);
     if (rc == 0) rc = read_all_pages(R, f, Q);
+    if (rc == 0) rc = walk_on(R, f, Q);
     if (rc == 0 && f->reads_ties) rc = read_ties(R, f, Q, depth);
+    size_t nreq = Q->count;
     size_t *ends = f->is_merged && rc == 0 ? calloc(nreq + 1, sizeof *ends) : NULL;
     if (f->is_merged && rc == 0 && !ends) rc = nomem(R);
     for (size_t i = 0; i < nreq && rc == 0; i++) {
@@ -792,8 +911,8 @@ static int read_level(void *ctx, const kp_fetch *node, const pairs *in, pairs *o
         } else {
             rc = exec_select(R, f, in, *step, out);
         }
-        *step += R->tied;
-        R->tied = 0;
+        *step += R->tied + R->walked;
+        R->tied = R->walked = 0;
         break;
     case CQ_KEYS:
         if (f->is_root) {

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "core/data.h"
+#include "core/value.h"
 
 typedef struct builder {
     const kp_model *m;
@@ -163,6 +164,9 @@ static const char *signature_of(builder *B, const cq_table *t, int flip)
     for (size_t i = 0; i < t->pk_count + t->ck_count && o < sizeof buf - 64; i++)
         o += (size_t)snprintf(buf + o, sizeof buf - o, "%c%s%s%s,", i < t->pk_count ? 'K' : 'C', t->cols[i].name,
                               t->cols[i].is_desc != (flip && i >= t->pk_count) ? "-" : "", t->cols[i].is_element ? "*" : "");
+    /* range buckets: their bounds (a row's bucket follows them) */
+    for (int k = 0; t->bounds && k < t->buckets - 1 && o < sizeof buf - 64; k++)
+        o += (size_t)snprintf(buf + o, sizeof buf - o, "<%s", t->bounds[k]->valuestring);
     return kp_arena_strdup(B->A, buf);
 }
 
@@ -175,6 +179,58 @@ static void cause(builder *B, cq_table *t, const kp_pattern *p)
         if (t->causes[i] == p) return;
     const kp_pattern **slot = kp_arena_push(B->A, (void **)&t->causes, &t->cause_count, &t->cause_cap, sizeof *slot);
     *slot = p;
+}
+
+/* Range buckets (cq_table.bounds) for a table its size splits: where the first clustering
+ * column is a timestamp, date or int with a declared min and max, the buckets cut that range
+ * into equal runs (whole days where a run spans days), so a read in the clustering order
+ * starts in the bucket where its range starts and goes on to the next only when one runs
+ * out, where hash buckets are read all at once. Not where a partition column is itself a
+ * date or time (a day's partition: its rows would share one run of a range drawn over all
+ * days). */
+static void range_bounds(builder *B, cq_table *t)
+{
+    if (t->buckets <= 1 || !t->ck_count) return;
+    const cq_column *c0 = &t->cols[t->pk_count];
+    const kp_attr *a = c0->attr;
+    if (!a || c0->is_element || !a->min || !a->max) return;
+    kp_type_kind kind = a->type.kind;
+    if (kind != KP_T_TIMESTAMP && kind != KP_T_DATE && kind != KP_T_INT) return;
+    for (size_t i = 0; i < t->pk_count; i++)
+        if (t->cols[i].attr && (t->cols[i].attr->type.kind == KP_T_TIMESTAMP || t->cols[i].attr->type.kind == KP_T_DATE)) return;
+    int64_t lo = 0, hi = 0, day = kind == KP_T_TIMESTAMP ? 86400000 : 1;
+    int32_t d0 = 0, d1 = 0;
+    if (kind == KP_T_TIMESTAMP) {
+        if (!cJSON_IsString(a->min) || !cJSON_IsString(a->max) || kp_timestamp_parse(a->min->valuestring, &lo) ||
+            kp_timestamp_parse(a->max->valuestring, &hi))
+            return;
+    } else if (kind == KP_T_DATE) {
+        if (!cJSON_IsString(a->min) || !cJSON_IsString(a->max) || kp_date_parse(a->min->valuestring, &d0) ||
+            kp_date_parse(a->max->valuestring, &d1))
+            return;
+        lo = d0, hi = d1;
+    } else {
+        if (!cJSON_IsNumber(a->min) || !cJSON_IsNumber(a->max)) return;
+        lo = (int64_t)ceil(a->min->valuedouble), hi = (int64_t)floor(a->max->valuedouble);
+    }
+    int64_t width = (hi - lo) / t->buckets;
+    if (width < 1) return;
+    if (kind == KP_T_TIMESTAMP && width >= day) width -= width % day;
+    const cJSON **bounds = kp_arena_alloc(B->A, sizeof *bounds * (size_t)(t->buckets - 1));
+    for (int k = 1; k < t->buckets; k++) {
+        int64_t v = lo + width * k;
+        if (kind == KP_T_TIMESTAMP && width >= day) v -= ((v % day) + day) % day; /* midnight UTC */
+        /* a value node in the design's arena (freed with it): canonical text, a number as Raw */
+        cJSON *b = kp_arena_alloc(B->A, sizeof *b);
+        char text[32];
+        if (kind == KP_T_TIMESTAMP) kp_timestamp_format(v, text);
+        else if (kind == KP_T_DATE) kp_date_format((int32_t)v, text);
+        else snprintf(text, sizeof text, "%lld", (long long)v);
+        b->type = kind == KP_T_INT ? cJSON_Raw : cJSON_String;
+        b->valuestring = kp_arena_strdup(B->A, text);
+        bounds[k - 1] = b;
+    }
+    t->bounds = bounds;
 }
 
 /* Completes a table (regular columns, sizes, name) and returns it or the identical one
@@ -210,6 +266,7 @@ static cq_table *finish_table(builder *B, cq_table *t, const kp_pattern *p, doub
     for (size_t i = 0; i < n; i++)
         if (old[i].role == CQ_CLUSTERING) *(cq_column *)kp_arena_push(B->A, (void **)&t->cols, &t->col_count, &t->col_cap, sizeof *old) = old[i];
     t->ck_count = t->col_count - t->pk_count;
+    range_bounds(B, t);
     for (size_t i = 0; i < n; i++)
         if (old[i].role == CQ_STATIC) *(cq_column *)kp_arena_push(B->A, (void **)&t->cols, &t->col_count, &t->col_cap, sizeof *old) = old[i];
     for (size_t i = 0; i < e->attr_count; i++) {
@@ -403,11 +460,14 @@ static int buckets_merge(cq_fetch *f, const kp_shape *s, const kp_pattern *p)
     /* an offset page reads offset + limit rows of each bucket (one partition: the same
      * rule, the client skips to the page); an offset without a max has no such bound */
     int is_offset = s->page == KP_PAGE_OFFSET;
-    if (!t || f->client_cond_count || !t->ck_count || (t->buckets <= 1 && !is_offset)) return 0;
+    int served = t && t->ck_count && clustering_serves(t, s, f->range_col, f->is_reversed);
+    /* one partition in the order: the server pages it (finish_each), unless an offset page */
+    if (!t || f->client_cond_count || !t->ck_count || (t->buckets <= 1 && !is_offset && served)) return 0;
     if (is_offset && (s != p->paged || kp_shape_offset_max(s) < 0)) return 0;
-    if (!clustering_serves(t, s, f->range_col, f->is_reversed)) {
-        /* the first clustering column is the order's first part: a page of each bucket and
-         * the rows that tie with its last on that column hold the bucket's share of the page;
+    if (!served) {
+        /* the first clustering column is the order's first part: a page of each bucket (or of
+         * the one partition) and the rows that tie with its last on that column hold its share
+         * of the page, where reading the partition whole would be the alternative;
          * a later page starts at the token's first value (inclusive), so a range may only be
          * on that column */
         const cq_column *c0 = &t->cols[t->pk_count];
@@ -1548,6 +1608,9 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
         o->step = my_step;
         int buckets = f->table->buckets > 1 ? f->table->buckets : 1;
         int per_element = f->bind_count && f->binds[0].is_element;
+        /* execute.c walks_buckets: a root's read in the clustering order of a range-bucketed table */
+        int walks = f->table->bounds && f->is_merged && f->kind == CQ_SELECT && (f->is_root || f->base.is_independent) &&
+                    !per_element && lim > 0;
         double inputs = f->is_root || f->base.is_independent ? 1 : parents;
         double inputs_max = f->is_root || f->base.is_independent ? 1 : parents_max;
         double requests = inputs * buckets, requests_max = inputs_max * buckets;
@@ -1615,6 +1678,21 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
             double each = total / buckets, each_max = is_root_set ? cut_max : total_max / buckets;
             o->items = inputs * buckets * (each < cut ? each : cut);
             o->items_max = inputs_max * buckets * (each_max < cut_max ? each_max : cut_max);
+            if (walks) {
+                /* a walk over range buckets (execute.c walk_on): the first bucket holds a bucket's
+                 * rows, about half of them past where a range starts in it; it reads on only while
+                 * the page is not full, so it reads less than two pages, and at most every bucket
+                 * once */
+                double first = f->range ? each / 2 : each;
+                double more = cut > first && each > 0 ? ceil((cut - first) / each) : 0;
+                o->requests = inputs * (1 + (more < buckets - 1 ? more : buckets - 1));
+                o->requests_max = inputs_max * buckets;
+                o->items = inputs * (total < cut ? total : cut);
+                double two_pages = 2 * cut_max - 1, all_rows = is_root_set ? two_pages : total_max;
+                o->items_max = inputs_max * (two_pages < all_rows ? two_pages : all_rows);
+                o->more_steps_max = buckets - 1;
+                plan->is_requests_exact = 0;
+            }
             o->bytes = o->items * f->table->row_bytes;
             o->bytes_max = o->items_max * f->table->row_bytes_max;
         }
@@ -1629,7 +1707,10 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
         }
         const char *why = "";
         if (f->bind_count) why = kp_arena_printf(&B->d->arena, "partition key bound by %s", f->is_root ? "the parameters" : f->has_statics ? "the parameters (the parent rides along as static columns)" : f->base.is_independent ? "the parameters" : "the previous answer");
-        if (buckets > 1) why = kp_arena_printf(&B->d->arena, f->reads_ties ? "%s; one SELECT per bucket (%d), each bucket in the "
+        if (walks) why = kp_arena_printf(&B->d->arena, "%s; range buckets (%d) read in order: the bucket where the read starts, "
+                                          "then the next only while the page is not full (up to %d SELECTs, one after another)",
+                                          why, buckets, buckets);
+        else if (buckets > 1) why = kp_arena_printf(&B->d->arena, f->reads_ties ? "%s; one SELECT per bucket (%d), each bucket in the "
                                                "order's first part" : f->is_merged ? "%s; one SELECT per bucket (%d), each bucket in the "
                                                "declared order" : "%s; one SELECT per bucket (%d), merged in the client", why, buckets);
         if (f->range) why = kp_arena_printf(&B->d->arena, "%s; clustering range on %s", why, f->range_col ? f->range_col->name : "?");
@@ -1645,8 +1726,12 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
             why = kp_arena_printf(&B->d->arena, "%s; LIMIT %s", why, n);
         }
         if (f->client_cond_count) why = kp_arena_printf(&B->d->arena, "%s; %zu condition%s no key serves, tested by the client on the rows of the partition (no ALLOW FILTERING)", why, f->client_cond_count, f->client_cond_count == 1 ? "" : "s");
-        if (f->is_merged && buckets > 1)
+        if (f->is_merged && buckets > 1 && !walks)
             why = kp_arena_printf(&B->d->arena, "%s; the client merges the buckets and cuts the page before reading on", why);
+        else if (walks) why = kp_arena_printf(&B->d->arena, "%s; the client cuts the page", why);
+        else if (f->is_merged && f->reads_ties)
+            why = kp_arena_printf(&B->d->arena, "%s; the clustering holds the order's first part: the client orders the rows "
+                                  "read and the ties read next, and cuts the page", why);
         else if (f->is_merged) why = kp_arena_printf(&B->d->arena, "%s; LIMIT covers the offset, the client skips to the page", why);
         else if (f->is_client_ordered) why = kp_arena_printf(&B->d->arena, "%s; sorted and cut in the client", why);
         if (f->kind == CQ_SELECT && f->has_statics && f->range && !per_element)
@@ -1659,7 +1744,7 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
             why = kp_arena_printf(&B->d->arena, "%s; reads the whole partition (about %.0f rows, up to %.0f) to do so", why,
                                   o->items, o->items_max);
         o->why = why[0] == ';' ? why + 2 : why;
-        if (f->reads_ties && lim > 0 && buckets > 1) {
+        if (f->reads_ties && lim > 0) {
             /* a bucket that filled the page, read again for the rows that tie with its last on
              * the first clustering column (execute.c read_ties): one more round trip */
             double rows_max = is_root_set ? (O->p->root->count > part_rows ? O->p->root->count : part_rows)
@@ -1675,6 +1760,14 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
             double full = part_rows / buckets >= (double)lim ? 1 : 0; /* expected: every bucket fills its page, or none */
             tie->requests = inputs * buckets * full;
             tie->requests_max = inputs_max * buckets;
+            if (walks) { /* only a walk's last bucket can fill the page */
+                tie->requests = inputs * (part_rows >= (double)lim ? 1 : 0);
+                tie->requests_max = inputs_max;
+            }
+            /* a later page starts past the token's value, whose rows are read beside it (execute.c
+             * send_token_ties): from its range bucket, or from every hash bucket */
+            if (f->shape && f->shape == O->p->paged && f->shape->page == KP_PAGE_TOKEN)
+                tie->requests_max += inputs_max * (walks ? 1 : buckets);
             tie->items = tie->requests;                          /* the last row again, and its rare ties */
             tie->items_max = inputs_max * rows_max;              /* every row of a bucket may tie */
             tie->bytes = tie->items * t->row_bytes;
@@ -1715,7 +1808,7 @@ static void plan_ops(builder *B, const kp_pattern *p, cq_fetch *root, kp_plan *p
     kp_plan_total(plan);
     /* a hash-bucketed root table spreads one key's rows over its buckets (the advisors'
      * hot-partition share divides by it) */
-    if (root->table && root->table->buckets > 1) plan->shards = root->table->buckets;
+    if (root->table && root->table->buckets > 1 && !root->table->bounds) plan->shards = root->table->buckets;
     if (root->has_statics) plan->why = "the parent's attributes are static columns of the children's partition: one SELECT";
 }
 
@@ -2160,7 +2253,7 @@ static void describe(builder *B)
             kp->name = t->cols[k].name;
             kp->role = t->cols[k].role == CQ_PARTITION ? KP_KEY_PARTITION : t->cols[k].role == CQ_CLUSTERING ? KP_KEY_SORT : KP_KEY_STATIC;
             kp->is_desc = t->cols[k].is_desc;
-            kp->format = t->cols[k].attr ? (t->cols[k].entity == t->entity ? "" : kp_arena_printf(B->A, "<%s.%s>", t->cols[k].entity->name, t->cols[k].attr->name)) : "hash(key) % buckets";
+            kp->format = t->cols[k].attr ? (t->cols[k].entity == t->entity ? "" : kp_arena_printf(B->A, "<%s.%s>", t->cols[k].entity->name, t->cols[k].attr->name)) : t->bounds ? kp_arena_printf(B->A, "range of %s", t->cols[t->pk_count].name) : "hash(key) % buckets";
         }
         c->key_count = nk;
         c->entities = kp_arena_alloc(B->A, sizeof *c->entities * 2);
@@ -2191,10 +2284,26 @@ static void describe(builder *B)
                                 t->cause_count > 1 ? "; shared by the patterns below (same columns in the same roles)" : ""));
             for (size_t k = 0; k < t->cause_count; k++) kp_decision_add_pattern(B->d, dc, t->causes[k]);
             if (t->buckets > 1) {
-                kp_decision *bd = kp_design_decide(B->d, t->name, kp_arena_printf(B->A, "bucket in the partition key (%d hash buckets)", t->buckets),
+                const char *choice, *reads;
+                if (t->bounds) {
+                    const cq_column *c0 = &t->cols[t->pk_count];
+                    const cJSON *b0 = t->bounds[0], *bn = t->bounds[t->buckets - 2];
+                    choice = kp_arena_printf(B->A, "bucket in the partition key (%d range buckets of %s: before %s, %sfrom %s on)",
+                                             t->buckets, c0->name, b0->valuestring, t->buckets > 2 ? "..., " : "", bn->valuestring);
+                    reads = kp_arena_printf(B->A, "each bucket holds one run of %s (its declared %s to %s cut in equal parts), so a read "
+                                            "in the clustering order starts in the bucket its range starts in and goes on to the next "
+                                            "only when one runs out, where hash buckets would all be read and merged; the rows of one "
+                                            "run share a partition, so writes that all fall in one run (the newest times) meet there",
+                                            c0->name, cJSON_IsString(c0->attr->min) ? c0->attr->min->valuestring : "min",
+                                            cJSON_IsString(c0->attr->max) ? c0->attr->max->valuestring : "max");
+                } else {
+                    choice = kp_arena_printf(B->A, "bucket in the partition key (%d hash buckets)", t->buckets);
+                    reads = "reads span every bucket and merge in the client";
+                }
+                kp_decision *bd = kp_design_decide(B->d, t->name, choice,
                     kp_arena_printf(B->A, "the largest partition would hold about %.0f rows (%.1f MB), past the ~100,000 rows / ~100 MB a "
-                                    "Cassandra partition should stay under; reads span every bucket and merge in the client",
-                                    t->max_partition_rows, t->max_partition_rows * t->row_bytes / 1e6));
+                                    "Cassandra partition should stay under; %s",
+                                    t->max_partition_rows, t->max_partition_rows * t->row_bytes / 1e6, reads));
                 for (size_t k = 0; k < t->cause_count; k++) kp_decision_add_pattern(B->d, bd, t->causes[k]);
             }
         } else {

@@ -72,9 +72,19 @@ static uint64_t fnv(const char *s, uint64_t h)
     return h;
 }
 
+int kp_cq_range_bucket(const cq_table *t, const cJSON *value)
+{
+    const cq_column *c0 = &t->cols[t->pk_count];
+    int b = 0;
+    if (!value || cJSON_IsNull(value)) return 0;
+    while (b < t->buckets - 1 && kp_data_compare(c0->attr->type.kind, t->bounds[b], value, NULL) <= 0) b++;
+    return b;
+}
+
 int kp_cq_bucket(const cq_table *t, const cJSON *row)
 {
     if (t->buckets <= 1) return 0;
+    if (t->bounds) return kp_cq_range_bucket(t, cJSON_GetObjectItemCaseSensitive(row, t->cols[t->pk_count].name));
     uint64_t h = 1469598103934665603ULL;
     for (size_t i = t->pk_count; i < t->pk_count + t->ck_count; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, t->cols[i].name);

@@ -86,7 +86,17 @@ static void test_projects_by_workspace_are_one_partition_newest_first_with_the_w
     assert_int_equal(p->op_count, 1);
     assert_int_equal(p->sequential_steps, 1);
     assert_true(t->buckets > 1);
-    assert_int_equal((int)p->requests, t->buckets); /* one SELECT per bucket, in parallel */
+    /* range buckets of created_at (its declared min to max in 10 runs): the newest first
+     * starts in the newest bucket, which holds 20 of the 200 rows on average, and reads the
+     * next only while the page (20 and one more, to see that another follows) is not full:
+     * 2 SELECTs expected, at most one per bucket */
+    assert_non_null(t->bounds);
+    assert_int_equal((int)p->requests, 2);
+    assert_int_equal((int)p->requests_max, t->buckets);
+    assert_int_equal((int)p->items, 21);
+    assert_int_equal((int)p->items_max, 2 * 21 - 1); /* the walk stops once a page is read */
+    assert_non_null(strstr(p->ops[0].why, "range buckets (10) read in order"));
+    assert_int_equal(p->shards, 0); /* a page is read from one partition: nothing spreads it */
     kp_arena_free(&A);
     kp_design_free(d);
     kp_model_free(m);
@@ -180,10 +190,12 @@ static void test_a_write_fanning_out_claims_every_row_and_its_batches(void **sta
     kp_model_free(m);
 }
 
-/* A range on the first clustering column of a hash-bucketed table, paged by token, is still
- * read a page per bucket (LIMIT) and merged: a later page is a tuple slice after the token
- * with the range beside it as 1-tuples (execute.c). leaderboard's matches-in-range reads at
- * most 200 rows of each of 2 buckets and the player, not the 3,000 matches the range may hold. */
+/* A range on the first clustering column of a bucketed table, paged by token, is read with
+ * LIMIT: a later page is a tuple slice after the token with the range beside it as 1-tuples
+ * (execute.c). leaderboard's matches-in-range: its table's 2 buckets are range buckets of
+ * played_at, walked in order from the one the range starts in; it reads less than two pages
+ * (200 rows and one more, to see that another follows) and the player, not the 3,000
+ * matches the range may hold. */
 static void test_a_ranged_token_page_over_buckets_reads_a_page_per_bucket(void **state)
 {
     (void)state;
@@ -193,7 +205,7 @@ static void test_a_ranged_token_page_over_buckets_reads_a_page_per_bucket(void *
     assert_int_equal(p->op_count, 2);
     assert_non_null(strstr(p->ops[1].condition, "LIMIT"));
     assert_int_equal((int)p->ops[1].requests_max, 2);
-    assert_int_equal((int)p->items_max, 1 + 2 * (200 + 1)); /* the page and one more, to see that another follows */
+    assert_int_equal((int)p->items_max, 1 + 2 * (200 + 1) - 1); /* the walk stops once a page (and one more) is read */
     assert_int_equal((int)p->items, 1 + 40);
     kp_design_free(d);
     kp_model_free(m);
@@ -815,6 +827,63 @@ static void test_the_opposite_order_reads_one_table_backwards(void **state)
     }
 }
 
+/* Range buckets: a table split by size whose first clustering column is a date with a
+ * declared range is cut into equal runs of it (whole days), a row's bucket is the run its
+ * date falls in, so buckets follow the clustering order; a read in that order walks them from
+ * where it starts and reads on only while the page is not full. range-buckets: 300,000 cards
+ * a board (declared), 3 buckets of January-March 2025. */
+static void test_range_buckets_follow_the_clustering_order_and_a_read_walks_them(void **state)
+{
+    (void)state;
+    kp_model *m = load("tests/fixtures/models/range-buckets.json", 1);
+    kp_design *d = propose(m);
+    const cq_table *t = first_table(d, "due-soon");
+    assert_int_equal(t->buckets, 3);
+    assert_non_null(t->bounds);
+    assert_string_equal(t->bounds[0]->valuestring, "2025-01-30");
+    assert_string_equal(t->bounds[1]->valuestring, "2025-02-28");
+    const char *dates[] = {"2024-12-01", "2025-01-01", "2025-01-29", "2025-01-30", "2025-02-27", "2025-02-28", "2025-03-31", "2026-01-01"};
+    const int want[] = {0, 0, 0, 1, 1, 2, 2, 2};
+    for (size_t i = 0; i < sizeof dates / sizeof *dates; i++) {
+        cJSON *row = cJSON_CreateObject();
+        cJSON_AddStringToObject(row, "due_on", dates[i]);
+        cJSON_AddStringToObject(row, "id", "c1");
+        assert_int_equal(kp_cq_bucket(t, row), want[i]);
+        cJSON_Delete(row);
+    }
+    /* due-soon: from a date, ascending, 7 a page and one more; the bucket it starts in holds
+     * about half of a bucket's 67 cards past the date: one SELECT, then the ties with its
+     * last row (the order's second part, an optional priority, is no clustering column);
+     * beside them the board's static row. At most every bucket, one round trip each. */
+    const kp_plan *p = plan_of(d, "due-soon");
+    assert_int_equal((int)p->requests, 3);
+    assert_int_equal((int)p->sequential_steps, 2);
+    assert_int_equal(p->sequential_steps_max, 2 + 2);
+    assert_non_null(strstr(p->ops[0].why, "range buckets (3) read in order"));
+    assert_int_equal(p->ops[0].more_steps_max, 2);
+    /* the statics row, and less than two pages of 8 for the walk */
+    assert_int_equal((int)p->ops[0].items_max, 1 + 2 * 8 - 1);
+    /* the tie read: the walk's last bucket, and on a later page the token's date */
+    assert_int_equal((int)p->ops[1].requests_max, 1 + 1);
+    /* due-latest walks backwards from the newest bucket, no tie read (the clustering holds
+     * the whole order) */
+    p = plan_of(d, "due-latest");
+    assert_int_equal(p->op_count, 2);
+    assert_int_equal((int)p->requests, 2);
+    assert_int_equal((int)p->requests_max, 1 + 3);
+    kp_design_free(d);
+    kp_model_free(m);
+    /* a day's partition is not cut by a range of all days: order-response's orders of a day
+     * keep hash buckets */
+    m = load("examples/order-response/model.json", 1);
+    d = propose(m);
+    t = first_table(d, "orders-of-day");
+    assert_true(t->buckets > 1);
+    assert_null(t->bounds);
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -839,6 +908,7 @@ int main(void)
         cmocka_unit_test(test_every_decision_names_the_patterns_that_caused_it),
         cmocka_unit_test(test_transform_writes_a_row_per_table_and_the_parent_statics),
         cmocka_unit_test(test_the_opposite_order_reads_one_table_backwards),
+        cmocka_unit_test(test_range_buckets_follow_the_clustering_order_and_a_read_walks_them),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
