@@ -873,6 +873,31 @@ static void test_range_buckets_follow_the_clustering_order_and_a_read_walks_them
     assert_int_equal((int)p->requests_max, 1 + 3);
     kp_design_free(d);
     kp_model_free(m);
+    /* an int: leaderboard's season ratings, 0 to 3,000 in 20 runs of 150, and a timestamp:
+     * auction-mixes' category listing, its declared range in 6 runs of whole days */
+    m = load("examples/leaderboard/model.json", 1);
+    d = propose(m);
+    t = first_table(d, "season-top");
+    assert_int_equal(t->buckets, 20);
+    assert_non_null(t->bounds);
+    const char *ratings[] = {"-5", "0", "149", "150", "1499", "1500", "2850", "3000", "99999"};
+    const int rating_bucket[] = {0, 0, 0, 1, 9, 10, 19, 19, 19};
+    for (size_t i = 0; i < sizeof ratings / sizeof *ratings; i++) {
+        cJSON *v = kp_data_number(ratings[i]);
+        assert_int_equal(kp_cq_range_bucket(t, v), rating_bucket[i]);
+        cJSON_Delete(v);
+    }
+    assert_int_equal((int)plan_of(d, "season-top")->requests, 1);
+    kp_design_free(d);
+    kp_model_free(m);
+    m = load("examples/auction-mixes/model.json", 1);
+    d = propose(m);
+    t = first_table(d, "list-category-items");
+    assert_int_equal(t->buckets, 6);
+    assert_string_equal(t->bounds[0]->valuestring, "2025-04-12T00:00:00.000Z"); /* 94 days from 2025-01-08 */
+    assert_string_equal(t->bounds[5 - 1]->valuestring, "2026-04-23T00:00:00.000Z");
+    kp_design_free(d);
+    kp_model_free(m);
     /* a day's partition is not cut by a range of all days: order-response's orders of a day
      * keep hash buckets */
     m = load("examples/order-response/model.json", 1);
