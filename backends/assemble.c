@@ -575,6 +575,11 @@ static cJSON *shape_value(build *b, const kp_shape *s, const kp_frec *rec)
         return members(b, s, linked[0]);
     }
     case KP_SHAPE_COUNT: {
+        if (s->counted_by) { /* the listing beside it, read whole */
+            size_t n;
+            kp_fetched_children(b->f, s->counted_by, rec, &n);
+            return kp_data_int((int64_t)n);
+        }
         const link_list *l = find_link(b->f, s, rec);
         if (l && l->has_count) return kp_data_int(l->count_value);
         if (l) return kp_data_int((int64_t)l->count);

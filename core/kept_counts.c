@@ -68,10 +68,10 @@ static const kp_attr *holder(const kp_shape *s)
 }
 
 /* Counts a kept attribute could hold: one to-many hop, literal conditions on the counted
- * records' own attributes. */
+ * records' own attributes; not one the listing beside it answers (kp_shape.counted_by). */
 static int can_keep(const kp_shape *s)
 {
-    if (s->kind != KP_SHAPE_COUNT || s->hop_count != 1 || !s->hops[0]->is_many || !counted_entity(s->hops[0]))
+    if (s->kind != KP_SHAPE_COUNT || s->counted_by || s->hop_count != 1 || !s->hops[0]->is_many || !counted_entity(s->hops[0]))
         return 0;
     for (size_t i = 0; i < s->where_count; i++)
         if (s->where[i].path_len || s->where[i].value.param || s->where[i].upper.param) return 0;

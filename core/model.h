@@ -300,6 +300,9 @@ struct kp_shape {
     kp_param *offset_param;     /* KP_PAGE_OFFSET */
     kp_expect expect;
     kp_shape *value;            /* $value: elements are this scalar leaf instead of objects */
+    /* KP_SHAPE_COUNT: a sibling $each that lists the same records whole (the same one-to-many
+     * path, the same conditions, no limit or page): the count is its length, no read of its own */
+    const kp_shape *counted_by;
     /* KP_SHAPE_TOKEN */
     kp_shape *paged;            /* the $each whose token this is */
     /* KP_SHAPE_OBJECT / EACH / ONE: members of the object or of each element */

@@ -677,6 +677,39 @@ static int parse_shape(kp_parser *P, shape_ctx *S, const cJSON *node, kp_entity 
 
 /* ---- access patterns --------------------------------------------------------------------- */
 
+static int same_operand(const kp_operand *a, const kp_operand *b)
+{
+    if (a->param || b->param) return a->param == b->param;
+    if (!a->literal || !b->literal) return a->literal == b->literal;
+    return cJSON_Compare(a->literal, b->literal, 1);
+}
+
+/* kp_shape.counted_by: a $count next to a $each over the same foreign-key path with the same
+ * conditions (in the same order) and neither limit nor page is the length of that listing. */
+static void link_counts(kp_shape *s)
+{
+    for (size_t i = 0; s && i < s->member_count; i++) {
+        kp_shape *m = s->members[i];
+        link_counts(m);
+        if (m->kind != KP_SHAPE_COUNT) continue;
+        for (size_t j = 0; j < s->member_count && !m->counted_by; j++) {
+            const kp_shape *e = s->members[j];
+            if (e->kind != KP_SHAPE_EACH || e->is_root_set || e->limit || e->limit_param || e->page != KP_PAGE_NONE ||
+                e->hop_count != m->hop_count || e->where_count != m->where_count)
+                continue;
+            int same = 1;
+            for (size_t k = 0; k < e->hop_count && same; k++)
+                same = e->hops[k] == m->hops[k] && e->hops[k]->relation->link == KP_LINK_FOREIGN_KEY;
+            for (size_t k = 0; k < e->where_count && same; k++) {
+                const kp_cond *a = &e->where[k], *b = &m->where[k];
+                same = a->attr == b->attr && a->op == b->op && !a->path_len && !b->path_len && same_operand(&a->value, &b->value) &&
+                       (a->op != KP_OP_BETWEEN || same_operand(&a->upper, &b->upper));
+            }
+            if (same) m->counted_by = e;
+        }
+    }
+}
+
 static const char *const pattern_keys[] = {"name", "description", "root", "where", "params", "returns", "rps", "skew",
                                            NULL};
 
@@ -766,6 +799,7 @@ static int parse_pattern(kp_parser *P, const cJSON *node)
         }
     }
     if (kp_scope_finish(P, &scope, &p->params, &p->param_count, owner)) return -1;
+    link_counts(p->returns);
     for (size_t i = 0; i < p->param_count; i++) {
         kp_param *param = p->params[i];
         if (param->role == KP_PARAM_LIMIT && !param->default_value && param->is_optional)

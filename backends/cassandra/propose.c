@@ -958,6 +958,7 @@ static void plan_members(walk *W, cq_fetch *f, const kp_shape *s)
             break;
         case KP_SHAPE_EACH: case KP_SHAPE_ONE: case KP_SHAPE_COUNT: {
             if (m->is_root_set) { plan_members(W, f, m); break; }
+            if (m->counted_by) break; /* the listing beside it answers it */
             cq_fetch *c = node_fetch(W, m);
             if (c) add_child(W->B, f, c);
             break;

@@ -1424,8 +1424,8 @@ static int plan_shape_children(builder *B, const kp_pattern *p, ddb_fetch *paren
         } else if (m->kind == KP_SHAPE_EACH || m->kind == KP_SHAPE_ONE) {
             if (plan_hops(B, p, parent, m, m->hops, m->hop_count)) return -1;
         } else if (m->kind == KP_SHAPE_COUNT) {
-            /* a derived count on the record answers it without a request */
-            int derived = 0;
+            /* a derived count on the record, or the listing beside it, answers it without a request */
+            int derived = m->counted_by != NULL;
             for (size_t a = 0; a < ctx->entity->attr_count; a++) {
                 const kp_derived *d = ctx->entity->attrs[a]->derived;
                 if (d && d->fn == KP_AGG_COUNT && d->path_len == m->hop_count && d->where_count == m->where_count &&

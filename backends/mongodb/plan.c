@@ -758,7 +758,7 @@ static int plan_children(pctx *P, mg_fetch *parent, const kp_shape *s, const mg_
         } else if (m->kind == KP_SHAPE_EACH || m->kind == KP_SHAPE_ONE) {
             if (plan_path(P, parent, ctx, m, m->hops, m->hop_count)) return -1;
         } else if (m->kind == KP_SHAPE_COUNT) {
-            int derived = 0;
+            int derived = m->counted_by != NULL; /* the listing beside it answers it */
             for (size_t a = 0; a < ctx->entity->attr_count; a++) {
                 const kp_derived *d = ctx->entity->attrs[a]->derived;
                 if (d && d->fn == KP_AGG_COUNT && d->path_len == m->hop_count && d->where_count == m->where_count &&

@@ -439,6 +439,48 @@ static void test_a_count_with_a_where_is_kept_with_it_unless_declared(void **sta
     kp_model_free(m);
 }
 
+/* A $count beside a $each over the same records, with the same conditions and no limit or
+ * page, is that listing's length (kp_shape.counted_by): no design reads it apart and no count
+ * is kept for it. order-response's shipped-lines counts the SHIPPED lines it lists; leaderboard's
+ * profile counts followers it does not list. */
+static void test_a_count_beside_its_whole_listing_is_its_length(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/order-response/model.json", 1);
+    const kp_pattern *p = kp_model_pattern(m, "shipped-lines");
+    const kp_shape *count = NULL, *lines = NULL;
+    for (size_t i = 0; i < p->returns->member_count; i++) {
+        if (p->returns->members[i]->kind == KP_SHAPE_COUNT) count = p->returns->members[i];
+        if (p->returns->members[i]->kind == KP_SHAPE_EACH) lines = p->returns->members[i];
+    }
+    assert_non_null(count);
+    assert_ptr_equal(count->counted_by, lines);
+    const kp_entity *order = kp_model_entity(m, "Order");
+    for (size_t a = 0; a < order->attr_count; a++) assert_false(order->attrs[a]->is_kept && order->attrs[a]->derived &&
+                                                                 order->attrs[a]->derived->where_count);
+    kp_model_free(m);
+    /* a listing with a page is no whole listing; other conditions are other records */
+    const char *json =
+        "{\"model\": \"c\", \"entities\": {\"A\": {\"key\": [\"id\"], \"count\": 10, \"attributes\": {\"id\": \"string\"}},"
+        " \"B\": {\"key\": [\"id\"], \"count\": 100, \"attributes\": {\"id\": \"string\", \"aId\": \"string\", \"n\": \"int\"}}},"
+        " \"relations\": [{\"name\": \"bs\", \"from\": \"A\", \"to\": \"B\", \"cardinality\": \"1:N\", \"on\": {\"B.aId\": \"A.id\"},"
+        " \"fanout\": {\"avg\": 10, \"max\": 20}}],"
+        " \"access_patterns\": [{\"name\": \"p\", \"rps\": 1, \"root\": \"A\", \"where\": {\"id\": \"=\"}, \"returns\": {"
+        "   \"all\": {\"$count\": \"bs\"}, \"big\": {\"$count\": \"bs\", \"$where\": {\"n\": {\">\": 5}}},"
+        "   \"small\": {\"$count\": \"bs\", \"$where\": {\"n\": {\"<\": 5}}},"
+        "   \"page\": {\"$each\": \"bs\", \"$order\": [{\"n\": \"asc\"}], \"$limit\": 5, \"id\": \"B.id\"},"
+        "   \"bigs\": {\"$each\": \"bs\", \"$where\": {\"n\": {\">\": 5}}, \"id\": \"B.id\"}}}]}";
+    kp_error err;
+    if (kp_model_parse("c.json", json, strlen(json), NULL, &m, &err)) fail_msg("%s", err.message);
+    p = m->patterns[0];
+    for (size_t i = 0; i < p->returns->member_count; i++) {
+        const kp_shape *s = p->returns->members[i];
+        if (!strcmp(s->name, "all") || !strcmp(s->name, "small")) assert_null(s->counted_by);
+        if (!strcmp(s->name, "big")) assert_non_null(s->counted_by), assert_string_equal(s->counted_by->name, "bigs");
+    }
+    kp_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -449,6 +491,7 @@ int main(void)
         cmocka_unit_test(test_check_prints_a_summary_and_json),
         cmocka_unit_test(test_a_count_read_more_than_written_is_kept_on_the_parent),
         cmocka_unit_test(test_a_count_with_a_where_is_kept_with_it_unless_declared),
+        cmocka_unit_test(test_a_count_beside_its_whole_listing_is_its_length),
         cmocka_unit_test(test_a_listing_filtered_by_a_related_value_keeps_a_copy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
