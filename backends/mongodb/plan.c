@@ -716,7 +716,8 @@ static int plan_path(pctx *P, mg_fetch *parent, const mg_entity *from, const kp_
             f->sort = NULL;
             f->sort_count = 0;
             f->is_per_parent = f->kind == MG_COUNT;
-            f->base.is_independent = 0;
+            /* the first hop may still go with the root's request (from_params) */
+            if (i > 0) f->base.is_independent = 0;
             if (kp_mg_next_hop(f)) { kp_mg_next_hop(f)->is_server_ordered = 0; }
         }
         if (!first) first = f;
