@@ -154,6 +154,13 @@ struct cq_fetch {
 /* A fetch's i-th child and its next hop, as Cassandra fetches. */
 static inline cq_fetch *kp_cq_child(const cq_fetch *f, size_t i) { return (cq_fetch *)f->base.children[i]; }
 static inline cq_fetch *kp_cq_next_hop(const cq_fetch *f) { return (cq_fetch *)f->base.next_hop; }
+/* A read that walks a range-bucketed table's buckets in order (execute.c walks_buckets, which
+ * also needs one parent and a LIMIT): a root's or independent merged SELECT, not per element. */
+static inline int kp_cq_walks_buckets(const cq_fetch *f)
+{
+    return f->table && f->table->bounds && f->is_merged && f->kind == CQ_SELECT && (f->is_root || f->base.is_independent) &&
+           !(f->bind_count && f->binds[0].is_element);
+}
 /* A token-paged merged read asks each bucket (or its one partition, read to the order's
  * first part) for one row past the page: when one bucket holds all the rest, the merge still
  * sees that another page follows. */

@@ -138,6 +138,17 @@ static int64_t sent_limit(run *R, const cq_fetch *f, int64_t *skip)
     return limit > 0 ? limit + off : limit;
 }
 
+/* A later page's token value of the order part the first clustering column holds (NULL: a
+ * first page, or a token without it). */
+static const cJSON *token_first(run *R, const cq_fetch *f)
+{
+    const kp_shape *sh = f->shape;
+    if (!R->after || !sh || sh != R->pattern->paged) return NULL;
+    const cJSON *tv = R->after->child;
+    for (size_t k = 0; k < sh->order_count && tv && kp_cq_partition_binds(f->table, sh->order[k].attr); k++) tv = tv->next;
+    return tv && !cJSON_IsNull(tv) ? tv : NULL;
+}
+
 /* The statement and values of a fetch for one parent (and bucket / element). */
 static int build(run *R, const cq_fetch *f, const kp_frec *parent, int bucket, const cJSON *element, const char **cql,
                  kp_cql_values *v, int *page_size)
@@ -185,14 +196,7 @@ static int build(run *R, const cq_fetch *f, const kp_frec *parent, int bucket, c
      * row met the range) */
     const cJSON *from = NULL;
     int from_lower = 0;
-    if (limit > 0 && R->after && f->reads_ties && sh == R->pattern->paged) {
-        const cJSON *tv = R->after->child;
-        for (size_t k = 0; k < sh->order_count && tv && kp_cq_partition_binds(t, sh->order[k].attr); k++) tv = tv->next;
-        if (tv && !cJSON_IsNull(tv)) {
-            from = tv;
-            from_lower = t->cols[t->pk_count].is_desc == f->is_reversed;
-        }
-    }
+    if (limit > 0 && f->reads_ties && (from = token_first(R, f)) != NULL) from_lower = t->cols[t->pk_count].is_desc == f->is_reversed;
     /* a later page of a merged bucketed read starts every bucket strictly after the token:
      * one tuple slice over the clustering columns (all in one direction, see propose.c
      * buckets_merge), whose values are the token's order values; NULL where the token has no
@@ -455,24 +459,12 @@ static const cJSON *range_bound(run *R, const cq_fetch *f, int upper)
     return v;
 }
 
-/* A later page's token value of the order part the first clustering column holds (NULL: a
- * first page, or a token without it). */
-static const cJSON *token_first(run *R, const cq_fetch *f)
-{
-    const kp_shape *sh = f->shape;
-    if (!R->after || !sh || sh != R->pattern->paged) return NULL;
-    const cJSON *tv = R->after->child;
-    for (size_t k = 0; k < sh->order_count && tv && kp_cq_partition_binds(f->table, sh->order[k].attr); k++) tv = tv->next;
-    return tv && !cJSON_IsNull(tv) ? tv : NULL;
-}
-
 /* Does a read walk a range-bucketed table's buckets in order (cq_table.bounds)? A read in
  * the clustering order with a LIMIT, for one parent: it starts in the bucket where its
  * range (or the page token) starts and reads the next only while the page is not full. */
 static int walks_buckets(run *R, const cq_fetch *f, const pairs *in)
 {
-    return f->table->bounds && f->is_merged && f->kind == CQ_SELECT && (f->is_root || f->base.is_independent) && in->count == 1 &&
-           !(f->bind_count && f->binds[0].is_element) && sent_limit(R, f, NULL) > 0;
+    return kp_cq_walks_buckets(f) && in->count == 1 && sent_limit(R, f, NULL) > 0;
 }
 
 /* The buckets a walk reads, first to last, and its direction. */

@@ -1610,8 +1610,7 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
         int buckets = f->table->buckets > 1 ? f->table->buckets : 1;
         int per_element = f->bind_count && f->binds[0].is_element;
         /* execute.c walks_buckets: a root's read in the clustering order of a range-bucketed table */
-        int walks = f->table->bounds && f->is_merged && f->kind == CQ_SELECT && (f->is_root || f->base.is_independent) &&
-                    !per_element && lim > 0;
+        int walks = kp_cq_walks_buckets(f) && lim > 0;
         double inputs = f->is_root || f->base.is_independent ? 1 : parents;
         double inputs_max = f->is_root || f->base.is_independent ? 1 : parents_max;
         double requests = inputs * buckets, requests_max = inputs_max * buckets;
