@@ -112,8 +112,10 @@ typedef struct ddb_entity {
 
 /* ---- fetch trees ------------------------------------------------------------------- */
 
-/* DDB_COPY: the referenced record made of the copies its parent's item holds (no request) */
-typedef enum ddb_fetch_kind { DDB_GET, DDB_QUERY, DDB_BATCH_GET, DDB_COUNT, DDB_COPY } ddb_fetch_kind;
+/* DDB_COPY: the referenced record made of the copies its parent's item holds (no request);
+ * DDB_RIDE: a to-one record the parent's header Query returned beside the header (a rider:
+ * its item sits in the header's collection, just after the header: no request) */
+typedef enum ddb_fetch_kind { DDB_GET, DDB_QUERY, DDB_BATCH_GET, DDB_COUNT, DDB_COPY, DDB_RIDE } ddb_fetch_kind;
 
 /* Where a key value comes from at run time. */
 typedef enum ddb_source { DDB_FROM_PARAMS, DDB_FROM_PARENT, DDB_FROM_CONSTANT } ddb_source;
@@ -130,6 +132,8 @@ struct ddb_fetch {
     const ddb_entity *entity;       /* the items it returns */
     const ddb_entity *header;       /* a Query that also returns the parent's header item */
     const char *header_sk;          /* that header's sentinel sort key */
+    int rider_count;                /* a header Query: the riders it also returns (its DDB_RIDE children) */
+    const char *ride_sk;            /* DDB_RIDE: the rider item's sort key in the header's collection */
     /* the hop this fetch follows from its parent's records (NULL for the root) */
     const kp_rel *rel;
     const kp_shape *shape;          /* the EACH / ONE / COUNT node it feeds (NULL: a to-one path hop) */
@@ -147,7 +151,7 @@ struct ddb_fetch {
     size_t filter_count;
     int is_forward;                 /* ScanIndexForward */
     int is_server_ordered;          /* the index returns the declared order (else the client sorts) */
-    int64_t limit;                  /* Limit sent (0: none); with a header, one more */
+    int64_t limit;                  /* Limit sent (0: none); with a header, one more, and one per rider */
     int is_paged;                   /* the pattern's paged $each: continued with ExclusiveStartKey */
     int shards;                     /* scatter-gather over PK#0..#n-1 */
     int is_scan;                    /* no index serves it: a Scan, a defect the report shows */

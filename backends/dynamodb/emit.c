@@ -488,12 +488,12 @@ typedef struct op_list {
 
 /* The fetches of a pattern in the order of its plan's operations (kp_fetch_visit: the
  * order the claims walker prices them in), each with the request whose answer it runs on;
- * a copy sends no request and has no operation. */
+ * a copy or a rider sends no request and has no operation. */
 static void collect(void *ctx, const kp_fetch *node, const kp_fetch *parent_node)
 {
     op_list *ops = ctx;
     const ddb_fetch *f = (const ddb_fetch *)node;
-    if (ops->count == sizeof ops->items / sizeof ops->items[0] || f->kind == DDB_COPY) return;
+    if (ops->count == sizeof ops->items / sizeof ops->items[0] || f->kind == DDB_COPY || f->kind == DDB_RIDE) return;
     int parent = -1;
     for (size_t i = ops->count; parent_node && i-- > 0;)
         if (&ops->items[i].f->base == parent_node) { parent = (int)i; break; }
@@ -551,7 +551,7 @@ static cJSON *build_request(emitter *E, const kp_pattern *p, const op_file *o, i
     }
     int with_header = f->header && !next;
     int64_t limit = kp_ddb_request_limit(&ctx, f);
-    if (limit > 0 && with_header) limit += 1;
+    if (limit > 0 && with_header) limit += 1 + f->rider_count;
     *command = "query";
     cJSON *req = kp_ddb_query_request(&ctx, f, pk, with_header, limit);
     if (req && next && f->shards == 1) cJSON_AddStringToObject(req, "ExclusiveStartKey", PAGE_KEY);
@@ -663,7 +663,8 @@ static void readme_needs(kp_text *t, const op_list *ops, const op_file *o, const
         if (s->page == KP_PAGE_OFFSET && s->offset_param) kp_text_printf(t, ", plus `<%s>`", s->offset_param->name);
         kp_text_append(t, f->header && !cJSON_GetObjectItemCaseSensitive(request, "ExclusiveStartKey") &&
                                   !count_holders(names, HOLDER_PAGE)
-                              ? ", plus one for the header item.\n"
+                              ? (f->rider_count ? ", plus one for the header item and one for each item riding with it.\n"
+                                                : ", plus one for the header item.\n")
                               : ".\n");
     }
     if (strcmp(command, "scan") == 0)

@@ -41,6 +41,8 @@ typedef struct run {
     cJSON *next_key;            /* its continuation after this page, owned */
     const char *after_sk;       /* a sharded paged fetch: continue after this index sort key */
     kp_frec *root;              /* the single root record, once read */
+    kp_frec *riders[8];         /* the riders the header Query returned (DDB_RIDE reads them) */
+    size_t rider_count;
     long items_returned;
     long items_read;            /* items the server read: ScannedCount, or the items a Get sent */
     long bytes_read;            /* the DynamoDB sizes of the items the server sent */
@@ -252,7 +254,7 @@ static int run_query(run *R, const ddb_fetch *f, const char *pk, int with_header
 {
     int is_paged = f->shape && f->shape == R->pattern->paged && f->shards == 1;
     int64_t limit = limit_for(R, f);
-    if (limit > 0 && with_header) limit += 1;
+    if (limit > 0 && with_header) limit += 1 + f->rider_count;
     cJSON *start = is_paged && R->start_key && !R->after_sk ? cJSON_Duplicate(R->start_key, 1) : NULL;
     long got = 0;
     int rc = 0;
@@ -478,10 +480,23 @@ static kp_frec *join_target(run *R, const ddb_fetch *f, const kp_frec *join)
     return rec;
 }
 
+/* DDB_RIDE: the rider of this entity the header Query returned, for the header (its one
+ * input); none when the header's collection holds none (an order not shipped yet). */
+static int ride_level(run *R, const ddb_fetch *f, const pairs *in, pairs *out)
+{
+    for (size_t i = 0; i < in->count; i++)
+        for (size_t k = 0; in->items[i].rec && k < R->rider_count; k++)
+            if (R->riders[k]->entity == f->entity->entity &&
+                pairs_push3(out, R->riders[k], in->items[i].origin ? in->items[i].origin : in->items[i].rec, in->items[i].rec))
+                return nomem(R);
+    return 0;
+}
+
 /* Reads what f reads for each input, appending (record, origin) pairs in order. */
 static int fetch_level(run *R, const ddb_fetch *f, const pairs *in, pairs *out)
 {
     if (f->kind == DDB_COPY) return copy_level(R, f, in, out);
+    if (f->kind == DDB_RIDE) return ride_level(R, f, in, out);
     if (f->is_scan) {
         for (size_t i = 0; i < in->count; i++) {
             cJSON *items = cJSON_CreateArray();
@@ -581,6 +596,9 @@ static int fetch_level(run *R, const ddb_fetch *f, const pairs *in, pairs *out)
             if (rc == 0 && f->shards > 1 && f->kind == DDB_QUERY) rc = merge_shards(R, f, items);
         }
         if (rc == 0 && f->kind == DDB_COUNT && f->shape && from) rc = kp_fetched_set_count(R->fetched, f->shape, from, count);
+        /* the Limit made room for the riders; where one is missing, the item it left room
+         * for is past the page */
+        int64_t room = f->rider_count ? limit_for(R, f) : 0, listed = 0;
         for (const cJSON *it = items->child; rc == 0 && it; it = it->next) {
             kp_frec *rec = record_of(R, it);
             if (!rec) { rc = -1; break; }
@@ -589,6 +607,12 @@ static int fetch_level(run *R, const ddb_fetch *f, const pairs *in, pairs *out)
                 R->root = rec;
                 continue;
             }
+            if (f->rider_count && rec->entity != f->entity->entity) {
+                if (R->rider_count < sizeof R->riders / sizeof R->riders[0]) R->riders[R->rider_count++] = rec;
+                continue;
+            }
+            if (room > 0 && listed >= room) continue;
+            listed++;
             if (pairs_push3(out, rec, origin, from)) rc = nomem(R);
         }
         cJSON_Delete(targets);
@@ -664,8 +688,9 @@ static int place(void *ctx, const kp_fetch *first_node, const kp_fetch *last_nod
         } else {
             kp_frec *owner_root = NULL;
             if (is_root) {
-                /* a merged header Query: the header is the root; a later page reads it */
-                if (!R->root) rc = read_header(R, f);
+                /* a merged header Query: the header is the root; a later page reads it (a
+                 * first page without it found no parent) */
+                if (!R->root && R->start_key && f->shape == R->pattern->paged) rc = read_header(R, f);
                 owner_root = R->root;
                 if (rc == 0 && owner_root && kp_fetched_add_root(R->fetched, owner_root)) rc = nomem(R);
             }

@@ -52,7 +52,36 @@ typedef struct builder {
     struct step_ref { const kp_write *write; const kp_write_step *step; } **steps_of; /* per entity, in model order */
     size_t *step_count_of;
     int is_out_of_memory;  /* the fetch trees could not grow */
+    /* integer foreign-key attributes and the key attributes they reference: a reference's key
+     * text is its target's (the same width), or a child's collection would not be its
+     * parent's partition */
+    const kp_attr **ref_from, **ref_to;
+    size_t ref_count;
 } builder;
+
+/* Indexes the integer attributes of foreign keys (few: most keys are text). */
+static int index_int_references(builder *B)
+{
+    size_t n = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < B->m->relation_count; i++) {
+            const kp_relation *r = B->m->relations[i];
+            if (r->link != KP_LINK_FOREIGN_KEY) continue;
+            for (size_t k = 0; k < r->fk_count; k++) {
+                if (r->fk_attrs[k]->type.kind != KP_T_INT && r->fk_attrs[k]->type.kind != KP_T_COUNTER) continue;
+                if (pass) { B->ref_from[n] = r->fk_attrs[k]; B->ref_to[n] = r->ref_attrs[k]; }
+                n++;
+            }
+        }
+        if (pass || !n) break;
+        B->ref_from = kp_arena_alloc(B->arena, sizeof *B->ref_from * n);
+        B->ref_to = kp_arena_alloc(B->arena, sizeof *B->ref_to * n);
+        if (!B->ref_from || !B->ref_to) return -1;
+        n = 0;
+    }
+    B->ref_count = n;
+    return 0;
+}
 
 /* Indexes every write step by the entity it writes (model order), so per-pattern
  * checks read only the steps of their entity. */
@@ -120,7 +149,15 @@ static void fmt_attr(builder *B, ddb_format *f, const kp_attr *a)
     ddb_segment *segs = kp_arena_alloc(B->arena, sizeof *segs * (f->count + 1));
     if (f->count) memcpy(segs, f->segs, sizeof *segs * f->count);
     segs[f->count].attr = a;
-    segs[f->count].width = (a->type.kind == KP_T_INT || a->type.kind == KP_T_COUNTER) ? int_width(a) : 0;
+    /* a reference takes its target's width, through chains of references */
+    const kp_attr *w = a;
+    for (int hops = 0; hops < 8; hops++) {
+        size_t k = 0;
+        while (k < B->ref_count && B->ref_from[k] != w) k++;
+        if (k == B->ref_count || B->ref_to[k] == w) break;
+        w = B->ref_to[k];
+    }
+    segs[f->count].width = (a->type.kind == KP_T_INT || a->type.kind == KP_T_COUNTER) ? int_width(w) : 0;
     f->segs = segs;
     f->count++;
 }
@@ -337,7 +374,14 @@ static double fetch_bytes(builder *B, const ddb_fetch *f, double count, double i
 {
     double child = f->placement && f->placement->elements ? element_item_bytes(f->placement, at_max)
                                                           : entity_item_bytes(B, f->entity->entity, at_max);
-    return f->header ? (count - inputs) * child + inputs * entity_item_bytes(B, f->header->entity, at_max) : count * child;
+    if (!f->header) return count * child;
+    /* one header per input, and each rider it returns (DDB_RIDE children) */
+    double heads = entity_item_bytes(B, f->header->entity, at_max);
+    for (size_t i = 0; i < f->base.child_count; i++) {
+        const ddb_fetch *c = kp_ddb_child(f, i);
+        if (c->kind == DDB_RIDE) heads += entity_item_bytes(B, c->entity->entity, at_max);
+    }
+    return (count - inputs * (1 + f->rider_count)) * child + inputs * heads;
 }
 
 static double read_units(double bytes)
@@ -1652,6 +1696,75 @@ static int plan_root(builder *B, const kp_pattern *p, ddb_fetch **out)
  * becomes one Query returning the header and the children. */
 static void merge_into(builder *B, const kp_pattern *p, ddb_fetch *root, size_t i, const char *sentinel);
 
+/* Items written per second of entity e: every write step that inserts, updates or deletes it. */
+static double entity_write_rate(builder *B, const kp_entity *e)
+{
+    double rate = 0;
+    for (size_t k = 0; k < e->write_step_count; k++) rate += kp_write_rps(e->step_writes[k], B->mix);
+    return rate;
+}
+
+/* Rule 2's riders: a record the header's children read by the header's own key — a 1:1 whose
+ * other side holds the reference (an order's shipment) — enters the header's collection on
+ * the GSI too, its sort key the header's sentinel followed by its prefix
+ * ("ORDERITEM!SHIPMENT"), which sorts between the header and the first child in the read's
+ * direction: the one Query returns it beside the header, instead of a request of its own
+ * after it. Taken when the requests saved outweigh the index entries its writes add; not on
+ * a paged listing (a later page starts past the header, and would read the rider apart). */
+static void take_riders(builder *B, const kp_pattern *p, ddb_fetch *root, const ddb_placement *hp, const char *sentinel)
+{
+    if (root->is_paged || root->shards > 1) return;
+    const kp_entity *parent = root->header->entity;
+    for (size_t i = 0; i < root->base.child_count && root->rider_count < 8; i++) {
+        ddb_fetch *c = kp_ddb_child(root, i);
+        const kp_rel *r = c->rel;
+        if ((c->kind != DDB_GET && c->kind != DDB_QUERY) || c->base.child_count || kp_ddb_next_hop(c) || c->is_scan) continue;
+        if (!r || r->source != parent || r->is_many || (c->shape && (c->shape->kind != KP_SHAPE_ONE || c->shape->hop_count != 1)))
+            continue;
+        const kp_relation *rel = r->relation;
+        ddb_entity *rider = (ddb_entity *)c->entity;
+        if (rel->link != KP_LINK_FOREIGN_KEY || rel->holder != rider->entity || rel->referenced != parent ||
+            rel->fk_count != parent->key_count || rider == root->entity || rider->entity == parent)
+            continue;
+        int taken = 0;
+        for (size_t k = 0; k < rider->placement_count; k++) taken |= rider->placements[k].index == hp->index;
+        if (taken) continue;
+        double saved = pattern_rate(B, p), cost = entity_write_rate(B, rider->entity);
+        int is_taken = saved > cost;
+        ddb_placement *cp = is_taken ? add_placement(B, rider) : NULL;
+        if (cp) {
+            cp->index = hp->index;
+            fmt_literal(B, &cp->pk, kp_ddb_format_prefix(B->arena, &hp->pk));
+            for (size_t k = 0; k < rel->fk_count; k++) {
+                if (k) fmt_literal(B, &cp->pk, "#");
+                fmt_attr(B, &cp->pk, rel->fk_attrs[k]);
+            }
+            cp->sentinel_sk = bprintf(B, "%s%s", sentinel, rider->prefix);
+            fmt_literal(B, &cp->sk, cp->sentinel_sk);
+            cp->cause = p;
+            c->kind = DDB_RIDE;
+            c->placement = cp;
+            c->ride_sk = cp->sentinel_sk;
+            root->rider_count++;
+        }
+        kp_decision *x = kp_design_decide(
+            B->d, kp_design_printf(B->d, "%s %s rider", hp->index->name, rider->entity->name),
+            cp ? kp_design_printf(B->d, "the %s item also enters %s in its %s's collection: %s=%s, %s=\"%s\"", rider->entity->name,
+                                  hp->index->name, parent->name, hp->index->pk_attr, kp_ddb_format_describe(B->arena, &cp->pk),
+                                  hp->index->sk_attr, cp->sentinel_sk)
+               : kp_design_printf(B->d, "the %s item is read by key after the %s header", rider->entity->name, parent->name),
+            cp ? kp_design_printf(B->d, "'%s' returns the %s's %s: sorting just after the header, it comes back from the Query "
+                                        "that returns the header and its %s, one request fewer (%.1f/s) against one more index "
+                                        "entry per %s write (%.1f/s)",
+                                  p->name, parent->name, r->name, root->rel->name, saved, rider->entity->name, cost)
+               : kp_design_printf(B->d, "'%s' returns the %s's %s: placed in the header's collection on %s it would come back "
+                                        "with the header (%.1f requests/s saved), but every %s write would write one more index "
+                                        "entry (%.1f/s)",
+                                  p->name, parent->name, r->name, hp->index->name, saved, rider->entity->name, cost));
+        kp_decision_add_pattern(B->d, x, p);
+    }
+}
+
 /* Rule 2 on a global index: a root found by a lookup on a GSI (its own key, or a unique
  * attribute) whose first listing is its own 1:N children: the children also enter that
  * GSI under the same partition value, and the root's entry becomes their header — the
@@ -1694,6 +1807,7 @@ static void merge_header_on_gsi(builder *B, const kp_pattern *p, ddb_fetch *root
         rp->sentinel_sk = sentinel;
         c->placement = cp;
         merge_into(B, p, root, i, sentinel);
+        take_riders(B, p, root, rp, sentinel);
         return;
     }
 }
@@ -1896,6 +2010,17 @@ typedef struct opctx {
     kp_plan *plan;
 } opctx;
 
+/* ", its Shipment" for the riders a header Query returns, else "". */
+static const char *riders_named(builder *B, const ddb_fetch *f)
+{
+    const char *names = "";
+    for (size_t i = 0; i < f->base.child_count; i++) {
+        const ddb_fetch *c = kp_ddb_child(f, i);
+        if (c->kind == DDB_RIDE) names = bprintf(B, "%s, its %s", names, c->entity->entity->name);
+    }
+    return names;
+}
+
 static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in, kp_fetch_load *out)
 {
     const opctx *O = ctx;
@@ -1906,7 +2031,8 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
     double parents = in->expected, parents_max = in->max;
     int step = in->step;
     static const char *const ops[] = {"GetItem", "Query", "BatchGetItem", "Query (COUNT)"};
-    if (f->kind == DDB_COPY) return; /* the parent's items hold it: no request (out: one per input) */
+    /* the parent's items hold it, or the header Query returned it: no request (out: one per input) */
+    if (f->kind == DDB_COPY || f->kind == DDB_RIDE) return;
     /* a key look-up for several parents is one BatchGetItem per 100 keys (execute.c) */
     int batched = f->kind == DDB_GET && parents > 1;
     kp_operation *o = kp_plan_add_op(B->d, plan, ops[batched ? DDB_BATCH_GET : f->kind], B->L->table);
@@ -1982,7 +2108,7 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
         per = f->shards * (each < per ? each : per);
         per_max = f->shards * per_max;
     }
-    if (f->header) { per += 1; per_max += 1; }
+    if (f->header) { per += 1 + f->rider_count; per_max += 1 + f->rider_count; }
     if (parents_max < parents) parents_max = parents;
     double count = parents * per;
     double bytes = fetch_bytes(B, f, count, parents, 0);
@@ -2011,7 +2137,7 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
     if (needed > 0) o->requests_max = parents_max * ceil(per_max / (double)needed);
     if (o->requests_max < 1) o->requests_max = 1;
     /* a later page's Query starts past the header item, which a GetItem then reads (execute.c) */
-    if (f->header) o->requests_max += parents_max;
+    if (f->header && f->is_paged && f->shape->page == KP_PAGE_TOKEN) o->requests_max += parents_max;
     o->is_scan = f->is_scan;
     if (f->is_scan) {
         o->op = "Scan";
@@ -2033,8 +2159,8 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
         o->requests_max = parents_max * (table_bytes_max > 1048576 ? ceil(table_bytes_max / 1048576) : 1);
         o->read_units = o->requests * read_units(table_bytes / (o->requests / (parents > 0 ? parents : 1)));
     }
-    o->why = f->header ? kp_design_printf(B->d, "returns the %s header and the first %s items in one request",
-                                          f->header->entity->name, f->entity->entity->name)
+    o->why = f->header ? kp_design_printf(B->d, "returns the %s header%s and the first %s items in one request",
+                                          f->header->entity->name, riders_named(B, f), f->entity->entity->name)
                        : NULL;
     if ((!f->is_server_ordered || f->shards > 1) && f->shape && f->shape->kind == KP_SHAPE_EACH && f->shape->declared_order_count)
         o->why = kp_design_printf(B->d, "results are merged and sorted in the client (%s)",
@@ -2050,9 +2176,9 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
                                   !f->is_server_ordered ? "the index cannot hold the declared order and the client sorts"
                                                         : "the server filters after reading (FilterExpression)");
     /* children: one more round trip below this one */
-    double produced = f->kind == DDB_COUNT ? 0 : count - (f->header ? parents : 0);
+    double produced = f->kind == DDB_COUNT ? 0 : count - (f->header ? parents * (1 + f->rider_count) : 0);
     if (needed > 0 && produced > parents * (double)needed) produced = parents * (double)needed; /* what matches goes on */
-    double produced_max = f->kind == DDB_COUNT ? 0 : max_count - (f->header ? parents_max : 0);
+    double produced_max = f->kind == DDB_COUNT ? 0 : max_count - (f->header ? parents_max * (1 + f->rider_count) : 0);
     /* the header's children run on the header record (kp_fetch.is_on_inputs: one per input) */
     out->expected = produced;
     out->max = produced_max;
@@ -2580,7 +2706,7 @@ static void mark_independent(const kp_pattern *p, ddb_fetch *root)
 static void mark_roles(ddb_fetch *f)
 {
     for (; f; f = kp_ddb_next_hop(f)) {
-        f->base.is_free = f->kind == DDB_COPY;
+        f->base.is_free = f->kind == DDB_COPY || f->kind == DDB_RIDE;
         f->base.is_terminal = f->kind == DDB_COUNT;
         for (size_t i = 0; i < f->base.child_count; i++) {
             ddb_fetch *c = kp_ddb_child(f, i);
@@ -2762,7 +2888,7 @@ static int propose_one(const kp_model *m, const kp_mix *mix, int is_normalised, 
     }
     d->layout = L;
     d->free_layout = free_layout;
-    builder B = {m, mix, d, L, &L->arena, err, is_normalised, NULL, NULL, 0};
+    builder B = {m, mix, d, L, &L->arena, err, is_normalised, NULL, NULL, 0, NULL, NULL, 0};
     L->table = kp_arena_strdup(&L->arena, m->name);
     L->base.kind = DDB_BASE;
     L->base.pk_attr = "PK";
@@ -2770,7 +2896,7 @@ static int propose_one(const kp_model *m, const kp_mix *mix, int is_normalised, 
     L->entity_count = m->entity_count;
     L->entities = kp_arena_alloc(&L->arena, sizeof *L->entities * (m->entity_count ? m->entity_count : 1));
     L->roots = kp_arena_alloc(&L->arena, sizeof *L->roots * (m->pattern_count ? m->pattern_count : 1));
-    if (index_write_steps(&B)) {
+    if (index_write_steps(&B) || index_int_references(&B)) {
         kp_design_free(d);
         return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
     }
@@ -2793,8 +2919,8 @@ static int propose_one(const kp_model *m, const kp_mix *mix, int is_normalised, 
         kp_plan_total(plan);
         plan->shards = L->roots[i]->shards;
         plan->why = L->roots[i]->header
-                        ? kp_design_printf(d, "the %s header and its %s come back from one Query", L->roots[i]->header->entity->name,
-                                           L->roots[i]->rel->name)
+                        ? kp_design_printf(d, "the %s header%s and its %s come back from one Query", L->roots[i]->header->entity->name,
+                                           riders_named(&B, L->roots[i]), L->roots[i]->rel->name)
                         : NULL;
     }
     plan_writes(&B);

@@ -197,6 +197,12 @@ static int key_condition(const ddb_request_ctx *c, const ddb_fetch *f, const cha
             else if (range->op == KP_OP_LE) snprintf(hi, sizeof hi, "%s%s$", base, v);
             else if (range->op == KP_OP_LT) snprintf(hi, sizeof hi, "%s%s", base, v);
         }
+        /* riders sort just after the header, on the side the read starts from: a descending
+         * read's upper bound takes the last of them */
+        for (size_t i = 0; !f->is_forward && i < f->base.child_count; i++) {
+            const ddb_fetch *r = kp_ddb_child(f, i);
+            if (r->kind == DDB_RIDE && strcmp(r->ride_sk, hi) > 0) snprintf(hi, sizeof hi, "%s", r->ride_sk);
+        }
         const char *upper = expr_value(x, av_string(hi));
         expr_append(x, " AND %s BETWEEN %s AND %s", sk, expr_value(x, av_string(lo)), upper);
         return 0;

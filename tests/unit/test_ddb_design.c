@@ -229,6 +229,103 @@ static void test_one_order_with_its_items_is_one_query_on_the_inverted_index(voi
     kp_model_free(m);
 }
 
+/* Issue #14, header reads: a 1:1 the header's children read by the header's own key (an
+ * order's shipment) rides in the header's collection on the GSI, just after the header, so
+ * the order screen is one Query; where its writes outweigh the reads saved it is read by key. */
+static void test_a_one_to_one_read_by_the_headers_key_rides_with_the_header(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/order-response/model.json");
+    kp_design *d = propose(m);
+    const kp_plan *p = plan_of(d, "order-detail");
+    assert_int_equal(p->op_count, 1);
+    assert_string_equal(p->ops[0].op, "Query");
+    assert_string_equal(p->ops[0].index, "GSI1");
+    assert_true(p->requests_max == 1);
+    assert_non_null(strstr(p->ops[0].why, "the Order header, its Shipment and the first OrderItem items"));
+    int rides = 0;
+    for (size_t k = 0; k < d->decision_count; k++)
+        rides |= !strcmp(d->decisions[k].subject, "GSI1 Shipment rider") &&
+                 strstr(d->decisions[k].choice, "GSI1PK=ORDER#<orderId>, GSI1SK=\"ORDERITEM!SHIPMENT\"") != NULL;
+    assert_true(rides);
+    /* the Shipment item carries the rider's keys */
+    kp_dataset *data;
+    kp_error err;
+    assert_int_equal(kp_dataset_new(m, &data, &err), 0);
+    const char *us = "{\"userId\":\"u-1\",\"name\":\"Ada\",\"country\":\"FR\",\"createdAt\":\"2025-01-02T00:00:00.000Z\"}\n";
+    const char *od = "{\"orderId\":\"o-1\",\"userId\":\"u-1\",\"status\":\"SHIPPED\",\"placedAt\":\"2026-01-01T00:00:00.000Z\","
+                     "\"day\":\"2026-01-01\",\"total\":1200}\n";
+    const char *sh = "{\"orderId\":\"o-1\",\"carrier\":\"UPS\",\"invoice\":\"INV-1\",\"shippedAt\":\"2026-01-02T00:00:00.000Z\"}\n";
+    if (kp_dataset_add_ndjson(data, kp_model_entity(m, "User"), "us", us, strlen(us), &err) ||
+        kp_dataset_add_ndjson(data, kp_model_entity(m, "Order"), "od", od, strlen(od), &err) ||
+        kp_dataset_add_ndjson(data, kp_model_entity(m, "Shipment"), "sh", sh, strlen(sh), &err) || kp_dataset_finish(data, &err))
+        fail_msg("data: %s", err.message);
+    size_t n;
+    kp_record *const *shipments = kp_dataset_records(data, kp_model_entity(m, "Shipment"), &n);
+    kp_item_list items = {0};
+    assert_int_equal(kp_dynamodb_backend.transform(d, data, shipments[0], &items, &err), 0);
+    const cJSON *body = items.items[0].body;
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(body, "GSI1PK"), "S")->valuestring, "ORDER#o-1");
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(body, "GSI1SK"), "S")->valuestring, "ORDERITEM!SHIPMENT");
+    kp_item_list_free(&items);
+    kp_dataset_free(data);
+    kp_design_free(d);
+    kp_model_free(m);
+    /* at 40 order screens a second against 100 shipment writes, the shipment is read by key */
+    m = load_edited("examples/order-response/model.json", "\"rps\": 400,", "\"rps\": 40, ");
+    d = propose(m);
+    p = plan_of(d, "order-detail");
+    assert_int_equal(p->op_count, 2);
+    int declined = 0;
+    for (size_t k = 0; k < d->decision_count; k++)
+        declined |= !strcmp(d->decisions[k].subject, "GSI1 Shipment rider") &&
+                    strstr(d->decisions[k].choice, "read by key after the Order header") != NULL;
+    assert_true(declined);
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
+/* A reference's key text is its target's: hotel-reservations' Room.roomNumber declares 100..9999
+ * (four digits in a key), Amenity.roomNumber, which references it, declares no range; the
+ * Amenity items must still live in their Room's partition, or the header Query of
+ * room-amenities finds no Room item there. */
+static void test_a_reference_keys_its_childs_partition_as_its_parent_does(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/hotel-reservations/model.json");
+    kp_design *d = propose(m);
+    kp_dataset *data;
+    kp_error err;
+    assert_int_equal(kp_dataset_new(m, &data, &err), 0);
+    const char *ho = "{\"id\":\"h-1\",\"name\":\"Azur\",\"phone\":\"+33 1 00 00 00\",\"address\":{\"street\":\"1 rue\","
+                     "\"city\":\"Nice\",\"stateOrProvince\":\"PACA\",\"postalCode\":\"06000\",\"country\":\"FR\"}}\n";
+    const char *ro = "{\"hotelId\":\"h-1\",\"roomNumber\":22,\"rate\":120,\"roomType\":\"DOUBLE\"}\n";
+    const char *am = "{\"hotelId\":\"h-1\",\"roomNumber\":22,\"name\":\"minibar\",\"description\":\"cold\"}\n";
+    if (kp_dataset_add_ndjson(data, kp_model_entity(m, "Hotel"), "ho", ho, strlen(ho), &err) ||
+        kp_dataset_add_ndjson(data, kp_model_entity(m, "Room"), "ro", ro, strlen(ro), &err) ||
+        kp_dataset_add_ndjson(data, kp_model_entity(m, "Amenity"), "am", am, strlen(am), &err) || kp_dataset_finish(data, &err))
+        fail_msg("data: %s", err.message);
+    const char *pks[2];
+    const char *names[2] = {"Room", "Amenity"};
+    kp_item_list items[2] = {{0}, {0}};
+    for (int i = 0; i < 2; i++) {
+        size_t n;
+        kp_record *const *recs = kp_dataset_records(data, kp_model_entity(m, names[i]), &n);
+        assert_int_equal(n, 1);
+        assert_int_equal(kp_dynamodb_backend.transform(d, data, recs[0], &items[i], &err), 0);
+        pks[i] = cJSON_GetObjectItem(cJSON_GetObjectItem(items[i].items[0].body, "PK"), "S")->valuestring;
+    }
+    assert_string_equal(pks[0], "ROOM#h-1#0022");
+    assert_string_equal(pks[1], pks[0]);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(items[0].items[0].body, "SK"), "S")->valuestring, "AMENITY!");
+    kp_item_list_free(&items[0]);
+    kp_item_list_free(&items[1]);
+    assert_true(plan_of(d, "room-amenities")->requests_max == 1);
+    kp_dataset_free(data);
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
 static void test_leaderboard_is_one_query_each_with_a_zero_padded_rating(void **state)
 {
     (void)state;
@@ -1204,6 +1301,8 @@ int main(void)
         cmocka_unit_test(test_the_printed_key_condition_is_the_one_sent),
         cmocka_unit_test(test_active_projects_use_a_sparse_sharded_gsi),
         cmocka_unit_test(test_one_order_with_its_items_is_one_query_on_the_inverted_index),
+        cmocka_unit_test(test_a_one_to_one_read_by_the_headers_key_rides_with_the_header),
+        cmocka_unit_test(test_a_reference_keys_its_childs_partition_as_its_parent_does),
         cmocka_unit_test(test_leaderboard_is_one_query_each_with_a_zero_padded_rating),
         cmocka_unit_test(test_orders_of_a_day_use_a_gsi_and_recent_orders_one_query),
         cmocka_unit_test(test_a_walk_back_through_an_array_reads_an_adjacency_list),
