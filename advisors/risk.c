@@ -554,36 +554,50 @@ static void check_indexes(const kp_design *d, kp_risks *out)
 
 /* A container that no access pattern reads and no write reads before writing costs every
  * write that keeps it and serves nothing the model asks for. */
+/* The containers no pattern and no write reads. Linear in the design: the names read and the
+ * writes touching each container are gathered once (models of thousands of tables). */
+typedef struct unread_cost { double per_s; char writes[200]; size_t used; } unread_cost;
+
 static void check_unread(const kp_design *d, const kp_mix *mix, kp_risks *out)
 {
-    for (size_t i = 0; i < d->container_count; i++) {
-        const kp_container *c = &d->containers[i];
-        int is_read = 0;
-        for (size_t p = 0; p < d->plan_count && !is_read; p++)
-            for (size_t k = 0; k < d->plans[p].op_count && !is_read; k++) is_read = !strcmp(d->plans[p].ops[k].container, c->name);
-        for (size_t w = 0; w < d->write_plan_count && !is_read; w++)
-            for (size_t k = 0; k < d->write_plans[w].read_count && !is_read; k++) is_read = !strcmp(d->write_plans[w].reads[k], c->name);
-        if (is_read) continue;
-        double per_s = 0;
-        char writes[200] = "", cost[260] = "";
-        size_t used = 0;
-        for (size_t w = 0; w < d->write_plan_count; w++) {
-            const kp_write_plan *wp = &d->write_plans[w];
-            double n = 0;
-            for (size_t k = 0; k < wp->touch_count; k++)
-                if (!strcmp(wp->touches[k].container, c->name)) n += wp->touches[k].count;
-            if (n <= 0) continue;
-            per_s += n * kp_write_rps(wp->write, mix);
-            if (used < sizeof writes - 1) {
-                int k = snprintf(writes + used, sizeof writes - used, "%s'%s'", used ? ", " : "", wp->write->name);
-                used = k < 0 ? sizeof writes - 1 : used + (size_t)k < sizeof writes ? used + (size_t)k : sizeof writes - 1;
-            }
+    kp_arena arena = {0};
+    kp_strmap read = {0}, costs = {0};
+    static int yes = 1;
+    int ok = 1;
+    for (size_t p = 0; p < d->plan_count && ok; p++)
+        for (size_t k = 0; k < d->plans[p].op_count && ok; k++)
+            if (d->plans[p].ops[k].container) ok = kp_strmap_put(&arena, &read, d->plans[p].ops[k].container, &yes) == 0;
+    for (size_t w = 0; w < d->write_plan_count && ok; w++)
+        for (size_t k = 0; k < d->write_plans[w].read_count && ok; k++)
+            ok = kp_strmap_put(&arena, &read, d->write_plans[w].reads[k], &yes) == 0;
+    /* what each write costs each container it touches, for the containers nothing reads */
+    for (size_t w = 0; w < d->write_plan_count && ok; w++) {
+        const kp_write_plan *wp = &d->write_plans[w];
+        for (size_t k = 0; k < wp->touch_count && ok; k++) {
+            const char *name = wp->touches[k].container;
+            if (kp_strmap_get(&read, name) || wp->touches[k].count <= 0) continue;
+            unread_cost *c = kp_strmap_get(&costs, name);
+            if (!c && (!(c = kp_arena_alloc(&arena, sizeof *c)) || kp_strmap_put(&arena, &costs, name, c))) { ok = 0; break; }
+            /* a write named once per container, with all its touches of it */
+            int seen = 0;
+            for (size_t j = 0; j < k && !seen; j++) seen = !strcmp(wp->touches[j].container, name) && wp->touches[j].count > 0;
+            c->per_s += wp->touches[k].count * kp_write_rps(wp->write, mix);
+            if (seen || c->used >= sizeof c->writes - 1) continue;
+            int n = snprintf(c->writes + c->used, sizeof c->writes - c->used, "%s'%s'", c->used ? ", " : "", wp->write->name);
+            c->used = n < 0 ? sizeof c->writes - 1 : c->used + (size_t)n < sizeof c->writes ? c->used + (size_t)n : sizeof c->writes - 1;
         }
-        if (per_s > 0) snprintf(cost, sizeof cost, ": it costs %.3g item writes/s (%s)", per_s, writes);
+    }
+    for (size_t i = 0; i < d->container_count && ok; i++) {
+        const kp_container *c = &d->containers[i];
+        if (kp_strmap_get(&read, c->name)) continue;
+        const unread_cost *uc = kp_strmap_get(&costs, c->name);
+        char cost[260] = "";
+        if (uc && uc->per_s > 0) snprintf(cost, sizeof cost, ": it costs %.3g item writes/s (%s)", uc->per_s, uc->writes);
         add(out, "unread-container", KP_RISK_WARNING, c->name,
             "%s %s is read by no access pattern and by no write%s; drop it unless something outside the model reads it", c->kind,
             c->name, cost);
     }
+    kp_arena_free(&arena);
 }
 
 static void check_amplification(const kp_design *d, const kp_mix *mix, kp_risks *out)
