@@ -2875,6 +2875,62 @@ static void decide_copies(builder *B)
     }
 }
 
+/* Does g, the next hop after f, need of f's record only attributes of f's key? (the values
+ * a record made of that key holds: virtual_targets in execute.c reads these) */
+static int keys_by_key(const ddb_fetch *f, const ddb_fetch *g)
+{
+    const kp_relation *rel = g->rel ? g->rel->relation : NULL;
+    if (!rel || rel->link != KP_LINK_FOREIGN_KEY || g->rel->source != f->entity->entity || (g->placement && g->placement->elements))
+        return 0;
+    int holder_is_source = rel->holder == g->rel->source;
+    for (size_t i = 0; i < rel->fk_count; i++) {
+        const kp_attr *a = holder_is_source ? rel->fk_attrs[i] : rel->ref_attrs[i];
+        if (a->key_index < 0 || a->entity != f->entity->entity) return 0;
+    }
+    return 1;
+}
+
+/* A to-one hop on the way to another, of which the pattern reads nothing but the key its
+ * source's reference already holds (line-invoice: the order of a line, on the way to that
+ * order's shipment): not read; its record is made of that key (a DDB_COPY of no attributes)
+ * and the next hop keys by it. Every reference in the data names a record that exists
+ * (keyplan's data check), so the read would only have confirmed it. Where the reference is
+ * a key the parameters fix (the root's own), the next hop goes in the root's round trip. */
+static void skip_key_hops(builder *B, const kp_pattern *p, ddb_fetch *f, const ddb_fetch *root)
+{
+    for (; f; f = kp_ddb_next_hop(f)) {
+        ddb_fetch *g = kp_ddb_next_hop(f);
+        const kp_rel *r = f->rel;
+        if (g && r && !r->is_many && !f->shape && !f->base.child_count && (f->kind == DDB_GET || f->kind == DDB_QUERY) &&
+            !f->is_scan && !f->header && !f->filter_count && f->source == DDB_FROM_PARENT &&
+            r->relation->link == KP_LINK_FOREIGN_KEY && r->relation->holder == r->source && keys_by_key(f, g)) {
+            kp_copy_need need = {.rel = r};
+            kp_copy_need_pattern(&need, p);
+            if (!need.is_unfit && need.attr_count == 0) {
+                f->kind = DDB_COPY;
+                f->copy_count = 0;
+                f->base.is_free = 1;
+                int from_params = root && f != root && root->kind == DDB_GET && root->source == DDB_FROM_PARAMS && !root->header &&
+                                  r->source == root->entity->entity;
+                for (size_t k = 0; from_params && k < r->relation->fk_count; k++) {
+                    const kp_attr *a = r->relation->fk_attrs[k];
+                    from_params = a->key_index >= 0 && eq_cond(p->where, p->where_count, a);
+                }
+                if (from_params && g->kind != DDB_BATCH_GET) g->base.is_independent = 1;
+                kp_decision *x = kp_design_decide(
+                    B->d, bprintf(B, "%s.%s on the way", r->source->name, r->name ? r->name : r->target->name),
+                    bprintf(B, "no read of the %s item: its key from the %s item's own reference", r->target->name, r->source->name),
+                    bprintf(B, "'%s' reads nothing of the %s but the key the %s already holds, on the way to its %s%s", p->name,
+                            r->target->name, r->source->name, g->rel->name ? g->rel->name : g->entity->entity->name,
+                            g->base.is_independent ? ", which the parameters key: it goes in the first round trip" : ""));
+                kp_decision_add_pattern(B->d, x, p);
+            }
+        }
+        /* the root's own children may key by the parameters through it */
+        for (size_t i = 0; i < f->base.child_count; i++) skip_key_hops(B, p, kp_ddb_child(f, i), f == root ? root : NULL);
+    }
+}
+
 static int propose_one(const kp_model *m, const kp_mix *mix, int is_normalised, kp_design **out, kp_error *err)
 {
     extern const kp_backend kp_dynamodb_backend;
@@ -2910,6 +2966,7 @@ static int propose_one(const kp_model *m, const kp_mix *mix, int is_normalised, 
     if (rc) { kp_design_free(d); return -1; }
     prune_placements(&B);
     decide_copies(&B);
+    for (size_t i = 0; i < m->pattern_count; i++) skip_key_hops(&B, m->patterns[i], L->roots[i], L->roots[i]);
     for (size_t i = 0; i < m->pattern_count; i++) mark_roles(L->roots[i]);
     for (size_t i = 0; i < m->pattern_count; i++) {
         kp_plan *plan = &d->plans[i];

@@ -326,6 +326,39 @@ static void test_a_reference_keys_its_childs_partition_as_its_parent_does(void *
     kp_model_free(m);
 }
 
+/* Issue #14, N+1 and round trips: line-invoice reaches the shipment of a line's order; the
+ * line already holds the order's key, which is all the shipment's read needs, so the order
+ * is not read and the shipment's read, keyed by the parameters, goes beside the line's. A
+ * pattern that returns something of the order still reads it. */
+static void test_a_hop_read_only_for_its_key_is_not_read(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/order-response/model.json");
+    kp_design *d = propose(m);
+    const kp_plan *p = plan_of(d, "line-invoice");
+    assert_int_equal(p->op_count, 2);
+    assert_string_equal(p->ops[0].op, "GetItem");
+    assert_string_equal(p->ops[1].op, "Query");
+    assert_non_null(strstr(p->ops[1].condition, "SK = \"SHIPMENT\""));
+    assert_int_equal(p->ops[1].step, 1);
+    assert_int_equal(p->sequential_steps, 1);
+    int skipped = 0;
+    for (size_t k = 0; k < d->decision_count; k++)
+        skipped |= !strcmp(d->decisions[k].subject, "OrderItem.order on the way") &&
+                   strstr(d->decisions[k].choice, "no read of the Order item") != NULL;
+    assert_true(skipped);
+    kp_design_free(d);
+    kp_model_free(m);
+    m = load_edited("examples/order-response/model.json", "\"OrderItem.productName\"", "\"order.placedAt\"       ");
+    d = propose(m);
+    p = plan_of(d, "line-invoice");
+    assert_int_equal(p->op_count, 3);
+    assert_int_equal(p->sequential_steps, 3);
+    for (size_t k = 0; k < d->decision_count; k++) assert_string_not_equal(d->decisions[k].subject, "OrderItem.order on the way");
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
 static void test_leaderboard_is_one_query_each_with_a_zero_padded_rating(void **state)
 {
     (void)state;
@@ -1303,6 +1336,7 @@ int main(void)
         cmocka_unit_test(test_one_order_with_its_items_is_one_query_on_the_inverted_index),
         cmocka_unit_test(test_a_one_to_one_read_by_the_headers_key_rides_with_the_header),
         cmocka_unit_test(test_a_reference_keys_its_childs_partition_as_its_parent_does),
+        cmocka_unit_test(test_a_hop_read_only_for_its_key_is_not_read),
         cmocka_unit_test(test_leaderboard_is_one_query_each_with_a_zero_padded_rating),
         cmocka_unit_test(test_orders_of_a_day_use_a_gsi_and_recent_orders_one_query),
         cmocka_unit_test(test_a_walk_back_through_an_array_reads_an_adjacency_list),
