@@ -794,6 +794,14 @@ static int exec_keys(run *R, const cq_fetch *f, const pairs *in, pairs *out)
             kp_frec *rec = kp_fetched_add(R->fetched, r->target, obj);
             if (!rec) return nomem(R);
             if (link_record(R, f, at, rec, out)) return -1;
+        } else if (rel->link == KP_LINK_FOREIGN_KEY) {
+            /* a to-one hop read for its key alone (propose.c skip_key_hops): the source's reference */
+            int is_nomem = 0;
+            cJSON *obj = kp_copy_target_key(r, at->rec->object, &is_nomem);
+            if (!obj) { if (is_nomem) return nomem(R); continue; }
+            kp_frec *rec = kp_fetched_add(R->fetched, r->target, obj);
+            if (!rec) return nomem(R);
+            if (link_record(R, f, at, rec, out)) return -1;
         } else if (rel->link == KP_LINK_ARRAY) {
             const cJSON *arr = cJSON_GetObjectItemCaseSensitive(at->rec->object, rel->array_attr->name);
             for (const cJSON *v = cJSON_IsArray(arr) ? arr->child : NULL; v; v = v->next) {
@@ -861,6 +869,8 @@ static int read_root(run *R, const cq_fetch *f, const pairs *in, pairs *out, int
     if (rc == 0) rc = select_start(R, f, in, &root_q);
     for (size_t i = 0; rc == 0 && i < f->base.child_count; i++) {
         const cq_fetch *c = kp_cq_child(f, i);
+        /* a hop read for its key alone passes the root's key on: what it leads to goes too */
+        if (c->kind == CQ_KEYS && kp_cq_next_hop(c)) c = kp_cq_next_hop(c);
         if (!is_sent_with_root(f, c)) continue;
         if (c->shape && c->is_client_ordered) kp_fetched_client_order(R->fetched, c->shape);
         pending *w = &R->pending[R->pending_count++];

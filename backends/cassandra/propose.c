@@ -1799,6 +1799,73 @@ static void mark_roles(cq_fetch *f)
     }
 }
 
+/* A to-one hop on the way to another, of which the pattern reads nothing but the key its
+ * source's row already holds (line-invoice: the order of a line, on the way to that order's
+ * shipment): no SELECT; its record is made of that key (CQ_KEYS) and the next hop binds it.
+ * Every reference in the data names a record that exists (keyplan's data check). Where the
+ * reference is the root's own key fixed by the parameters, the next hop binds those and goes
+ * out with the root's SELECT. */
+static void skip_key_hops(builder *B, const kp_pattern *p, cq_fetch *f, const cq_fetch *root, const cq_fetch *tree)
+{
+    for (; f; f = kp_cq_next_hop(f)) {
+        cq_fetch *g = kp_cq_next_hop(f);
+        const kp_rel *r = f->rel;
+        int ok = g && r && !r->is_many && f->kind == CQ_SELECT && f->is_by_key && !f->shape && !f->base.child_count &&
+                 !f->client_cond_count && r->relation->link == KP_LINK_FOREIGN_KEY && r->relation->holder == r->source &&
+                 (g->kind == CQ_SELECT || g->kind == CQ_COUNT) && g->bind_count;
+        for (size_t b = 0; ok && b < g->bind_count; b++) {
+            const cq_bind *x = &g->binds[b];
+            ok = x->src != CQ_SRC_PARENT || (!x->is_element && x->from->entity == f->entity && x->from->key_index >= 0);
+        }
+        if (ok) {
+            kp_copy_need need = {.rel = r};
+            kp_copy_need_pattern(&need, p);
+            ok = !need.is_unfit && need.attr_count == 0;
+        }
+        if (ok) {
+            f->kind = CQ_KEYS;
+            /* the table it read no longer serves the pattern, unless another read of it does */
+            cq_table *t = (cq_table *)f->table;
+            for (size_t i = 0; t && i < t->cause_count && !tree_reads(tree, t); i++) {
+                if (t->causes[i] != p) continue;
+                memmove(&t->causes[i], &t->causes[i + 1], sizeof *t->causes * (t->cause_count - i - 1));
+                t->cause_count--;
+                break;
+            }
+            /* the root's key from the parameters: the next hop binds them (the reference's k-th
+             * attribute is the target's k-th key attribute) */
+            int from_params = root && f != root && root->is_root && root->kind == CQ_SELECT && r->source == root->entity;
+            const kp_cond *conds[16] = {0};
+            for (size_t b = 0; from_params && b < g->bind_count; b++) {
+                const cq_bind *x = &g->binds[b];
+                if (x->src != CQ_SRC_PARENT) continue;
+                const kp_attr *held = NULL;
+                for (size_t k = 0; k < r->relation->fk_count; k++)
+                    if (r->relation->ref_attrs[k] == x->from) held = r->relation->fk_attrs[k];
+                for (size_t w = 0; held && w < p->where_count; w++)
+                    if (p->where[w].attr == held && !p->where[w].path_len && is_eq_bindable(&p->where[w])) conds[b] = &p->where[w];
+                from_params = b < 16 && held && held->key_index >= 0 && conds[b];
+            }
+            for (size_t b = 0; from_params && b < g->bind_count; b++) {
+                cq_bind *x = &g->binds[b];
+                if (x->src != CQ_SRC_PARENT) continue;
+                x->src = conds[b]->value.param ? CQ_SRC_PARAM : CQ_SRC_LITERAL;
+                x->param = conds[b]->value.param;
+                x->literal = conds[b]->value.literal;
+            }
+            if (from_params) g->base.is_independent = 1;
+            kp_decision *x = kp_design_decide(
+                B->d, kp_arena_printf(B->A, "%s.%s on the way", r->source->name, r->name ? r->name : r->target->name),
+                kp_arena_printf(B->A, "no SELECT of the %s: its key from the %s row's own reference", r->target->name, r->source->name),
+                kp_arena_printf(B->A, "'%s' reads nothing of the %s but the key the %s already holds, on the way to its %s%s", p->name,
+                                r->target->name, r->source->name, g->rel && g->rel->name ? g->rel->name : g->entity->name,
+                                from_params ? ", which the parameters key: its SELECT goes out with the first" : ""));
+            kp_decision_add_pattern(B->d, x, p);
+        }
+        for (size_t i = 0; i < f->base.child_count; i++) skip_key_hops(B, p, kp_cq_child(f, i), f == root ? root : NULL, tree);
+    }
+}
+
 static void plan_ops(builder *B, const kp_pattern *p, cq_fetch *root, kp_plan *plan)
 {
     opctx O = {B, p, plan};
@@ -2385,6 +2452,7 @@ int kp_cq_propose(const kp_model *m, const kp_propose_options *options, kp_desig
         return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
     }
     decide_copies(&B);
+    for (size_t i = 0; i < m->pattern_count; i++) skip_key_hops(&B, m->patterns[i], L->roots[i], L->roots[i], L->roots[i]);
     for (size_t i = 0; i < m->pattern_count; i++) note_related_conditions(&B, m->patterns[i], L->roots[i]);
     for (size_t i = 0; i < m->pattern_count; i++) plan_ops(&B, m->patterns[i], L->roots[i], &d->plans[i]);
     plan_writes(&B);
