@@ -1210,13 +1210,13 @@ static void find_sites(builder *B, const kp_pattern *p, cq_fetch *f, cq_fetch *p
                     : f->shape && f->shape->kind == KP_SHAPE_ONE && f->shape->hop_count == 1 ? f->rel : NULL;
     if (parent && r && f->kind == CQ_SELECT && f->rel == r && !f->base.child_count && !kp_cq_next_hop(f) && parent->kind == CQ_SELECT &&
         parent->table && parent->table->entity == r->source)
-        kp_copy_sites_add(B->A, out, f, parent, p, r, parent->table->name);
+        kp_copy_sites_add(B->A, out, f, parent, p, r, parent->table->name, 0);
     /* the targets of an N:M read by key once per join row, which copies in the join rows
      * could answer (the Chebotko query table: it holds what its listing returns) */
     const cq_fetch *t = kp_cq_next_hop(f);
     if (f->is_join && t && t->kind == CQ_SELECT && t->is_by_key && t->shape && t->shape->kind == KP_SHAPE_EACH &&
         !t->base.child_count && !kp_cq_next_hop(t) && !t->client_cond_count && !f->client_cond_count)
-        kp_copy_sites_add(B->A, out, (void *)t, f, p, f->rel, f->table->name);
+        kp_copy_sites_add(B->A, out, (void *)t, f, p, f->rel, f->table->name, 0);
     find_sites(B, p, kp_cq_next_hop(f), f, out);
     for (size_t i = 0; i < f->base.child_count; i++) find_sites(B, p, kp_cq_child(f, i), f, out);
 }
@@ -1826,12 +1826,7 @@ static void skip_key_hops(builder *B, const kp_pattern *p, cq_fetch *f, const cq
             f->kind = CQ_KEYS;
             /* the table it read no longer serves the pattern, unless another read of it does */
             cq_table *t = (cq_table *)f->table;
-            for (size_t i = 0; t && i < t->cause_count && !tree_reads(tree, t); i++) {
-                if (t->causes[i] != p) continue;
-                memmove(&t->causes[i], &t->causes[i + 1], sizeof *t->causes * (t->cause_count - i - 1));
-                t->cause_count--;
-                break;
-            }
+            if (t && !tree_reads(tree, t)) uncause(t, p);
             /* the root's key from the parameters: the next hop binds them (the reference's k-th
              * attribute is the target's k-th key attribute) */
             int from_params = root && f != root && root->is_root && root->kind == CQ_SELECT && r->source == root->entity;
