@@ -104,8 +104,9 @@ int kp_copy_join_likely(const kp_model *m, const kp_mix *mix, const kp_pattern *
 double kp_copy_holders_per(const kp_rel *via)
 {
     const kp_relation *rel = via->relation;
-    /* an N:M's join records naming one target: the fan-out of the way back */
-    const kp_fanout *back = rel->link == KP_LINK_THROUGH && !via->is_inverse ? &rel->inverse_fanout : &rel->fanout;
+    /* an N:M's join records naming one target, or the records whose array names it: the
+     * fan-out of the way back */
+    const kp_fanout *back = rel->link != KP_LINK_FOREIGN_KEY && !via->is_inverse ? &rel->inverse_fanout : &rel->fanout;
     return back->avg > 0 ? back->avg : 1;
 }
 
@@ -126,10 +127,12 @@ double kp_copy_write_rate(const kp_model *m, const kp_mix *mix, const kp_copy_ne
 }
 
 int kp_copy_sites_add(kp_arena *arena, kp_copy_sites *sites, void *hop, const void *parent, const kp_pattern *p,
-                      const kp_rel *r, const char *scope)
+                      const kp_rel *r, const char *scope, int with_arrays)
 {
     int is_join = r->relation->link == KP_LINK_THROUGH;
-    if (r->target == r->source || (!is_join && (r->relation->link != KP_LINK_FOREIGN_KEY || r->relation->holder != r->source)))
+    int is_array = with_arrays && r->relation->link == KP_LINK_ARRAY && !r->is_inverse;
+    if (r->target == r->source ||
+        (!is_join && !is_array && (r->relation->link != KP_LINK_FOREIGN_KEY || r->relation->holder != r->source)))
         return 0;
     kp_copy_site *site = kp_arena_push(arena, (void **)&sites->items, &sites->count, &sites->cap, sizeof *site);
     if (!site) return -1;

@@ -77,11 +77,12 @@ typedef struct kp_copy_site {
 typedef struct kp_copy_sites { kp_copy_site *items; size_t count, cap; } kp_copy_sites;
 
 /* Adds a site when r is a reference a copy can answer (a to-one foreign key its source
- * holds, or an N:M whose join records name the targets, to another entity); its group is "<scope>|<source>|<relation>|<inverse>" (scope:
- * what else a decision is per, e.g. a Cassandra table; NULL: none). 0, or -1 when out of
- * memory. */
+ * holds, an N:M whose join records name the targets, or with_arrays an array of references
+ * its source holds, to another entity); its group is "<scope>|<source>|<relation>|<inverse>"
+ * (scope: what else a decision is per, e.g. a Cassandra table; NULL: none). 0, or -1 when
+ * out of memory. */
 int kp_copy_sites_add(kp_arena *arena, kp_copy_sites *sites, void *hop, const void *parent, const kp_pattern *p,
-                      const kp_rel *r, const char *scope);
+                      const kp_rel *r, const char *scope, int with_arrays);
 
 /* The attribute of `e` the model declares a copy of r's target's `a` (copy_of "<r>.<a>"),
  * or NULL: such a copy answers without one of the design's own. */

@@ -162,6 +162,34 @@ int kp_ddb_item_for(const kp_design *d, const kp_dataset *data, const kp_record 
     /* copies of the referenced records' attributes (none without the data they come from) */
     for (size_t i = 0; data && i < e->copy_count; i++) {
         const ddb_copy *c = &e->copies[i];
+        if (c->is_array) {
+            /* a list in the array's order: each element's attribute (NULL where the target
+             * has none, so the positions stay those of the array) */
+            const cJSON *refs = cJSON_GetObjectItemCaseSensitive(r->object, c->rel->relation->array_attr->name);
+            if (!cJSON_IsArray(refs)) continue;
+            cJSON *list = cJSON_CreateArray(), *av = cJSON_CreateObject();
+            for (const cJSON *ref = refs->child; list && ref; ref = ref->next) {
+                cJSON *key = cJSON_CreateObject();
+                if (key) cJSON_AddItemToObject(key, c->rel->target->key[0]->name, kp_data_copy(ref, NULL));
+                const kp_record *source = key ? kp_dataset_find_like(data, c->rel->target, key) : NULL;
+                cJSON_Delete(key);
+                const cJSON *v = source ? kp_record_get(source, c->attr) : NULL;
+                cJSON *one = v && !cJSON_IsNull(v) ? kp_ddb_to_attribute_value(&c->attr->type, v) : NULL;
+                if (!one) {
+                    one = cJSON_CreateObject();
+                    if (one) cJSON_AddTrueToObject(one, "NULL");
+                }
+                if (one) cJSON_AddItemToArray(list, one);
+            }
+            if (list && av) {
+                cJSON_AddItemToObject(av, "L", list);
+                cJSON_AddItemToObject(item, c->name, av);
+            } else {
+                cJSON_Delete(list);
+                cJSON_Delete(av);
+            }
+            continue;
+        }
         const kp_record *source = kp_copy_source(data, r, c->rel);
         cJSON *av = source ? kp_ddb_to_attribute_value(&c->attr->type, kp_record_get(source, c->attr)) : NULL;
         if (av) cJSON_AddItemToObject(item, c->name, av);

@@ -92,9 +92,10 @@ typedef struct ddb_placement {
 /* A copy of an attribute of the record an entity's record references (an extended
  * reference), held in each of its items so a pattern need not read the referenced item. */
 typedef struct ddb_copy {
-    const kp_rel *rel;          /* the to-one relation to the record copied from */
+    const kp_rel *rel;          /* the to-one relation (or array of references) to the records copied from */
     const kp_attr *attr;        /* its attribute */
     const char *name;           /* the item attribute that holds the copy: "bidder.nickname" */
+    int is_array;               /* rel is an array of references: a list, one value per element, in its order */
 } ddb_copy;
 
 typedef struct ddb_entity {

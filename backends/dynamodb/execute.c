@@ -115,7 +115,19 @@ static kp_frec *record_of(run *R, const cJSON *item)
     for (size_t i = 0; object && i < de->copy_count; i++) {
         const cJSON *av = cJSON_GetObjectItemCaseSensitive(item, de->copies[i].name);
         kp_error value_err = {0};
-        cJSON *v = av ? kp_ddb_from_attribute_value(&de->copies[i].attr->type, av, &value_err) : NULL;
+        cJSON *v = NULL;
+        const cJSON *list = de->copies[i].is_array ? cJSON_GetObjectItemCaseSensitive(av, "L") : NULL;
+        if (list) {
+            /* an array's copy: its values in the array's order, null where none */
+            v = cJSON_CreateArray();
+            for (const cJSON *one = list->child; v && one; one = one->next) {
+                cJSON *x = cJSON_GetObjectItemCaseSensitive(one, "NULL") ? NULL
+                                                                         : kp_ddb_from_attribute_value(&de->copies[i].attr->type, one, &value_err);
+                cJSON_AddItemToArray(v, x ? x : cJSON_CreateNull());
+            }
+        } else if (av && !de->copies[i].is_array) {
+            v = kp_ddb_from_attribute_value(&de->copies[i].attr->type, av, &value_err);
+        }
         if (v) cJSON_AddItemToObject(object, de->copies[i].name, v);
     }
     for (size_t i = 0; object && i < e->attr_count; i++) {
@@ -447,6 +459,27 @@ static cJSON *copied_target(const ddb_fetch *f, const kp_frec *from, int *is_nom
     return obj;
 }
 
+/* DDB_COPY over an array of references: a record per element, in the array's order, made of
+ * the element (the target's key) and the element's value in each copy's list. */
+static int copy_elements(run *R, const ddb_fetch *f, const pair *at, pairs *out)
+{
+    const kp_frec *from = at->rec;
+    const cJSON *refs = cJSON_GetObjectItemCaseSensitive(from->object, f->rel->relation->array_attr->name);
+    int n = 0;
+    for (const cJSON *ref = cJSON_IsArray(refs) ? refs->child : NULL; ref; ref = ref->next, n++) {
+        cJSON *obj = cJSON_CreateObject();
+        if (!obj) return nomem(R);
+        cJSON_AddItemToObject(obj, f->rel->target->key[0]->name, kp_data_copy(ref, NULL));
+        for (size_t k = 0; k < f->copy_count; k++) {
+            const cJSON *v = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(from->object, f->copy_names[k]), n);
+            if (v && !cJSON_IsNull(v)) cJSON_AddItemToObject(obj, f->copy_attrs[k]->name, kp_data_copy(v, NULL));
+        }
+        kp_frec *rec = kp_fetched_add(R->fetched, f->entity->entity, obj);
+        if (!rec || pairs_push3(out, rec, at->origin ? at->origin : at->rec, at->rec)) return nomem(R);
+    }
+    return 0;
+}
+
 /* DDB_COPY: the referenced record of each input, made of its foreign key and the copies
  * its item holds; no request. An input that references nothing yields nothing. */
 static int copy_level(run *R, const ddb_fetch *f, const pairs *in, pairs *out)
@@ -454,6 +487,10 @@ static int copy_level(run *R, const ddb_fetch *f, const pairs *in, pairs *out)
     for (size_t i = 0; i < in->count; i++) {
         kp_frec *from = in->items[i].rec;
         if (!from) continue;
+        if (f->rel->relation->link == KP_LINK_ARRAY) {
+            if (copy_elements(R, f, &in->items[i], out)) return -1;
+            continue;
+        }
         int is_nomem;
         cJSON *obj = copied_target(f, from, &is_nomem);
         if (!obj) { if (is_nomem) return nomem(R); continue; }

@@ -346,7 +346,11 @@ static double entity_item_bytes(builder *B, const kp_entity *e, int at_max)
     const ddb_entity *de = B->L && B->L->entities ? &B->L->entities[e->index] : NULL;
     for (size_t k = 0; de && k < de->copy_count; k++) {
         const kp_attr *a = de->copies[k].attr;
-        t += (double)strlen(de->copies[k].name) + (at_max ? attr_bytes(a) * kp_attr_max_ratio(a) : attr_bytes(a) * a->presence);
+        /* an array's copy: one value per element */
+        const kp_fanout *n = de->copies[k].is_array ? de->copies[k].rel->fanout : NULL;
+        double values = n ? (at_max ? n->max : n->avg) : 1;
+        t += (double)strlen(de->copies[k].name) +
+             values * (at_max ? attr_bytes(a) * kp_attr_max_ratio(a) : attr_bytes(a) * a->presence);
     }
     for (size_t k = 0; de && k < de->placement_count; k++) {
         const ddb_placement *pl = &de->placements[k];
@@ -983,6 +987,7 @@ static const char *held_copy(builder *B, ddb_entity *holder, const kp_rel *r, co
     c->rel = r;
     c->attr = a;
     c->name = bprintf(B, "%s.%s", r->name ? r->name : r->target->name, a->name);
+    c->is_array = r->relation->link == KP_LINK_ARRAY;
     return c->name;
 }
 
@@ -2777,20 +2782,22 @@ static void find_copy_sites(builder *B, const kp_pattern *p, ddb_fetch *f, const
 {
     if (!f) return;
     const kp_rel *r = f->rel;
-    int is_hop = !f->shape || (f->shape->kind == KP_SHAPE_ONE && f->shape->hop_count == 1);
+    int is_array = r && r->relation->link == KP_LINK_ARRAY && !r->is_inverse;
+    int is_hop = !f->shape || (f->shape->kind == KP_SHAPE_ONE && f->shape->hop_count == 1) ||
+                 (is_array && f->shape->kind == KP_SHAPE_EACH && f->shape->hop_count == 1);
     /* the parent's items, or the header item its Query returns with them (the record f runs on) */
     const ddb_entity *from = parent && parent->header && parent->header->entity == r->source ? parent->header
                            : parent ? parent->entity : NULL;
     if (parent && r && is_hop && (f->kind == DDB_GET || f->kind == DDB_BATCH_GET) && !f->is_scan && !f->base.child_count &&
         !kp_ddb_next_hop(f) && f->source == DDB_FROM_PARENT && !f->base.is_independent && from && from->entity == r->source)
         /* a header is one item a request: the hop itself stands for it (copy_site_items: 1) */
-        kp_copy_sites_add(B->arena, out, f, from == parent->entity ? (const void *)parent : (const void *)f, p, r, NULL);
+        kp_copy_sites_add(B->arena, out, f, from == parent->entity ? (const void *)parent : (const void *)f, p, r, NULL, 1);
     /* the targets of an N:M read by key after a page of its join items, which copies in the
      * join items could answer (an adjacency list that holds what its listing returns) */
     ddb_fetch *g = kp_ddb_next_hop(f);
     if (f->is_join_ordered && g && g->kind == DDB_BATCH_GET && g->shape && g->shape->kind == KP_SHAPE_EACH &&
         !g->base.child_count && !kp_ddb_next_hop(g) && !g->is_scan)
-        kp_copy_sites_add(B->arena, out, g, f, p, f->rel, NULL);
+        kp_copy_sites_add(B->arena, out, g, f, p, f->rel, NULL, 0);
     const ddb_fetch *end = f;
     for (ddb_fetch *h = kp_ddb_next_hop(f); h; h = kp_ddb_next_hop(h)) { find_copy_sites(B, p, h, end, out); end = h; }
     for (size_t i = 0; i < end->base.child_count; i++) find_copy_sites(B, p, kp_ddb_child(end, i), end, out);
@@ -2824,6 +2831,14 @@ static void decide_copies(builder *B)
         ddb_entity *de = entity_of(B, holder);
         kp_copy_verdict v;
         kp_copy_weigh(B->arena, B->m, B->mix, &sites.items[i], end - i, copy_site_items, attr_bytes, &v);
+        /* an array's copies are rewritten only with the items that hold them (their own
+         * writes): taken where no write changes the copied attributes or deletes a target */
+        int is_stale = 0;
+        if (r->relation->link == KP_LINK_ARRAY && v.is_taken) {
+            is_stale = v.cost > 0;
+            for (size_t k = 0; k < r->target->write_step_count; k++) is_stale |= r->target->write_steps[k]->op == KP_WRITE_DELETE;
+            if (is_stale) v.is_taken = 0;
+        }
         const char *names = "";
         const char **copy_names = v.is_taken ? kp_arena_alloc(B->arena, sizeof *copy_names * (v.need.attr_count + 1)) : NULL;
         for (size_t k = 0; v.is_taken && k < v.need.attr_count; k++) {
@@ -2839,7 +2854,10 @@ static void decide_copies(builder *B)
                                       : bprintf(B, "the %s's key from the %s item's own foreign key: no read of the %s item",
                                                 r->target->name, holder->name, r->target->name))
                  : bprintf(B, "reference: read the %s item by key for each %s item", r->target->name, holder->name),
-            !v.is_few ? bprintf(B, "the patterns read %s of the %s through %s: too much to copy into every item",
+            is_stale ? bprintf(B, "a copy of %s.{%s} in each %s's list would save reading %.1f items/s, but writes change or delete "
+                                  "%s records, whose copies in an array keyplan does not keep in step",
+                               r->target->name, v.fields, holder->name, v.saved, r->target->name)
+            : !v.is_few ? bprintf(B, "the patterns read %s of the %s through %s: too much to copy into every item",
                            v.need.is_unfit ? "more" : v.fields, r->target->name, r->name ? r->name : "the reference")
                  : v.is_all_own ? bprintf(B, "the model keeps the copy in step (copy_of); it saves reading "
                                                                     "one item per item returned (%.1f/s)", v.saved)
