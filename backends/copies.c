@@ -126,6 +126,14 @@ double kp_copy_write_rate(const kp_model *m, const kp_mix *mix, const kp_copy_ne
     return rate;
 }
 
+int kp_copy_array_goes_stale(const kp_rel *r, double cost)
+{
+    if (r->relation->link != KP_LINK_ARRAY) return 0;
+    int stale = cost > 0;
+    for (size_t k = 0; k < r->target->write_step_count && !stale; k++) stale = r->target->write_steps[k]->op == KP_WRITE_DELETE;
+    return stale;
+}
+
 int kp_copy_sites_add(kp_arena *arena, kp_copy_sites *sites, void *hop, const void *parent, const kp_pattern *p,
                       const kp_rel *r, const char *scope, int with_arrays)
 {

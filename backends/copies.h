@@ -84,6 +84,13 @@ typedef struct kp_copy_sites { kp_copy_site *items; size_t count, cap; } kp_copy
 int kp_copy_sites_add(kp_arena *arena, kp_copy_sites *sites, void *hop, const void *parent, const kp_pattern *p,
                       const kp_rel *r, const char *scope, int with_arrays);
 
+/* Would copies over r, an array of references, go stale: a write changes the attributes
+ * copied (`cost`, kp_copy_write_rate, above 0) or deletes one of r's targets? A backend
+ * rewrites an array's copies with the records that hold them only (their own writes, where
+ * the data gives the copies again), so it takes such copies only where they never move. 0
+ * for any other relation. */
+int kp_copy_array_goes_stale(const kp_rel *r, double cost);
+
 /* The attribute of `e` the model declares a copy of r's target's `a` (copy_of "<r>.<a>"),
  * or NULL: such a copy answers without one of the design's own. */
 const kp_attr *kp_copy_own(const kp_entity *e, const kp_rel *r, const kp_attr *a);

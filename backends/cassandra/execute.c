@@ -662,6 +662,32 @@ static int add_copied_cells(run *R, const cq_table *t, const size_t *cols, const
     return 0;
 }
 
+/* The records an array of references gives from the copies a row holds (c, a CQ_COPY child
+ * of f over the array): one per element, in the array's order, made of the element (the
+ * target's key) and its value in each copied list, linked as the listing's elements. */
+static int link_array_copies(run *R, const cq_fetch *f, const cq_fetch *c, const cJSON *row, kp_frec *rec)
+{
+    cJSON *lists = cJSON_CreateObject();
+    if (!lists) return nomem(R);
+    /* the lists, decoded once, under the copied attributes' names */
+    if (add_copied_cells(R, f->table, c->copy_cols, c->copy_attrs, c->copy_count, row, lists)) { cJSON_Delete(lists); return -1; }
+    const cJSON *refs = cJSON_GetObjectItemCaseSensitive(rec->object, c->rel->relation->array_attr->name);
+    int n = 0, rc = 0;
+    for (const cJSON *ref = cJSON_IsArray(refs) ? refs->child : NULL; ref && rc == 0; ref = ref->next, n++) {
+        cJSON *obj = cJSON_CreateObject();
+        if (!obj) { rc = nomem(R); break; }
+        cJSON_AddItemToObject(obj, c->rel->target->key[0]->name, kp_data_copy(ref, NULL));
+        for (size_t k = 0; k < c->copy_count; k++) {
+            const cJSON *v = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(lists, c->copy_attrs[k]->name), n);
+            if (v && !cJSON_IsNull(v)) cJSON_AddItemToObject(obj, c->copy_attrs[k]->name, kp_data_copy(v, NULL));
+        }
+        kp_frec *target = kp_fetched_add(R->fetched, c->entity, obj);
+        if (!target || kp_fetched_link(R->fetched, c->shape, rec, target)) rc = nomem(R);
+    }
+    cJSON_Delete(lists);
+    return rc;
+}
+
 /* The records a row's copies give (cq_column.via): for each CQ_COPY child of f, the
  * referenced record made of the row's foreign key and the copied columns, linked under
  * the child's relation; none where the row references nothing. */
@@ -670,6 +696,10 @@ static int link_copies(run *R, const cq_fetch *f, const cJSON *row, kp_frec *rec
     for (size_t i = 0; i < f->base.child_count; i++) {
         const cq_fetch *c = kp_cq_child(f, i);
         if (c->kind != CQ_COPY) continue;
+        if (c->rel->relation->link == KP_LINK_ARRAY) {
+            if (link_array_copies(R, f, c, row, rec)) return -1;
+            continue;
+        }
         int is_nomem;
         cJSON *obj = kp_copy_target_key(c->rel, rec->object, &is_nomem);
         if (!obj) { if (is_nomem) return nomem(R); continue; }

@@ -1208,9 +1208,13 @@ static void find_sites(builder *B, const kp_pattern *p, cq_fetch *f, cq_fetch *p
     /* a leaf's hop, or a "$one" of the referenced record */
     const kp_rel *r = f->edge_rel ? f->edge_rel
                     : f->shape && f->shape->kind == KP_SHAPE_ONE && f->shape->hop_count == 1 ? f->rel : NULL;
+    /* or the targets of an array of references the parent's row holds, read by key */
+    int is_array = !r && f->rel && f->rel->relation->link == KP_LINK_ARRAY && !f->rel->is_inverse && f->shape &&
+                   f->shape->kind == KP_SHAPE_EACH && f->shape->hop_count == 1 && f->is_by_key;
+    if (is_array) r = f->rel;
     if (parent && r && f->kind == CQ_SELECT && f->rel == r && !f->base.child_count && !kp_cq_next_hop(f) && parent->kind == CQ_SELECT &&
-        parent->table && parent->table->entity == r->source)
-        kp_copy_sites_add(B->A, out, f, parent, p, r, parent->table->name, 0);
+        parent->table && parent->table->entity == r->source && !f->client_cond_count)
+        kp_copy_sites_add(B->A, out, f, parent, p, r, parent->table->name, is_array);
     /* the targets of an N:M read by key once per join row, which copies in the join rows
      * could answer (the Chebotko query table: it holds what its listing returns) */
     const cq_fetch *t = kp_cq_next_hop(f);
@@ -1282,7 +1286,14 @@ static size_t add_copy_col(builder *B, cq_table *t, const kp_rel *r, const kp_at
     c->role = CQ_REGULAR;
     c->name = name;
     c->quoted = quoted(B->A, name);
-    c->cql_type = kp_arena_strdup(B->A, kp_cq_type_text(&a->type, &c->is_json));
+    if (r->relation->link == KP_LINK_ARRAY) {
+        /* one value per element, in the array's order, null where a target has none (a CQL
+         * list holds no null): JSON text */
+        c->cql_type = "text";
+        c->is_json = 1;
+    } else {
+        c->cql_type = kp_arena_strdup(B->A, kp_cq_type_text(&a->type, &c->is_json));
+    }
     kp_cql_type_parse(c->cql_type, B->A, &c->type, B->err);
     return t->col_count - 1;
 }
@@ -1330,6 +1341,11 @@ static void decide_copies(builder *B)
         const kp_rel *r = sites.items[i].rel;
         kp_copy_verdict v;
         kp_copy_weigh(B->A, B->m, B->mix, &sites.items[i], end - i, site_rows, attr_bytes, &v);
+        /* over an array, each row saves a SELECT per element; and an array's copies are
+         * rewritten with the rows that hold them alone */
+        if (r->relation->link == KP_LINK_ARRAY && r->fanout && r->fanout->avg > 1) v.saved *= r->fanout->avg;
+        int is_stale = v.is_taken && kp_copy_array_goes_stale(r, v.cost);
+        if (is_stale) v.is_taken = 0;
         const char *subject = kp_arena_printf(B->A, "%s.%s", t->name, r->name ? r->name : r->target->name);
         const char *columns = "";
         size_t *cols = v.is_taken ? kp_arena_alloc(B->A, sizeof *cols * (v.need.attr_count + 1)) : NULL;
@@ -1353,7 +1369,10 @@ static void decide_copies(builder *B)
                                     : kp_arena_printf(B->A, "the %s's key from the row's own foreign key: no read of the %s",
                                                       r->target->name, r->target->name))
                  : kp_arena_printf(B->A, "reference: read the %s by key for each %s row", r->target->name, t->name),
-            !v.is_few ? kp_arena_printf(B->A, "the patterns read %s of the %s through %s: too much to copy into every row",
+            is_stale ? kp_arena_printf(B->A, "a copy of %s.{%s} in each %s row's list would save %.1f SELECTs/s, but writes change "
+                                       "or delete %s records, whose copies in an array keyplan does not keep in step",
+                                       r->target->name, v.fields, t->name, v.saved, r->target->name)
+            : !v.is_few ? kp_arena_printf(B->A, "the patterns read %s of the %s through %s: too much to copy into every row",
                                    v.need.is_unfit ? "more" : v.fields, r->target->name, r->name ? r->name : "the reference")
                  : v.is_all_own ? kp_arena_printf(B->A, "the model keeps the copy in step (copy_of); it saves one SELECT per row "
                                             "returned (%.1f/s)", v.saved)

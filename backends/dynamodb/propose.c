@@ -2833,12 +2833,8 @@ static void decide_copies(builder *B)
         kp_copy_weigh(B->arena, B->m, B->mix, &sites.items[i], end - i, copy_site_items, attr_bytes, &v);
         /* an array's copies are rewritten only with the items that hold them (their own
          * writes): taken where no write changes the copied attributes or deletes a target */
-        int is_stale = 0;
-        if (r->relation->link == KP_LINK_ARRAY && v.is_taken) {
-            is_stale = v.cost > 0;
-            for (size_t k = 0; k < r->target->write_step_count; k++) is_stale |= r->target->write_steps[k]->op == KP_WRITE_DELETE;
-            if (is_stale) v.is_taken = 0;
-        }
+        int is_stale = v.is_taken && kp_copy_array_goes_stale(r, v.cost);
+        if (is_stale) v.is_taken = 0;
         const char *names = "";
         const char **copy_names = v.is_taken ? kp_arena_alloc(B->arena, sizeof *copy_names * (v.need.attr_count + 1)) : NULL;
         for (size_t k = 0; v.is_taken && k < v.need.attr_count; k++) {
