@@ -275,6 +275,16 @@ const kp_record *kp_copy_source(const kp_dataset *data, const kp_record *holder,
     return source;
 }
 
+const kp_record *kp_copy_element_source(const kp_dataset *data, const kp_rel *via, const cJSON *element)
+{
+    cJSON *key = cJSON_CreateObject();
+    if (!key) return NULL;
+    cJSON_AddItemToObject(key, via->target->key[0]->name, kp_data_copy(element, NULL));
+    const kp_record *source = kp_dataset_find_like(data, via->target, key);
+    cJSON_Delete(key);
+    return source;
+}
+
 const kp_rel *kp_copy_two_hop_path(kp_arena *arena, const kp_rel *first, const kp_rel *second)
 {
     if (!first->fanout || !second->fanout) return NULL;

@@ -129,6 +129,10 @@ typedef int (*kp_copy_holder_fn)(void *ctx, const kp_record *before, const kp_re
 int kp_copy_holders(const kp_dataset *before, const kp_dataset *after, const kp_record *target, const kp_dataset *target_data,
                     const kp_rel *via, kp_record_list *done, kp_copy_holder_fn fn, void *ctx, kp_error *err);
 
+/* The record one element of an array of references (`via`, held by the source) names: the
+ * target whose key is the element; NULL when none (or out of memory). */
+const kp_record *kp_copy_element_source(const kp_dataset *data, const kp_rel *via, const cJSON *element);
+
 /* The referenced record's key from the referencing record's foreign key (for an N:M, from
  * a join record: the side `rel` leads to), as a new object {key attribute: value}; NULL
  * when the reference is unset (or out of memory: *is_nomem). */

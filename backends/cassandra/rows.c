@@ -160,10 +160,7 @@ static cJSON *array_copy_value(const cq_column *c, const kp_dataset *data, const
     if (!cJSON_IsArray(refs)) return NULL;
     cJSON *list = cJSON_CreateArray();
     for (const cJSON *ref = refs->child; list && ref; ref = ref->next) {
-        cJSON *key = cJSON_CreateObject();
-        if (key) cJSON_AddItemToObject(key, c->via->target->key[0]->name, kp_data_copy(ref, NULL));
-        const kp_record *source = key ? kp_dataset_find_like(data, c->via->target, key) : NULL;
-        cJSON_Delete(key);
+        const kp_record *source = kp_copy_element_source(data, c->via, ref);
         const cJSON *v = source ? kp_record_get(source, c->attr) : NULL;
         cJSON_AddItemToArray(list, v ? kp_data_copy(v, NULL) : cJSON_CreateNull());
     }

@@ -169,10 +169,7 @@ int kp_ddb_item_for(const kp_design *d, const kp_dataset *data, const kp_record 
             if (!cJSON_IsArray(refs)) continue;
             cJSON *list = cJSON_CreateArray(), *av = cJSON_CreateObject();
             for (const cJSON *ref = refs->child; list && ref; ref = ref->next) {
-                cJSON *key = cJSON_CreateObject();
-                if (key) cJSON_AddItemToObject(key, c->rel->target->key[0]->name, kp_data_copy(ref, NULL));
-                const kp_record *source = key ? kp_dataset_find_like(data, c->rel->target, key) : NULL;
-                cJSON_Delete(key);
+                const kp_record *source = kp_copy_element_source(data, c->rel, ref);
                 const cJSON *v = source ? kp_record_get(source, c->attr) : NULL;
                 cJSON *one = v && !cJSON_IsNull(v) ? kp_ddb_to_attribute_value(&c->attr->type, v) : NULL;
                 if (!one) {

@@ -552,12 +552,41 @@ static int add_attributes(const mg_entity *me, cJSON *doc, const kp_record *r, k
     return 0;
 }
 
+/* The copies over an array of references: one subdocument per element, in the array's
+ * order (empty where the target has none of the fields). */
+static int add_array_extref(const mg_extref *x, const kp_dataset *data, const kp_record *r, cJSON *doc, kp_error *err)
+{
+    const cJSON *refs = kp_record_get(r, x->rel->relation->array_attr);
+    if (!cJSON_IsArray(refs) || !data) return 0;
+    cJSON *list = cJSON_CreateArray();
+    for (const cJSON *ref = refs->child; list && ref; ref = ref->next) {
+        cJSON *sub = cJSON_CreateObject();
+        if (!sub) { cJSON_Delete(list); return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
+        const kp_record *target = kp_copy_element_source(data, x->rel, ref);
+        for (size_t k = 0; target && k < x->attr_count; k++) {
+            const cJSON *v = kp_record_get(target, x->attrs[k]);
+            if (!v || cJSON_IsNull(v)) continue;
+            cJSON *e = kp_mg_to_ejson(&x->attrs[k]->type, v, err);
+            if (!e) { cJSON_Delete(sub); cJSON_Delete(list); return -1; }
+            cJSON_AddItemToObject(sub, x->attrs[k]->name, e);
+        }
+        cJSON_AddItemToArray(list, sub);
+    }
+    if (!list) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    cJSON_AddItemToObject(doc, x->field, list);
+    return 0;
+}
+
 static int add_extrefs(const mg_entity *me, const kp_dataset *data, const kp_record *r, cJSON *doc, const kp_rel *inside,
                        kp_error *err)
 {
     for (size_t i = 0; i < me->extref_count; i++) {
         const mg_extref *x = &me->extrefs[i];
         if (inside && x->rel->relation == inside->relation) continue; /* a copy of the document it sits in */
+        if (x->rel->relation->link == KP_LINK_ARRAY) {
+            if (add_array_extref(x, data, r, doc, err)) return -1;
+            continue;
+        }
         const kp_record *target = kp_copy_source(data, r, x->rel);
         if (!target) continue;
         cJSON *sub = cJSON_CreateObject();
@@ -602,14 +631,14 @@ static int build(const mg_layout *L, const kp_dataset *data, const kp_record *r,
         }
         if (!n->is_array) {
             if (count) {
-                cJSON *child;
+                cJSON *child = NULL;
                 if (build(L, data, children.items[0], 0, 0, n->rel, &child, err)) { kp_record_list_free(&children); cJSON_Delete(doc); return -1; }
                 cJSON_AddItemToObject(doc, n->field, child);
             }
         } else {
             cJSON *arr = cJSON_CreateArray();
             for (size_t k = 0; arr && k < count; k++) {
-                cJSON *child;
+                cJSON *child = NULL;
                 if (build(L, data, children.items[k], 0, 0, n->rel, &child, err)) { kp_record_list_free(&children); cJSON_Delete(arr); cJSON_Delete(doc); return -1; }
                 cJSON_AddItemToArray(arr, child);
             }

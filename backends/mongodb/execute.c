@@ -482,6 +482,49 @@ static int key_matches(const kp_entity *e, const kp_frec *rec, const cJSON *key)
     return 1;
 }
 
+/* A target's copied fields (f->extref) from the subdocument `sub` into object; -1 when a
+ * value does not decode (R->err; a copy of the wrong type is a mismatch, named). */
+static int extref_fields(run *R, const mg_fetch *f, const cJSON *sub, cJSON *object)
+{
+    for (size_t k = 0; k < f->extref->attr_count; k++) {
+        const kp_attr *a = f->extref->attrs[k];
+        const cJSON *e = cJSON_GetObjectItemCaseSensitive(sub, a->name);
+        if (!e || cJSON_IsNull(e)) continue;
+        kp_error value_err = {0};
+        cJSON *v = kp_mg_from_ejson(&a->type, e, &value_err);
+        if (!v && value_err.code == KP_ERR_DATA) {
+            char found[700];
+            snprintf(found, sizeof found, "MongoDB %.300s (a copy in '%.200s')", value_err.message, f->extref->field);
+            v = kp_wrong_type_value(a, found);
+        } else if (!v) {
+            *R->err = value_err;
+        }
+        if (!v) return -1;
+        cJSON_AddItemToObject(object, a->name, v);
+    }
+    return 0;
+}
+
+/* The targets of an array of references from the document's copies (decide_array_extrefs):
+ * one record per element, in the array's order, made of the element (the target's key) and
+ * the copied fields at the same position. */
+static int extref_elements(run *R, const mg_fetch *f, const doc_entry *d, kp_frec *from, kp_frec *origin, pairs *out)
+{
+    const kp_entity *t = f->entity->entity;
+    const cJSON *refs = cJSON_GetObjectItemCaseSensitive(from->object, f->rel->relation->array_attr->name);
+    const cJSON *copies = cJSON_GetObjectItemCaseSensitive(d->doc, f->extref->field);
+    int n = 0;
+    for (const cJSON *ref = cJSON_IsArray(refs) ? refs->child : NULL; ref; ref = ref->next, n++) {
+        cJSON *object = cJSON_CreateObject();
+        if (!object) return nomem(R);
+        cJSON_AddItemToObject(object, t->key[0]->name, kp_data_copy(ref, NULL));
+        if (extref_fields(R, f, cJSON_GetArrayItem(copies, n), object)) { cJSON_Delete(object); return -1; }
+        kp_frec *rec = kp_fetched_add(R->fetched, t, object);
+        if (!rec || pairs_push(out, rec, origin, from)) return nomem(R);
+    }
+    return 0;
+}
+
 static int level_nested(run *R, const mg_fetch *f, const pairs *in, pairs *out)
 {
     const kp_entity *t = f->entity->entity;
@@ -491,6 +534,10 @@ static int level_nested(run *R, const mg_fetch *f, const pairs *in, pairs *out)
         doc_entry *d = doc_find(R, from);
         if (f->is_container) {
             if (d && d->container && pairs_push(out, d->container, origin, from)) return nomem(R);
+            continue;
+        }
+        if (f->extref && f->extref->rel->relation->link == KP_LINK_ARRAY) {
+            if (d && extref_elements(R, f, d, from, origin, out)) return -1;
             continue;
         }
         if (f->rel && f->rel->relation->link == KP_LINK_ARRAY) {
@@ -514,23 +561,7 @@ static int level_nested(run *R, const mg_fetch *f, const pairs *in, pairs *out)
                 if (is_nomem) return nomem(R);
                 continue;
             }
-            for (size_t k = 0; k < f->extref->attr_count; k++) {
-                const kp_attr *a = f->extref->attrs[k];
-                const cJSON *e = cJSON_GetObjectItemCaseSensitive(sub, a->name);
-                if (!e || cJSON_IsNull(e)) continue;
-                kp_error value_err = {0};
-                cJSON *v = kp_mg_from_ejson(&a->type, e, &value_err);
-                if (!v && value_err.code == KP_ERR_DATA) {
-                    /* a copy of the wrong type: a mismatch of this value, named */
-                    char found[700];
-                    snprintf(found, sizeof found, "MongoDB %.300s (a copy in '%.200s')", value_err.message, f->extref->field);
-                    v = kp_wrong_type_value(a, found);
-                } else if (!v) {
-                    *R->err = value_err;
-                }
-                if (!v) { cJSON_Delete(object); return -1; }
-                cJSON_AddItemToObject(object, a->name, v);
-            }
+            if (extref_fields(R, f, sub, object)) { cJSON_Delete(object); return -1; }
             kp_frec *rec = kp_fetched_add(R->fetched, t, object);
             if (!rec) return nomem(R);
             if (pairs_push(out, rec, origin, from)) return nomem(R);

@@ -47,7 +47,8 @@ typedef struct mg_nested {
 
 /* Copies of a to-one target's attributes under the relation's name (extended reference). */
 typedef struct mg_extref {
-    const kp_rel *rel;              /* to-one from this entity; this entity holds the reference */
+    const kp_rel *rel;              /* to-one from this entity, or an array of references it holds (then
+                                       the field is an array of the copies, one per element, in order) */
     const char *field;              /* the relation's name */
     const kp_attr **attrs;          /* non-key attributes of the target that are copied */
     size_t attr_count;

@@ -103,7 +103,7 @@ static const char *cond_field(builder *B, const mg_entity *me, const kp_cond *c,
         if (h + 1 == c->path_len && at) {
             for (size_t i = 0; i < at->extref_count; i++) {
                 const mg_extref *x = &at->extrefs[i];
-                if (x->rel != r) continue;
+                if (x->rel != r || x->rel->relation->link == KP_LINK_ARRAY) continue; /* a list of copies: not one value */
                 for (size_t k = 0; k < x->attr_count; k++)
                     if (x->attrs[k] == c->attr)
                         return path[0] ? mg_bprintf(B, "%s.%s.%s", path, x->field, c->attr->name) : mg_bprintf(B, "%s.%s", x->field, c->attr->name);
@@ -366,9 +366,18 @@ static int covered(const mg_extref *x, const mg_hop_use *u)
             if (x->attrs[k] == u->leaf) return 1;
         return 0;
     }
-    if (!u->node || u->node->kind != KP_SHAPE_ONE) return 0;
-    for (size_t i = 0; i < u->node->member_count; i++) {
-        const kp_shape *m = u->node->members[i];
+    int is_list = x->rel->relation->link == KP_LINK_ARRAY;
+    if (!u->node || u->node->kind != (is_list ? KP_SHAPE_EACH : KP_SHAPE_ONE)) return 0;
+    if (is_list && u->node->where_count) return 0;
+    /* a listing over an array: the fields it sorts by and returns, its value included */
+    for (size_t k = 0; is_list && k < u->node->order_count; k++) {
+        int in = u->node->order[k].attr->key_index >= 0;
+        for (size_t j = 0; j < x->attr_count; j++) in |= x->attrs[j] == u->node->order[k].attr;
+        if (!in) return 0;
+    }
+    for (size_t i = 0; i <= u->node->member_count; i++) {
+        const kp_shape *m = i < u->node->member_count ? u->node->members[i] : u->node->value;
+        if (!m) continue;
         if (m->kind == KP_SHAPE_PARAM || m->kind == KP_SHAPE_TOKEN) continue;
         if (m->kind != KP_SHAPE_ATTR || m->path_len) return 0;
         if (m->attr->key_index >= 0) continue;
@@ -663,6 +672,16 @@ static mg_fetch *plan_hop(pctx *P, const mg_entity *from, const kp_rel *r, const
         return j;
     }
     if (rel->link == KP_LINK_ARRAY) {
+        const mg_extref *x;
+        if (!r->is_inverse && !is_count && extref_usable(B, p, from, r, &x)) {
+            /* the document's copies of the targets, one per element (decide_array_extrefs) */
+            mg_fetch *f = new_fetch(B, MG_NESTED, target);
+            f->rel = r;
+            f->shape = s;
+            f->extref = x;
+            f->is_server_ordered = !(s && s->kind == KP_SHAPE_EACH && (s->declared_order_count || s->limit || s->limit_param));
+            return f;
+        }
         if (!r->is_inverse) {
             mg_fetch *f = new_fetch(B, MG_FIND, target);
             f->coll = kp_mg_home(B->L, r->target);

@@ -132,8 +132,11 @@ static double element_sized(const mg_entity *me, int bound)
         t -= bound ? attr_bound_bytes(me->aliases[i].attr) : mg_attr_bytes(me->aliases[i].attr) * me->aliases[i].attr->presence;
     for (size_t i = 0; i < me->extref_count; i++) {
         t += (double)strlen(me->extrefs[i].field) + 7;
+        /* over an array: a subdocument per element */
+        const kp_rel *r = me->extrefs[i].rel;
+        double per = r->relation->link == KP_LINK_ARRAY && r->fanout ? (bound ? r->fanout->max : r->fanout->avg) : 1;
         for (size_t k = 0; k < me->extrefs[i].attr_count; k++)
-            t += bound ? attr_bound_bytes(me->extrefs[i].attrs[k]) : mg_attr_bytes(me->extrefs[i].attrs[k]);
+            t += per * (bound ? attr_bound_bytes(me->extrefs[i].attrs[k]) : mg_attr_bytes(me->extrefs[i].attrs[k]));
     }
     return t;
 }
@@ -715,6 +718,21 @@ static void collect_extref(builder *B, const kp_pattern *p, const mg_hop_use *u,
     extref_add(B, c, p, attrs, n);
 }
 
+/* Adds to me the extended reference over h that c collected (its field the relation's
+ * name); -1 when out of memory. */
+static int push_extref(builder *B, mg_entity *me, const kp_rel *h, const extref_ctx *c)
+{
+    mg_extref *x = kp_arena_push(B->arena, (void **)&me->extrefs, &me->extref_count, &me->extref_cap, sizeof *me->extrefs);
+    if (!x) { B->is_out_of_memory = 1; return -1; }
+    x->rel = h;
+    x->field = h->name;
+    x->attr_count = c->attr_count;
+    x->attrs = kp_arena_alloc(B->arena, sizeof *x->attrs * (c->attr_count ? c->attr_count : 1));
+    if (!x->attrs) { B->is_out_of_memory = 1; return -1; }
+    memcpy(x->attrs, c->attrs, sizeof *x->attrs * c->attr_count);
+    return 0;
+}
+
 /* The same for the join documents of an N:M: what a listing over the hop returns of its
  * targets (their own fields, those it sorts by), so the join documents answer it with no
  * find of the targets; a listing with conditions on them, or reading further, is unfit. */
@@ -761,15 +779,7 @@ static void decide_join_extrefs(builder *B)
             int take = few && c.benefit > cost;
             const char *fields = "";
             for (size_t k = 0; k < c.attr_count; k++) fields = mg_bprintf(B, "%s%s%s", fields, k ? ", " : "", c.attrs[k]->name);
-            if (take) {
-                mg_extref *x = kp_arena_push(B->arena, (void **)&je->extrefs, &je->extref_count, &je->extref_cap, sizeof *je->extrefs);
-                if (!x) { B->is_out_of_memory = 1; return; }
-                x->rel = h;
-                x->field = h->name;
-                x->attr_count = c.attr_count;
-                x->attrs = kp_arena_alloc(B->arena, sizeof *x->attrs * c.attr_count);
-                memcpy(x->attrs, c.attrs, sizeof *x->attrs * c.attr_count);
-            }
+            if (take && push_extref(B, je, h, &c)) return;
             kp_decision *d = kp_design_decide(
                 B->d, mg_bprintf(B, "%s.%s", rel->through->name, h->name ? h->name : "?"),
                 take ? mg_bprintf(B, "extended reference: copy %s.{%s} into '%s' of each %s document", h->target->name, fields,
@@ -779,6 +789,53 @@ static void decide_join_extrefs(builder *B)
                                   c.is_too_many ? "more" : fields, h->target->name)
                      : mg_bprintf(B, "the finds of the %s it saves (%.0f req/s) %s the join documents the writes that change "
                                      "%s rewrite (%.1f/s)",
+                                  h->target->name, c.benefit, take ? "outweigh" : "do not outweigh", fields, cost));
+            for (size_t k = 0; d && k < c.reader_count; k++) kp_decision_add_pattern(B->d, d, c.readers[k]);
+        }
+    }
+}
+
+/* Extended references over an array of references a document holds (auction's Item.tagIds):
+ * beside the array, an array of what the listings over it return of the targets, one per
+ * element in the array's order (collect_join_extref's rule for what they read), so the
+ * document answers them with no find of the targets. Taken where the finds saved outweigh
+ * the writes, and only where the copies never move (kp_copy_array_goes_stale): an array's
+ * copies are rewritten with the documents that hold them alone. */
+static void decide_array_extrefs(builder *B)
+{
+    const kp_model *m = B->m;
+    for (size_t e = 0; e < m->entity_count; e++) {
+        const kp_entity *ent = m->entities[e];
+        mg_entity *me = mg_entity_of(B, ent);
+        for (size_t r = 0; r < ent->rel_count; r++) {
+            const kp_rel *h = ent->rels[r];
+            if (h->relation->link != KP_LINK_ARRAY || h->is_inverse || h->target == ent || !h->name) continue;
+            extref_ctx c;
+            memset(&c, 0, sizeof c);
+            c.rel = h;
+            mg_walk_patterns_reaching(B, h->target, collect_join_extref, &c);
+            if (!c.reader_count || !c.attr_count) continue;
+            kp_copy_need need = copy_need(h, &c);
+            int few = kp_copy_is_few(&need, mg_attr_bytes);
+            double cost = few ? kp_copy_write_rate(m, B->mix, &need) : 0;
+            int stale = few && kp_copy_array_goes_stale(h, cost);
+            int take = few && c.benefit > cost && !stale;
+            const char *fields = "";
+            for (size_t k = 0; k < c.attr_count; k++) fields = mg_bprintf(B, "%s%s%s", fields, k ? ", " : "", c.attrs[k]->name);
+            if (take && push_extref(B, me, h, &c)) return;
+            kp_decision *d = kp_design_decide(
+                B->d, mg_bprintf(B, "%s.%s", ent->name, h->name),
+                take ? mg_bprintf(B, "extended reference: copy %s.{%s} into '%s' of each %s document, one per element of %s",
+                                  h->target->name, fields, h->name, ent->name, h->relation->array_attr->name)
+                     : mg_bprintf(B, "reference: find the %s of %s by _id", h->target->name, h->relation->array_attr->name),
+                !few ? mg_bprintf(B, "the listings read %s of the %s: too much to copy into every %s document",
+                                  c.is_too_many ? "more" : fields, h->target->name, ent->name)
+                : stale ? mg_bprintf(B, "a copy would save %.0f finds/s, but writes change or delete %s documents, whose copies "
+                                        "in an array keyplan does not keep in step", c.benefit, h->target->name)
+                : cost == 0 ? mg_bprintf(B, "it saves a find of the %s per read (%.0f req/s), and no write changes %s: the "
+                                            "copies never move", h->target->name, c.benefit, fields)
+                     : mg_bprintf(B, "the finds of the %s it saves (%.0f req/s) %s the documents the writes that change %s "
+                                     "rewrite (%.1f/s)",
                                   h->target->name, c.benefit, take ? "outweigh" : "do not outweigh", fields, cost));
             for (size_t k = 0; d && k < c.reader_count; k++) kp_decision_add_pattern(B->d, d, c.readers[k]);
         }
@@ -861,14 +918,7 @@ static void decide_extrefs(builder *B)
             kp_copy_need need = copy_need(h, &c);
             int few = kp_copy_is_few(&need, mg_attr_bytes);
             int take = hint ? 1 : few && c.benefit > cost;
-            if (take) {
-                mg_extref *x = kp_arena_push(B->arena, (void **)&me->extrefs, &me->extref_count, &me->extref_cap, sizeof *me->extrefs);
-                x->rel = h;
-                x->field = h->name;
-                x->attr_count = c.attr_count;
-                x->attrs = kp_arena_alloc(B->arena, sizeof *x->attrs * (c.attr_count ? c.attr_count : 1));
-                memcpy(x->attrs, c.attrs, sizeof *x->attrs * c.attr_count);
-            }
+            if (take && push_extref(B, me, h, &c)) return;
             kp_decision *d = kp_design_decide(
                 B->d, subject,
                 take ? mg_bprintf(B, "extended reference: copy %s.{%s} into '%s' of each %s document", h->target->name, fields,
@@ -1038,6 +1088,7 @@ static int propose_one(const kp_model *m, const kp_mix *mix, int alternative, kp
     decide_subsets(&B);
     decide_extrefs(&B);
     decide_join_extrefs(&B);
+    decide_array_extrefs(&B);
     decide_aliases(&B);
     decide_computed(&B);
     int rc = 0;

@@ -368,6 +368,39 @@ static kp_dataset *order_data(const kp_model *m)
     return data;
 }
 
+/* Issue #14, copies over arrays of references: auction's view-item returns its tags' names;
+ * each Item document holds them as 'tags', a subdocument per element of tagIds in its order,
+ * so the item page is one find. */
+static void test_an_array_of_references_carries_the_names_its_page_returns(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/auction-mixes/model.json");
+    kp_design *d = propose(m);
+    const kp_plan *p = plan_of(d, "view-item");
+    assert_int_equal(p->op_count, 1);
+    const kp_decision *x = decision_of(d, "Item.tags");
+    assert_non_null(x);
+    assert_non_null(strstr(x->choice, "copy Tag.{name} into 'tags'"));
+    kp_dataset *data;
+    kp_error err;
+    assert_int_equal(kp_dataset_new(m, &data, &err), 0);
+    const char *tags = "{\"id\":\"t-red\",\"name\":\"Red\"}\n{\"id\":\"t-old\",\"name\":\"Vintage\"}\n";
+    if (kp_dataset_add_ndjson(data, kp_model_entity(m, "Tag"), "tags", tags, strlen(tags), &err)) fail_msg("%s", err.message);
+    kp_record item = {.entity = kp_model_entity(m, "Item")};
+    item.object = cJSON_Parse("{\"id\":\"i-1\",\"title\":\"Lamp\",\"tagIds\":[\"t-old\",\"t-red\"]}");
+    kp_item_list items = {0};
+    assert_int_equal(kp_mongodb_backend.transform(d, data, &item, &items, &err), 0);
+    const cJSON *list = cJSON_GetObjectItem(items.items[0].body, "tags");
+    assert_int_equal(cJSON_GetArraySize(list), 2);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(list, 0), "name")->valuestring, "Vintage");
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(list, 1), "name")->valuestring, "Red");
+    kp_item_list_free(&items);
+    cJSON_Delete(item.object);
+    kp_dataset_free(data);
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
 static void test_transform_embeds_children_and_derives_the_id(void **state)
 {
     (void)state;
@@ -569,6 +602,7 @@ int main(void)
         cmocka_unit_test(test_a_wrong_typed_field_becomes_a_named_mismatch_not_an_error),
         cmocka_unit_test(test_join_documents_copy_what_their_listing_returns),
         cmocka_unit_test(test_the_opposite_order_walks_one_index_backwards),
+        cmocka_unit_test(test_an_array_of_references_carries_the_names_its_page_returns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
