@@ -2691,7 +2691,9 @@ static void free_layout(void *layout)
  * trip (list-category-items: the category's GetItem and its items' Query). */
 static void mark_independent(const kp_pattern *p, ddb_fetch *root)
 {
-    if (!root || root->kind != DDB_GET || root->source != DDB_FROM_PARAMS || root->header) return;
+    /* a single root read by key: a GetItem, or a Query of its entry on an index (one record) */
+    int single = root && (root->kind == DDB_GET || (root->kind == DDB_QUERY && !root->shape && !root->is_scan && root->shards <= 1));
+    if (!single || root->source != DDB_FROM_PARAMS || root->header) return;
     for (size_t i = 0; i < root->base.child_count; i++) {
         ddb_fetch *c = kp_ddb_child(root, i);
         if (c->source != DDB_FROM_PARENT || !c->pk_from || c->kind == DDB_BATCH_GET) continue;

@@ -347,6 +347,12 @@ static void test_a_hop_read_only_for_its_key_is_not_read(void **state)
         skipped |= !strcmp(d->decisions[k].subject, "OrderItem.order on the way") &&
                    strstr(d->decisions[k].choice, "no read of the Order item") != NULL;
     assert_true(skipped);
+    /* shipped-lines: the order is found on GSI1 by its key, its shipped lines by the same key
+     * on LSI1: the parameters key both, one round trip */
+    p = plan_of(d, "shipped-lines");
+    assert_int_equal(p->op_count, 2);
+    assert_int_equal(p->ops[1].step, 1);
+    assert_int_equal(p->sequential_steps, 1);
     kp_design_free(d);
     kp_model_free(m);
     m = load_edited("examples/order-response/model.json", "\"OrderItem.productName\"", "\"order.placedAt\"       ");
