@@ -553,23 +553,16 @@ static void check_indexes(const kp_design *d, kp_risks *out)
 }
 
 /* A container that no access pattern reads and no write reads before writing costs every
- * write that keeps it and serves nothing the model asks for. */
-/* The containers no pattern and no write reads. Linear in the design: the names read and the
- * writes touching each container are gathered once (models of thousands of tables). */
+ * write that keeps it and serves nothing the model asks for. Linear in the design: the names
+ * read and the writes touching each container are gathered once (models of thousands of
+ * tables). */
 typedef struct unread_cost { double per_s; char writes[200]; size_t used; } unread_cost;
 
 static void check_unread(const kp_design *d, const kp_mix *mix, kp_risks *out)
 {
     kp_arena arena = {0};
     kp_strmap read = {0}, costs = {0};
-    static int yes = 1;
-    int ok = 1;
-    for (size_t p = 0; p < d->plan_count && ok; p++)
-        for (size_t k = 0; k < d->plans[p].op_count && ok; k++)
-            if (d->plans[p].ops[k].container) ok = kp_strmap_put(&arena, &read, d->plans[p].ops[k].container, &yes) == 0;
-    for (size_t w = 0; w < d->write_plan_count && ok; w++)
-        for (size_t k = 0; k < d->write_plans[w].read_count && ok; k++)
-            ok = kp_strmap_put(&arena, &read, d->write_plans[w].reads[k], &yes) == 0;
+    int ok = kp_design_containers_read(d, &arena, &read) == 0;
     /* what each write costs each container it touches, for the containers nothing reads */
     for (size_t w = 0; w < d->write_plan_count && ok; w++) {
         const kp_write_plan *wp = &d->write_plans[w];

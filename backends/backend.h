@@ -303,6 +303,11 @@ typedef struct kp_design_list {
 void kp_design_free(kp_design *design);
 void kp_design_list_free(kp_design_list *list);
 
+/* Fills `read` (names -> a non-NULL marker, in `arena`) with the containers something reads:
+ * those the plans' operations name and those the writes read before writing. 0, or -1 when
+ * out of memory. */
+int kp_design_containers_read(const kp_design *design, kp_arena *arena, kp_strmap *read);
+
 /* Helpers backends use to fill a design (all allocate from design->arena). */
 kp_design *kp_design_new(const kp_backend *backend, const kp_model *model, const kp_mix *mix, const char *candidate);
 kp_container *kp_design_add_container(kp_design *design, const char *name, const char *kind);

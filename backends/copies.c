@@ -249,8 +249,11 @@ void kp_copy_weigh(kp_arena *arena, const kp_model *m, const kp_mix *mix, const 
     for (size_t k = 0; k < count; k++) {
         if (sites[k].p != seen) kp_copy_need_pattern(&out->need, sites[k].p);
         seen = sites[k].p;
-        out->saved += kp_pattern_rps(sites[k].p, mix) * parent_rows(sites[k].parent);
+        double rows = sites[k].parent == sites[k].hop ? 1 : parent_rows(sites[k].parent);
+        out->saved += kp_pattern_rps(sites[k].p, mix) * rows;
     }
+    /* over an array of references, a read of each element is saved */
+    if (r->relation->link == KP_LINK_ARRAY && r->fanout && r->fanout->avg > 1) out->saved *= r->fanout->avg;
     /* what the model copies itself costs nothing more: the cost and size are the new copies' */
     out->added.is_unfit = out->need.is_unfit;
     for (size_t k = 0; k < out->need.attr_count; k++)
@@ -259,6 +262,8 @@ void kp_copy_weigh(kp_arena *arena, const kp_model *m, const kp_mix *mix, const 
     out->is_all_own = out->need.attr_count && !out->added.attr_count;
     out->is_few = kp_copy_is_few(&out->added, attr_bytes);
     out->is_taken = out->is_few && out->saved > out->cost;
+    out->is_stale = out->is_taken && kp_copy_array_goes_stale(r, out->cost);
+    if (out->is_stale) out->is_taken = 0;
     out->fields = "";
     for (size_t k = 0; k < out->need.attr_count; k++)
         out->fields = kp_arena_printf(arena, "%s%s%s", out->fields, k ? ", " : "", out->need.attrs[k]->name);
@@ -283,6 +288,39 @@ const kp_record *kp_copy_element_source(const kp_dataset *data, const kp_rel *vi
     const kp_record *source = kp_dataset_find_like(data, via->target, key);
     cJSON_Delete(key);
     return source;
+}
+
+cJSON *kp_copy_element_values(const kp_dataset *data, const kp_rel *via, const kp_attr *a, const kp_record *holder)
+{
+    const cJSON *refs = kp_record_get(holder, via->relation->array_attr);
+    if (!cJSON_IsArray(refs)) return NULL;
+    cJSON *list = cJSON_CreateArray();
+    for (const cJSON *ref = refs->child; list && ref; ref = ref->next) {
+        const kp_record *source = kp_copy_element_source(data, via, ref);
+        const cJSON *v = source ? kp_record_get(source, a) : NULL;
+        cJSON_AddItemToArray(list, v ? kp_data_copy(v, NULL) : cJSON_CreateNull());
+    }
+    return list;
+}
+
+cJSON *kp_copy_element_target(const kp_rel *via, const cJSON *element, const kp_attr *const *attrs, const cJSON *const *lists,
+                              size_t n, int index)
+{
+    cJSON *obj = cJSON_CreateObject();
+    if (!obj) return NULL;
+    cJSON_AddItemToObject(obj, via->target->key[0]->name, kp_data_copy(element, NULL));
+    for (size_t k = 0; k < n; k++) {
+        const cJSON *v = cJSON_GetArrayItem(lists[k], index);
+        if (v && !cJSON_IsNull(v)) cJSON_AddItemToObject(obj, attrs[k]->name, kp_data_copy(v, NULL));
+    }
+    return obj;
+}
+
+int kp_copy_needs_only_key(const kp_pattern *p, const kp_rel *r)
+{
+    kp_copy_need need = {.rel = r};
+    kp_copy_need_pattern(&need, p);
+    return !need.is_unfit && need.attr_count == 0;
 }
 
 const kp_rel *kp_copy_two_hop_path(kp_arena *arena, const kp_rel *first, const kp_rel *second)

@@ -102,9 +102,12 @@ const kp_attr *kp_copy_own(const kp_entity *e, const kp_rel *r, const kp_attr *a
 typedef struct kp_copy_verdict {
     kp_copy_need need;          /* what the patterns read through the relation */
     kp_copy_need added;         /* of it, what the model does not copy itself (kp_copy_own) */
-    double saved;               /* reads saved per second: each site's pattern rate times its parent's rows */
+    double saved;               /* reads saved per second: each site's pattern rate times its parent's rows
+                                   (a site whose parent is its hop: one record), times the elements of an
+                                   array of references */
     double cost;                /* copies rewritten per second (kp_copy_write_rate of `added`) */
     int is_few, is_taken;
+    int is_stale;               /* an array's copies would move (kp_copy_array_goes_stale): not taken */
     int is_all_own;             /* every attribute needed is a copy the model declares */
     const char *fields;         /* "nickname, name", or "its key" */
 } kp_copy_verdict;
@@ -132,6 +135,22 @@ int kp_copy_holders(const kp_dataset *before, const kp_dataset *after, const kp_
 /* The record one element of an array of references (`via`, held by the source) names: the
  * target whose key is the element; NULL when none (or out of memory). */
 const kp_record *kp_copy_element_source(const kp_dataset *data, const kp_rel *via, const cJSON *element);
+
+/* A copy over an array of references (`via`) that `holder` holds: the targets' `a`, one per
+ * element in the array's order, null where a target has none (a new array); NULL when the
+ * holder has no array (or out of memory). */
+cJSON *kp_copy_element_values(const kp_dataset *data, const kp_rel *via, const kp_attr *a, const kp_record *holder);
+
+/* The target the index-th element of an array of references names, made of the element (its
+ * key) and its value in each of the n copies' lists (`lists[k]` holds attrs[k]; a null or
+ * missing value is left out): what a copy over an array reads back. NULL when out of memory. */
+cJSON *kp_copy_element_target(const kp_rel *via, const cJSON *element, const kp_attr *const *attrs, const cJSON *const *lists,
+                              size_t n, int index);
+
+/* Does p read nothing of r's target but the key the referencing record holds (no attribute
+ * of it, no path going on through it but by its key)? Then a read of the target only confirms
+ * a record the data's references guarantee. */
+int kp_copy_needs_only_key(const kp_pattern *p, const kp_rel *r);
 
 /* The referenced record's key from the referencing record's foreign key (for an N:M, from
  * a join record: the side `rel` leads to), as a new object {key attribute: value}; NULL

@@ -544,3 +544,15 @@ const kp_container *kp_design_container(const kp_design *d, const char *name)
         if (strcmp(d->containers[i].name, name) == 0) return &d->containers[i];
     return NULL;
 }
+
+int kp_design_containers_read(const kp_design *design, kp_arena *arena, kp_strmap *read)
+{
+    static int yes = 1;
+    for (size_t p = 0; p < design->plan_count; p++)
+        for (size_t k = 0; k < design->plans[p].op_count; k++)
+            if (design->plans[p].ops[k].container && kp_strmap_put(arena, read, design->plans[p].ops[k].container, &yes)) return -1;
+    for (size_t w = 0; w < design->write_plan_count; w++)
+        for (size_t k = 0; k < design->write_plans[w].read_count; k++)
+            if (kp_strmap_put(arena, read, design->write_plans[w].reads[k], &yes)) return -1;
+    return 0;
+}

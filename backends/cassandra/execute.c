@@ -672,15 +672,13 @@ static int link_array_copies(run *R, const cq_fetch *f, const cq_fetch *c, const
     /* the lists, decoded once, under the copied attributes' names */
     if (add_copied_cells(R, f->table, c->copy_cols, c->copy_attrs, c->copy_count, row, lists)) { cJSON_Delete(lists); return -1; }
     const cJSON *refs = cJSON_GetObjectItemCaseSensitive(rec->object, c->rel->relation->array_attr->name);
+    size_t n_lists = c->copy_count < KP_COPY_ATTRS ? c->copy_count : KP_COPY_ATTRS;
+    const cJSON *by_attr[KP_COPY_ATTRS] = {0};
+    for (size_t k = 0; k < n_lists; k++) by_attr[k] = cJSON_GetObjectItemCaseSensitive(lists, c->copy_attrs[k]->name);
     int n = 0, rc = 0;
     for (const cJSON *ref = cJSON_IsArray(refs) ? refs->child : NULL; ref && rc == 0; ref = ref->next, n++) {
-        cJSON *obj = cJSON_CreateObject();
+        cJSON *obj = kp_copy_element_target(c->rel, ref, c->copy_attrs, by_attr, n_lists, n);
         if (!obj) { rc = nomem(R); break; }
-        cJSON_AddItemToObject(obj, c->rel->target->key[0]->name, kp_data_copy(ref, NULL));
-        for (size_t k = 0; k < c->copy_count; k++) {
-            const cJSON *v = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(lists, c->copy_attrs[k]->name), n);
-            if (v && !cJSON_IsNull(v)) cJSON_AddItemToObject(obj, c->copy_attrs[k]->name, kp_data_copy(v, NULL));
-        }
         kp_frec *target = kp_fetched_add(R->fetched, c->entity, obj);
         if (!target || kp_fetched_link(R->fetched, c->shape, rec, target)) rc = nomem(R);
     }

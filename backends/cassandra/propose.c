@@ -400,6 +400,23 @@ static int is_eq_bindable(const kp_cond *c)
     return c->path_len == 0 && c->op == KP_OP_EQ && (!c->value.param || !c->value.param->is_optional);
 }
 
+/* The pattern's bindable equality on root attribute a (the last one stated), or NULL. */
+static const kp_cond *eq_on(const kp_pattern *p, const kp_attr *a)
+{
+    const kp_cond *found = NULL;
+    for (size_t w = 0; w < p->where_count; w++)
+        if (p->where[w].attr == a && is_eq_bindable(&p->where[w])) found = &p->where[w];
+    return found;
+}
+
+/* Binds x to the value equality c gives: its parameter, or its literal. */
+static void bind_to(cq_bind *x, const kp_cond *c)
+{
+    x->src = c->value.param ? CQ_SRC_PARAM : CQ_SRC_LITERAL;
+    x->param = c->value.param;
+    x->literal = c->value.literal;
+}
+
 static int64_t shape_limit(const kp_shape *s)
 {
     if (!s) return 0;
@@ -1022,24 +1039,11 @@ static void bind_from_parameters(builder *B, const kp_pattern *p, cq_fetch *root
         for (size_t b = 0; b < c->bind_count && ok; b++) {
             const cq_bind *x = &c->binds[b];
             if (x->src != CQ_SRC_PARENT) continue;
-            ok = !x->is_element && x->from->entity == p->root && x->from->key_index >= 0;
-            const kp_cond *found = NULL;
-            for (size_t w = 0; ok && w < p->where_count; w++)
-                if (p->where[w].attr == x->from && is_eq_bindable(&p->where[w])) found = &p->where[w];
-            ok = ok && found;
+            ok = !x->is_element && x->from->entity == p->root && x->from->key_index >= 0 && eq_on(p, x->from);
         }
         if (!ok) continue;
-        for (size_t b = 0; b < c->bind_count; b++) {
-            cq_bind *x = &c->binds[b];
-            if (x->src != CQ_SRC_PARENT) continue;
-            for (size_t w = 0; w < p->where_count; w++)
-                if (p->where[w].attr == x->from && is_eq_bindable(&p->where[w])) {
-                    x->src = p->where[w].value.param ? CQ_SRC_PARAM : CQ_SRC_LITERAL;
-                    x->param = p->where[w].value.param;
-                    x->literal = p->where[w].value.literal;
-                    break;
-                }
-        }
+        for (size_t b = 0; b < c->bind_count; b++)
+            if (c->binds[b].src == CQ_SRC_PARENT) bind_to(&c->binds[b], eq_on(p, c->binds[b].from));
         c->base.is_independent = 1;
     }
 }
@@ -1341,11 +1345,6 @@ static void decide_copies(builder *B)
         const kp_rel *r = sites.items[i].rel;
         kp_copy_verdict v;
         kp_copy_weigh(B->A, B->m, B->mix, &sites.items[i], end - i, site_rows, attr_bytes, &v);
-        /* over an array, each row saves a SELECT per element; and an array's copies are
-         * rewritten with the rows that hold them alone */
-        if (r->relation->link == KP_LINK_ARRAY && r->fanout && r->fanout->avg > 1) v.saved *= r->fanout->avg;
-        int is_stale = v.is_taken && kp_copy_array_goes_stale(r, v.cost);
-        if (is_stale) v.is_taken = 0;
         const char *subject = kp_arena_printf(B->A, "%s.%s", t->name, r->name ? r->name : r->target->name);
         const char *columns = "";
         size_t *cols = v.is_taken ? kp_arena_alloc(B->A, sizeof *cols * (v.need.attr_count + 1)) : NULL;
@@ -1369,7 +1368,7 @@ static void decide_copies(builder *B)
                                     : kp_arena_printf(B->A, "the %s's key from the row's own foreign key: no read of the %s",
                                                       r->target->name, r->target->name))
                  : kp_arena_printf(B->A, "reference: read the %s by key for each %s row", r->target->name, t->name),
-            is_stale ? kp_arena_printf(B->A, "a copy of %s.{%s} in each %s row's list would save %.1f SELECTs/s, but writes change "
+            v.is_stale ? kp_arena_printf(B->A, "a copy of %s.{%s} in each %s row's list would save %.1f SELECTs/s, but writes change "
                                        "or delete %s records, whose copies in an array keyplan does not keep in step",
                                        r->target->name, v.fields, t->name, v.saved, r->target->name)
             : !v.is_few ? kp_arena_printf(B->A, "the patterns read %s of the %s through %s: too much to copy into every row",
@@ -1836,12 +1835,7 @@ static void skip_key_hops(builder *B, const kp_pattern *p, cq_fetch *f, const cq
             const cq_bind *x = &g->binds[b];
             ok = x->src != CQ_SRC_PARENT || (!x->is_element && x->from->entity == f->entity && x->from->key_index >= 0);
         }
-        if (ok) {
-            kp_copy_need need = {.rel = r};
-            kp_copy_need_pattern(&need, p);
-            ok = !need.is_unfit && need.attr_count == 0;
-        }
-        if (ok) {
+        if (ok && kp_copy_needs_only_key(p, r)) {
             f->kind = CQ_KEYS;
             /* the table it read no longer serves the pattern, unless another read of it does */
             cq_table *t = (cq_table *)f->table;
@@ -1856,17 +1850,11 @@ static void skip_key_hops(builder *B, const kp_pattern *p, cq_fetch *f, const cq
                 const kp_attr *held = NULL;
                 for (size_t k = 0; k < r->relation->fk_count; k++)
                     if (r->relation->ref_attrs[k] == x->from) held = r->relation->fk_attrs[k];
-                for (size_t w = 0; held && w < p->where_count; w++)
-                    if (p->where[w].attr == held && !p->where[w].path_len && is_eq_bindable(&p->where[w])) conds[b] = &p->where[w];
+                if (b < 16 && held) conds[b] = eq_on(p, held);
                 from_params = b < 16 && held && held->key_index >= 0 && conds[b];
             }
-            for (size_t b = 0; from_params && b < g->bind_count; b++) {
-                cq_bind *x = &g->binds[b];
-                if (x->src != CQ_SRC_PARENT) continue;
-                x->src = conds[b]->value.param ? CQ_SRC_PARAM : CQ_SRC_LITERAL;
-                x->param = conds[b]->value.param;
-                x->literal = conds[b]->value.literal;
-            }
+            for (size_t b = 0; from_params && b < g->bind_count; b++)
+                if (g->binds[b].src == CQ_SRC_PARENT) bind_to(&g->binds[b], conds[b]);
             if (from_params) g->base.is_independent = 1;
             kp_decision *x = kp_design_decide(
                 B->d, kp_arena_printf(B->A, "%s.%s on the way", r->source->name, r->name ? r->name : r->target->name),
@@ -2276,13 +2264,7 @@ static int drop_unread_base_tables(builder *B)
     /* what is read, once: the containers the plans' operations and the writes' reads name,
      * and the entities a write step tests a condition on */
     kp_strmap read = {0};
-    static int yes = 1;
-    for (size_t p = 0; p < d->plan_count; p++)
-        for (size_t k = 0; k < d->plans[p].op_count; k++)
-            if (kp_strmap_put(B->A, &read, d->plans[p].ops[k].container, &yes)) return 0;
-    for (size_t w = 0; w < d->write_plan_count; w++)
-        for (size_t k = 0; k < d->write_plans[w].read_count; k++)
-            if (kp_strmap_put(B->A, &read, d->write_plans[w].reads[k], &yes)) return 0;
+    if (kp_design_containers_read(d, B->A, &read)) return 0;
     unsigned char *tested = kp_arena_alloc(B->A, B->m->entity_count + 1);
     if (!tested) return 0;
     memset(tested, 0, B->m->entity_count + 1);

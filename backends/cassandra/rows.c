@@ -152,21 +152,6 @@ static const cJSON *column_value(const cq_column *c, const kp_dataset *data, con
     return source ? kp_record_get(source, c->attr) : NULL;
 }
 
-/* A copy over an array of references: the targets' values in the array's order, null where
- * a target has none (the caller frees it); NULL without data or an array. */
-static cJSON *array_copy_value(const cq_column *c, const kp_dataset *data, const kp_record *r)
-{
-    const cJSON *refs = data ? kp_record_get(r, c->via->relation->array_attr) : NULL;
-    if (!cJSON_IsArray(refs)) return NULL;
-    cJSON *list = cJSON_CreateArray();
-    for (const cJSON *ref = refs->child; list && ref; ref = ref->next) {
-        const kp_record *source = kp_copy_element_source(data, c->via, ref);
-        const cJSON *v = source ? kp_record_get(source, c->attr) : NULL;
-        cJSON_AddItemToArray(list, v ? kp_data_copy(v, NULL) : cJSON_CreateNull());
-    }
-    return list;
-}
-
 /* The rows of table t for record r (several for a table keyed by array elements). */
 static int table_rows(const cq_table *t, const kp_dataset *data, const kp_record *r, kp_item_list *out, kp_error *err)
 {
@@ -178,7 +163,8 @@ static int table_rows(const cq_table *t, const kp_dataset *data, const kp_record
     for (size_t i = 0; i < t->col_count; i++) {
         const cq_column *c = &t->cols[i];
         if (!c->attr || c->role == CQ_STATIC || c->is_element) continue;
-        cJSON *list = c->via && c->via->relation->link == KP_LINK_ARRAY ? array_copy_value(c, data, r) : NULL;
+        /* a copy over an array of references: the targets' values, in the array's order */
+        cJSON *list = data && c->via && c->via->relation->link == KP_LINK_ARRAY ? kp_copy_element_values(data, c->via, c->attr, r) : NULL;
         cJSON *cell = kp_cq_to_cell(c, list ? list : column_value(c, data, r), err);
         cJSON_Delete(list);
         if (cell) cJSON_AddItemToObject(body, c->name, cell);

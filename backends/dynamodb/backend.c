@@ -165,19 +165,18 @@ int kp_ddb_item_for(const kp_design *d, const kp_dataset *data, const kp_record 
         if (c->is_array) {
             /* a list in the array's order: each element's attribute (NULL where the target
              * has none, so the positions stay those of the array) */
-            const cJSON *refs = cJSON_GetObjectItemCaseSensitive(r->object, c->rel->relation->array_attr->name);
-            if (!cJSON_IsArray(refs)) continue;
+            cJSON *values = kp_copy_element_values(data, c->rel, c->attr, r);
+            if (!values) continue;
             cJSON *list = cJSON_CreateArray(), *av = cJSON_CreateObject();
-            for (const cJSON *ref = refs->child; list && ref; ref = ref->next) {
-                const kp_record *source = kp_copy_element_source(data, c->rel, ref);
-                const cJSON *v = source ? kp_record_get(source, c->attr) : NULL;
-                cJSON *one = v && !cJSON_IsNull(v) ? kp_ddb_to_attribute_value(&c->attr->type, v) : NULL;
+            for (const cJSON *v = values->child; list && v; v = v->next) {
+                cJSON *one = !cJSON_IsNull(v) ? kp_ddb_to_attribute_value(&c->attr->type, v) : NULL;
                 if (!one) {
                     one = cJSON_CreateObject();
                     if (one) cJSON_AddTrueToObject(one, "NULL");
                 }
                 if (one) cJSON_AddItemToArray(list, one);
             }
+            cJSON_Delete(values);
             if (list && av) {
                 cJSON_AddItemToObject(av, "L", list);
                 cJSON_AddItemToObject(item, c->name, av);

@@ -465,15 +465,12 @@ static int copy_elements(run *R, const ddb_fetch *f, const pair *at, pairs *out)
 {
     const kp_frec *from = at->rec;
     const cJSON *refs = cJSON_GetObjectItemCaseSensitive(from->object, f->rel->relation->array_attr->name);
+    const cJSON *lists[KP_COPY_ATTRS] = {0};
+    for (size_t k = 0; k < f->copy_count && k < KP_COPY_ATTRS; k++) lists[k] = cJSON_GetObjectItemCaseSensitive(from->object, f->copy_names[k]);
     int n = 0;
     for (const cJSON *ref = cJSON_IsArray(refs) ? refs->child : NULL; ref; ref = ref->next, n++) {
-        cJSON *obj = cJSON_CreateObject();
+        cJSON *obj = kp_copy_element_target(f->rel, ref, f->copy_attrs, lists, f->copy_count < KP_COPY_ATTRS ? f->copy_count : KP_COPY_ATTRS, n);
         if (!obj) return nomem(R);
-        cJSON_AddItemToObject(obj, f->rel->target->key[0]->name, kp_data_copy(ref, NULL));
-        for (size_t k = 0; k < f->copy_count; k++) {
-            const cJSON *v = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(from->object, f->copy_names[k]), n);
-            if (v && !cJSON_IsNull(v)) cJSON_AddItemToObject(obj, f->copy_attrs[k]->name, kp_data_copy(v, NULL));
-        }
         kp_frec *rec = kp_fetched_add(R->fetched, f->entity->entity, obj);
         if (!rec || pairs_push3(out, rec, at->origin ? at->origin : at->rec, at->rec)) return nomem(R);
     }

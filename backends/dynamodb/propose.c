@@ -149,15 +149,16 @@ static void fmt_attr(builder *B, ddb_format *f, const kp_attr *a)
     ddb_segment *segs = kp_arena_alloc(B->arena, sizeof *segs * (f->count + 1));
     if (f->count) memcpy(segs, f->segs, sizeof *segs * f->count);
     segs[f->count].attr = a;
-    /* a reference takes its target's width, through chains of references */
+    /* an integer reference takes its target's width, through chains of references */
     const kp_attr *w = a;
-    for (int hops = 0; hops < 8; hops++) {
+    int is_int = a->type.kind == KP_T_INT || a->type.kind == KP_T_COUNTER;
+    for (int hops = 0; is_int && hops < 8; hops++) {
         size_t k = 0;
         while (k < B->ref_count && B->ref_from[k] != w) k++;
         if (k == B->ref_count || B->ref_to[k] == w) break;
         w = B->ref_to[k];
     }
-    segs[f->count].width = (a->type.kind == KP_T_INT || a->type.kind == KP_T_COUNTER) ? int_width(w) : 0;
+    segs[f->count].width = is_int ? int_width(w) : 0;
     f->segs = segs;
     f->count++;
 }
@@ -1701,11 +1702,15 @@ static int plan_root(builder *B, const kp_pattern *p, ddb_fetch **out)
  * becomes one Query returning the header and the children. */
 static void merge_into(builder *B, const kp_pattern *p, ddb_fetch *root, size_t i, const char *sentinel);
 
-/* Items written per second of entity e: every write step that inserts, updates or deletes it. */
+/* Records of entity e written per second: every write step that inserts, updates or deletes
+ * some, times the records each writes. */
 static double entity_write_rate(builder *B, const kp_entity *e)
 {
     double rate = 0;
-    for (size_t k = 0; k < e->write_step_count; k++) rate += kp_write_rps(e->step_writes[k], B->mix);
+    for (size_t k = 0; k < e->write_step_count; k++) {
+        double n = kp_write_step_records(e->write_steps[k]);
+        rate += kp_write_rps(e->step_writes[k], B->mix) * (n > 0 ? n : 1);
+    }
     return rate;
 }
 
@@ -2689,20 +2694,30 @@ static void free_layout(void *layout)
 /* A child of a root read by key whose partition key is the root's key, which the
  * parameters give, needs nothing of the root's answer: it belongs to the root's round
  * trip (list-category-items: the category's GetItem and its items' Query). */
+/* Is root one record read by its key from the parameters: a GetItem, or a Query of its entry
+ * on an index (no header merged into it)? */
+static int is_single_root(const ddb_fetch *root)
+{
+    return root && (root->kind == DDB_GET || (root->kind == DDB_QUERY && !root->shape && !root->is_scan && root->shards <= 1)) &&
+           root->source == DDB_FROM_PARAMS && !root->header;
+}
+
+/* Does the pattern's parameters give root attribute a: a key attribute of the root with an
+ * equality? */
+static int is_param_key(const kp_pattern *p, const ddb_fetch *root, const kp_attr *a)
+{
+    return a && a->key_index >= 0 && a->entity == root->entity->entity && eq_cond(p->where, p->where_count, a);
+}
+
 static void mark_independent(const kp_pattern *p, ddb_fetch *root)
 {
-    /* a single root read by key: a GetItem, or a Query of its entry on an index (one record) */
-    int single = root && (root->kind == DDB_GET || (root->kind == DDB_QUERY && !root->shape && !root->is_scan && root->shards <= 1));
-    if (!single || root->source != DDB_FROM_PARAMS || root->header) return;
+    if (!is_single_root(root)) return;
     for (size_t i = 0; i < root->base.child_count; i++) {
         ddb_fetch *c = kp_ddb_child(root, i);
         if (c->source != DDB_FROM_PARENT || !c->pk_from || c->kind == DDB_BATCH_GET) continue;
         size_t n = fmt_attr_count(&c->placement->pk);
         int ok = n > 0;
-        for (size_t k = 0; ok && k < n; k++) {
-            const kp_attr *a = c->pk_from[k];
-            ok = a && a->key_index >= 0 && a->entity == root->entity->entity && eq_cond(p->where, p->where_count, a);
-        }
+        for (size_t k = 0; ok && k < n; k++) ok = is_param_key(p, root, c->pk_from[k]);
         c->base.is_independent = ok;
     }
 }
@@ -2833,10 +2848,6 @@ static void decide_copies(builder *B)
         ddb_entity *de = entity_of(B, holder);
         kp_copy_verdict v;
         kp_copy_weigh(B->arena, B->m, B->mix, &sites.items[i], end - i, copy_site_items, attr_bytes, &v);
-        /* an array's copies are rewritten only with the items that hold them (their own
-         * writes): taken where no write changes the copied attributes or deletes a target */
-        int is_stale = v.is_taken && kp_copy_array_goes_stale(r, v.cost);
-        if (is_stale) v.is_taken = 0;
         const char *names = "";
         const char **copy_names = v.is_taken ? kp_arena_alloc(B->arena, sizeof *copy_names * (v.need.attr_count + 1)) : NULL;
         for (size_t k = 0; v.is_taken && k < v.need.attr_count; k++) {
@@ -2852,7 +2863,7 @@ static void decide_copies(builder *B)
                                       : bprintf(B, "the %s's key from the %s item's own foreign key: no read of the %s item",
                                                 r->target->name, holder->name, r->target->name))
                  : bprintf(B, "reference: read the %s item by key for each %s item", r->target->name, holder->name),
-            is_stale ? bprintf(B, "a copy of %s.{%s} in each %s's list would save reading %.1f items/s, but writes change or delete "
+            v.is_stale ? bprintf(B, "a copy of %s.{%s} in each %s's list would save reading %.1f items/s, but writes change or delete "
                                   "%s records, whose copies in an array keyplan does not keep in step",
                                r->target->name, v.fields, holder->name, v.saved, r->target->name)
             : !v.is_few ? bprintf(B, "the patterns read %s of the %s through %s: too much to copy into every item",
@@ -2920,18 +2931,13 @@ static void skip_key_hops(builder *B, const kp_pattern *p, ddb_fetch *f, const d
         if (g && r && !r->is_many && !f->shape && !f->base.child_count && (f->kind == DDB_GET || f->kind == DDB_QUERY) &&
             !f->is_scan && !f->header && !f->filter_count && f->source == DDB_FROM_PARENT &&
             r->relation->link == KP_LINK_FOREIGN_KEY && r->relation->holder == r->source && keys_by_key(f, g)) {
-            kp_copy_need need = {.rel = r};
-            kp_copy_need_pattern(&need, p);
-            if (!need.is_unfit && need.attr_count == 0) {
+            if (kp_copy_needs_only_key(p, r)) {
                 f->kind = DDB_COPY;
                 f->copy_count = 0;
                 f->base.is_free = 1;
-                int from_params = root && f != root && root->kind == DDB_GET && root->source == DDB_FROM_PARAMS && !root->header &&
-                                  r->source == root->entity->entity;
-                for (size_t k = 0; from_params && k < r->relation->fk_count; k++) {
-                    const kp_attr *a = r->relation->fk_attrs[k];
-                    from_params = a->key_index >= 0 && eq_cond(p->where, p->where_count, a);
-                }
+                int from_params = f != root && is_single_root(root) && r->source == root->entity->entity;
+                for (size_t k = 0; from_params && k < r->relation->fk_count; k++)
+                    from_params = is_param_key(p, root, r->relation->fk_attrs[k]);
                 if (from_params && g->kind != DDB_BATCH_GET) g->base.is_independent = 1;
                 kp_decision *x = kp_design_decide(
                     B->d, bprintf(B, "%s.%s on the way", r->source->name, r->name ? r->name : r->target->name),
