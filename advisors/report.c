@@ -6,6 +6,8 @@
 #include "core/json.h"
 #include "advisors/report.h"
 
+#include <math.h>
+#include <stdarg.h>
 #include <string.h>
 
 /* Keys are literals (no copy); string values are copied, or referenced while a caller
@@ -179,117 +181,267 @@ cJSON *kp_advise_json(const kp_model *model, const kp_mix *mix, kp_design *const
     return doc;
 }
 
-/* ---- text ------------------------------------------------------------------------------ */
+/* ---- text ------------------------------------------------------------------------------
+ * An advise report of 1,000 entities is some 200,000 pieces of text: copied into one
+ * buffer, numbers by the helpers below, not fprintf, whose format parsing was a sixth
+ * of the command. Each helper prints what its printf conversion prints, byte for byte, and
+ * falls back to it wherever its own rule could differ. */
 
+/* The report's bytes, handed to the stream 64 KiB at a time (stdio copies a short
+ * string byte by byte). */
+typedef struct text_out {
+    FILE *f;
+    size_t len;
+    char buf[1 << 16];
+} text_out;
 
+static void flush_out(text_out *t)
+{
+    if (t->len) fwrite(t->buf, 1, t->len, t->f);
+    t->len = 0;
+}
 
-static void print_keys(FILE *out, const cJSON *keys)
+static void putn(text_out *t, const char *s, size_t n)
+{
+    if (t->len + n > sizeof t->buf) {
+        flush_out(t);
+        if (n > sizeof t->buf) { fwrite(s, 1, n, t->f); return; }
+    }
+    memcpy(t->buf + t->len, s, n);
+    t->len += n;
+}
+
+static void put(text_out *t, const char *s) { putn(t, s, strlen(s)); }
+static void putch(text_out *t, char c) { putn(t, &c, 1); }
+
+/* Strings in order, up to a NULL. */
+static void say(text_out *out, const char *first, ...)
+{
+    va_list ap;
+    va_start(ap, first);
+    for (const char *s = first; s; s = va_arg(ap, const char *)) put(out, s);
+    va_end(ap);
+}
+
+/* A printf conversion of one number, for the helpers' fallbacks. */
+static void put_printf(text_out *out, const char *fmt, int precision, double v)
+{
+    char buf[400];
+    int n = snprintf(buf, sizeof buf, fmt, precision, v);
+    if (n > 0) putn(out, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+/* The digits of a whole number (|v| < 1e15), or 0 when v is not one or is -0. */
+static size_t whole_digits(char *buf, double v)
+{
+    if (!(fabs(v) < 1e15) || v != floor(v) || (v == 0 && signbit(v))) return 0;
+    char digits[24];
+    size_t k = sizeof digits;
+    unsigned long long u = (unsigned long long)fabs(v);
+    do { digits[--k] = (char)('0' + u % 10); u /= 10; } while (u);
+    if (v < 0) digits[--k] = '-';
+    memcpy(buf, digits + k, sizeof digits - k);
+    return sizeof digits - k;
+}
+
+/* "%g" (or "%.4g": digits 4): a whole number under 10^digits prints as its digits. */
+static void put_g(text_out *out, double v, int digits)
+{
+    char buf[32];
+    size_t n = fabs(v) < (digits == 4 ? 1e4 : 1e6) ? whole_digits(buf, v) : 0;
+    if (n) putn(out, buf, n);
+    else put_printf(out, "%.*g", digits, v);
+}
+
+/* "%.0f" */
+static void put_f0(text_out *out, double v)
+{
+    char buf[32];
+    size_t n = whole_digits(buf, v);
+    if (n) putn(out, buf, n);
+    else put_printf(out, "%.*f", 0, v);
+}
+
+/* "%.1f": tenths rounded from v * 10 where that product is far from a half (its
+ * rounding error is under 1e-6 there, so the nearest tenth is the one printf picks). */
+static void put_f1(text_out *out, double v)
+{
+    double r = v * 10, low = floor(r), frac = r - low;
+    if (!(fabs(r) < 1e12) || fabs(frac - 0.5) < 1e-6) { put_printf(out, "%.*f", 1, v); return; }
+    long long tenths = (long long)low + (frac > 0.5);
+    if (tenths == 0 && v < 0) { put_printf(out, "%.*f", 1, v); return; }
+    unsigned long long u = tenths < 0 ? 0ULL - (unsigned long long)tenths : (unsigned long long)tenths;
+    char buf[32];
+    size_t n = whole_digits(buf, (double)(u / 10));
+    if (tenths < 0) putch(out, '-');
+    putn(out, buf, n);
+    putch(out, '.');
+    putch(out, (char)('0' + u % 10));
+}
+
+static void print_keys(text_out *out, const cJSON *keys)
 {
     int first = 1;
     for (const cJSON *k = keys ? keys->child : NULL; k; k = k->next) {
-        fprintf(out, "%s%s (%s%s)", first ? "" : ", ", kp_json_str(k, "name"), kp_json_str(k, "role"),
-                cJSON_IsTrue(cJSON_GetObjectItem(k, "descending")) ? ", desc" : "");
+        say(out, first ? "" : ", ", kp_json_str(k, "name"), " (", kp_json_str(k, "role"),
+            cJSON_IsTrue(cJSON_GetObjectItem(k, "descending")) ? ", desc)" : ")", NULL);
         first = 0;
     }
 }
 
-void kp_advise_print_text(FILE *out, const cJSON *doc, int use_color)
+/* "%-Ns": s, then spaces up to width N. */
+static void put_padded(text_out *out, const char *s, size_t width)
+{
+    put(out, s);
+    for (size_t n = strlen(s); n < width; n++) putch(out, ' ');
+}
+
+static void print_text(text_out *out, const cJSON *doc, int use_color)
 {
     const char *bold = use_color ? "\033[1m" : "", *dim = use_color ? "\033[2m" : "", *red = use_color ? "\033[31m" : "",
                *reset = use_color ? "\033[0m" : "";
     const cJSON *designs = cJSON_GetObjectItemCaseSensitive(doc, "designs");
     for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
-        fprintf(out, "%s%s design for %s%s (%s)%s\n", bold, kp_json_str(d, "title"), kp_json_str(doc, "model"),
-                cJSON_IsString(cJSON_GetObjectItem(doc, "mix")) ? "" : "", kp_json_str(d, "candidate"), reset);
-        if (cJSON_IsString(cJSON_GetObjectItem(doc, "mix"))) fprintf(out, "  workload mix: %s\n", kp_json_str(doc, "mix"));
-        fprintf(out, "  %s\n", kp_json_str(d, "summary"));
+        say(out, bold, kp_json_str(d, "title"), " design for ", kp_json_str(doc, "model"), " (", kp_json_str(d, "candidate"), ")",
+            reset, "\n", NULL);
+        if (cJSON_IsString(cJSON_GetObjectItem(doc, "mix"))) say(out, "  workload mix: ", kp_json_str(doc, "mix"), "\n", NULL);
+        say(out, "  ", kp_json_str(d, "summary"), "\n", NULL);
         const cJSON *containers = cJSON_GetObjectItem(d, "containers");
         for (const cJSON *c = containers ? containers->child : NULL; c; c = c->next) {
-            fprintf(out, "\n%s%s %s%s  ", bold, kp_json_str(c, "kind"), kp_json_str(c, "name"), reset);
+            say(out, "\n", bold, kp_json_str(c, "kind"), " ", kp_json_str(c, "name"), reset, "  ", NULL);
             print_keys(out, cJSON_GetObjectItem(c, "keys"));
-            fprintf(out, "\n  ~%.0f items, %.1f MB\n", kp_json_num(c, "items"), kp_json_num(c, "bytes") / 1e6);
+            put(out, "\n  ~");
+            put_f0(out, kp_json_num(c, "items"));
+            put(out, " items, ");
+            put_f1(out, kp_json_num(c, "bytes") / 1e6);
+            put(out, " MB\n");
             const cJSON *indexes = cJSON_GetObjectItem(c, "indexes");
             for (const cJSON *x = indexes ? indexes->child : NULL; x; x = x->next) {
-                fprintf(out, "  %-6s %-4s ", kp_json_str(x, "name"), kp_json_str(x, "kind"));
+                put(out, "  ");
+                put_padded(out, kp_json_str(x, "name"), 6);
+                putch(out, ' ');
+                put_padded(out, kp_json_str(x, "kind"), 4);
+                putch(out, ' ');
                 print_keys(out, cJSON_GetObjectItem(x, "keys"));
-                if (cJSON_IsTrue(cJSON_GetObjectItem(x, "sparse"))) fprintf(out, "  sparse");
+                if (cJSON_IsTrue(cJSON_GetObjectItem(x, "sparse"))) put(out, "  sparse");
                 const cJSON *by = cJSON_GetObjectItem(x, "caused_by");
                 if (by && by->child) {
-                    fprintf(out, "  %sfor", dim);
-                    for (const cJSON *p = by->child; p; p = p->next) fprintf(out, " %s", p->valuestring);
-                    fprintf(out, "%s", reset);
+                    say(out, "  ", dim, "for", NULL);
+                    for (const cJSON *p = by->child; p; p = p->next) say(out, " ", p->valuestring, NULL);
+                    put(out, reset);
                 }
-                fprintf(out, "\n");
+                putch(out, '\n');
             }
         }
         if (kp_json_str(d, "diagram")[0]) {
-            fprintf(out, "\n%sLayout%s (item collections, sort-key order)\n", bold, reset);
+            say(out, "\n", bold, "Layout", reset, " (item collections, sort-key order)\n", NULL);
             const char *t = kp_json_str(d, "diagram");
             while (*t) {
                 const char *nl = strchr(t, '\n');
                 size_t n = nl ? (size_t)(nl - t) : strlen(t);
-                fprintf(out, "  %.*s\n", (int)n, t);
+                put(out, "  ");
+                putn(out, t, n);
+                putch(out, '\n');
                 t += n + (nl ? 1 : 0);
             }
         }
-        fprintf(out, "\n%sDecisions%s\n", bold, reset);
+        say(out, "\n", bold, "Decisions", reset, "\n", NULL);
         const cJSON *decisions = cJSON_GetObjectItem(d, "decisions");
         for (const cJSON *x = decisions ? decisions->child : NULL; x; x = x->next) {
-            fprintf(out, "  %s: %s\n", kp_json_str(x, "subject"), kp_json_str(x, "choice"));
-            fprintf(out, "    %swhy: %s", dim, kp_json_str(x, "why"));
+            say(out, "  ", kp_json_str(x, "subject"), ": ", kp_json_str(x, "choice"), "\n", NULL);
+            say(out, "    ", dim, "why: ", kp_json_str(x, "why"), NULL);
             const cJSON *ps = cJSON_GetObjectItem(x, "patterns");
             if (ps && ps->child) {
-                fprintf(out, " (");
-                for (const cJSON *p = ps->child; p; p = p->next) fprintf(out, "%s%s", p == ps->child ? "" : ", ", p->valuestring);
-                fprintf(out, ")");
+                put(out, " (");
+                for (const cJSON *p = ps->child; p; p = p->next) say(out, p == ps->child ? "" : ", ", p->valuestring, NULL);
+                putch(out, ')');
             }
-            fprintf(out, "%s\n", reset);
+            say(out, reset, "\n", NULL);
         }
-        fprintf(out, "\n%sAccess patterns%s\n", bold, reset);
+        say(out, "\n", bold, "Access patterns", reset, "\n", NULL);
         const cJSON *patterns = cJSON_GetObjectItem(d, "patterns");
         for (const cJSON *p = patterns ? patterns->child : NULL; p; p = p->next) {
-            fprintf(out, "  %s%s%s  %g rps: %g request%s, %g round trip%s, ~%.0f items, %.1f KB", bold, kp_json_str(p, "name"), reset,
-                    kp_json_num(p, "rps"), kp_json_num(p, "requests"), kp_json_num(p, "requests") == 1 ? "" : "s", kp_json_num(p, "round_trips"),
-                    kp_json_num(p, "round_trips") == 1 ? "" : "s", kp_json_num(p, "items_read"), kp_json_num(p, "bytes_read") / 1024);
-            if (cJSON_GetObjectItem(p, "read_units")) fprintf(out, ", %.1f RCU", kp_json_num(p, "read_units"));
-            if (cJSON_IsTrue(cJSON_GetObjectItem(p, "scan"))) fprintf(out, "  %sSCAN%s", red, reset);
-            fprintf(out, "\n");
+            double requests = kp_json_num(p, "requests"), round_trips = kp_json_num(p, "round_trips");
+            say(out, "  ", bold, kp_json_str(p, "name"), reset, "  ", NULL);
+            put_g(out, kp_json_num(p, "rps"), 6);
+            put(out, " rps: ");
+            put_g(out, requests, 6);
+            put(out, requests == 1 ? " request, " : " requests, ");
+            put_g(out, round_trips, 6);
+            put(out, round_trips == 1 ? " round trip, ~" : " round trips, ~");
+            put_f0(out, kp_json_num(p, "items_read"));
+            put(out, " items, ");
+            put_f1(out, kp_json_num(p, "bytes_read") / 1024);
+            put(out, " KB");
+            if (cJSON_GetObjectItem(p, "read_units")) {
+                put(out, ", ");
+                put_f1(out, kp_json_num(p, "read_units"));
+                put(out, " RCU");
+            }
+            if (cJSON_IsTrue(cJSON_GetObjectItem(p, "scan"))) say(out, "  ", red, "SCAN", reset, NULL);
+            putch(out, '\n');
             const cJSON *ops = cJSON_GetObjectItem(p, "operations");
             for (const cJSON *o = ops ? ops->child : NULL; o; o = o->next) {
-                fprintf(out, "    %s%s %s%s%s: ", cJSON_IsTrue(cJSON_GetObjectItem(o, "waits_for_previous")) ? "then " : "",
-                        kp_json_str(o, "op"), kp_json_str(o, "container"), cJSON_IsString(cJSON_GetObjectItem(o, "index")) ? " index " : "",
-                        kp_json_str(o, "index"));
+                say(out, "    ", cJSON_IsTrue(cJSON_GetObjectItem(o, "waits_for_previous")) ? "then " : "", kp_json_str(o, "op"), " ",
+                    kp_json_str(o, "container"), cJSON_IsString(cJSON_GetObjectItem(o, "index")) ? " index " : "",
+                    kp_json_str(o, "index"), ": ", NULL);
                 /* a condition of several commands (one a line): the others under the first */
-                for (const char *c = kp_json_str(o, "condition"); *c; c++)
-                    if (*c == '\n') fputs("\n      ", out);
-                    else fputc(*c, out);
-                fputc('\n', out);
-                if (kp_json_str(o, "why")[0]) fprintf(out, "      %s%s%s\n", dim, kp_json_str(o, "why"), reset);
+                for (const char *c = kp_json_str(o, "condition"); *c;) {
+                    const char *nl = strchr(c, '\n');
+                    size_t n = nl ? (size_t)(nl - c) : strlen(c);
+                    putn(out, c, n);
+                    if (!nl) break;
+                    put(out, "\n      ");
+                    c = nl + 1;
+                }
+                putch(out, '\n');
+                if (kp_json_str(o, "why")[0]) say(out, "      ", dim, kp_json_str(o, "why"), reset, "\n", NULL);
             }
-            if (kp_json_str(p, "why")[0]) fprintf(out, "    %swhy: %s%s\n", dim, kp_json_str(p, "why"), reset);
+            if (kp_json_str(p, "why")[0]) say(out, "    ", dim, "why: ", kp_json_str(p, "why"), reset, "\n", NULL);
         }
         const cJSON *writes = cJSON_GetObjectItem(d, "writes");
-        if (writes && writes->child) fprintf(out, "\n%sWrites%s\n", bold, reset);
+        if (writes && writes->child) say(out, "\n", bold, "Writes", reset, "\n", NULL);
         for (const cJSON *w = writes ? writes->child : NULL; w; w = w->next) {
             double requests = kp_json_num(w, "requests");
-            fprintf(out, "  %s%s%s  %g rps: %.4g request%s, %.1f items written", bold, kp_json_str(w, "name"), reset, kp_json_num(w, "rps"),
-                    requests, requests == 1 ? "" : "s", kp_json_num(w, "items_written"));
-            if (cJSON_GetObjectItem(w, "write_units")) fprintf(out, ", %.1f WCU", kp_json_num(w, "write_units"));
-            fprintf(out, "  (%s)\n", kp_json_str(w, "mechanism"));
+            say(out, "  ", bold, kp_json_str(w, "name"), reset, "  ", NULL);
+            put_g(out, kp_json_num(w, "rps"), 6);
+            put(out, " rps: ");
+            put_g(out, requests, 4);
+            put(out, requests == 1 ? " request, " : " requests, ");
+            put_f1(out, kp_json_num(w, "items_written"));
+            put(out, " items written");
+            if (cJSON_GetObjectItem(w, "write_units")) {
+                put(out, ", ");
+                put_f1(out, kp_json_num(w, "write_units"));
+                put(out, " WCU");
+            }
+            say(out, "  (", kp_json_str(w, "mechanism"), ")\n", NULL);
             const cJSON *touches = cJSON_GetObjectItem(w, "touches");
-            for (const cJSON *t = touches ? touches->child : NULL; t; t = t->next)
-                fprintf(out, "    %s%.1f x %s%s\n", dim, kp_json_num(t, "count"), kp_json_str(t, "what"), reset);
-            if (kp_json_str(w, "why")[0]) fprintf(out, "    %swhy: %s%s\n", dim, kp_json_str(w, "why"), reset);
+            for (const cJSON *t = touches ? touches->child : NULL; t; t = t->next) {
+                say(out, "    ", dim, NULL);
+                put_f1(out, kp_json_num(t, "count"));
+                say(out, " x ", kp_json_str(t, "what"), reset, "\n", NULL);
+            }
+            if (kp_json_str(w, "why")[0]) say(out, "    ", dim, "why: ", kp_json_str(w, "why"), reset, "\n", NULL);
         }
         const cJSON *defects = cJSON_GetObjectItem(d, "defects");
-        fprintf(out, "\n%sDefects%s\n", bold, reset);
-        if (!defects || !defects->child) fprintf(out, "  none\n");
-        for (const cJSON *x = defects ? defects->child : NULL; x; x = x->next) fprintf(out, "  %s- %s%s\n", red, x->valuestring, reset);
+        say(out, "\n", bold, "Defects", reset, "\n", NULL);
+        if (!defects || !defects->child) put(out, "  none\n");
+        for (const cJSON *x = defects ? defects->child : NULL; x; x = x->next) say(out, "  ", red, "- ", x->valuestring, reset, "\n", NULL);
         const cJSON *notes = cJSON_GetObjectItem(d, "notes");
-        if (notes && notes->child) fprintf(out, "\n%sNotes%s\n", bold, reset);
-        for (const cJSON *x = notes ? notes->child : NULL; x; x = x->next) fprintf(out, "  - %s\n", x->valuestring);
-        if (d->next) fprintf(out, "\n");
+        if (notes && notes->child) say(out, "\n", bold, "Notes", reset, "\n", NULL);
+        for (const cJSON *x = notes ? notes->child : NULL; x; x = x->next) say(out, "  - ", x->valuestring, "\n", NULL);
+        if (d->next) putch(out, '\n');
     }
+}
+
+void kp_advise_print_text(FILE *out, const cJSON *doc, int use_color)
+{
+    text_out t;
+    t.f = out;
+    t.len = 0;
+    print_text(&t, doc, use_color);
+    flush_out(&t);
 }
 
 /* Text for GitHub Markdown outside code: '<' and '>' as entities (key templates such as

@@ -1,19 +1,17 @@
 /*
- * json.c — positioned JSON documents: a light pre-scan plus cJSON.
+ * json.c — positioned JSON documents as cJSON trees.
  *
- * Parsing is four passes over the text, none recursive:
- *   1. kp_utf8_check rejects malformed UTF-8 with its position;
- *   2. prescan() walks the tokens once, recording for every value (in document order)
- *      its line:col, its key's line:col and, for numbers, the source span; it also
- *      counts nodes and string bytes so that the memory the parse will hold is known
- *      before cJSON allocates anything, and refuses nesting deeper than the limit;
- *   3. check_syntax() holds the text to the JSON grammar and explains the first error
- *      (a missing comma, an unclosed bracket, a line break inside a string);
- *   4. cJSON parses the text; a pre-order walk of its tree meets the values in the
- *      same order the pre-scan recorded them, which ties each node to its position.
- * Invariant: the i-th value the pre-scan records is the i-th node of cJSON's pre-order
- * walk. Anything that would break it (invalid JSON) is rejected by check_syntax (and
- * cJSON) before the walk happens.
+ * Parsing is three passes over the text, none recursive:
+ *   1. kp_utf8_check rejects malformed UTF-8 with its position (and a NUL byte);
+ *   2. check_syntax() holds the text to the JSON grammar, explains the first error (a
+ *      missing comma, an unclosed bracket, a line break inside a string, nesting past
+ *      the limit) and counts values, numbers and string bytes, so the memory the parse
+ *      will hold is known and refused before anything is allocated;
+ *   3. build_tree() makes the cJSON nodes in the document's arena, recording for every
+ *      value (in document order) its line:col, its key's line:col and, for numbers,
+ *      the source text.
+ * Invariant: the i-th value build_tree records is the i-th node of a pre-order walk,
+ * and its count is the one check_syntax made.
  */
 #include "core/json.h"
 
@@ -142,159 +140,24 @@ void kp_json_arena_begin(kp_arena *arena)
 
 void kp_json_arena_end(void) { parse_arena = NULL; }
 
-/* ---- pass 2: the pre-scan ------------------------------------------------------ */
-
-typedef struct scanner {
-    const char *text;
-    size_t len, at;
-    int32_t line, column;
-} scanner;
-
-static void advance(scanner *s)
-{
-    unsigned char c = (unsigned char)s->text[s->at++];
-    if (c == '\n') { s->line++; s->column = 1; }
-    else if ((c & 0xC0) != 0x80) s->column++;
-}
-
-/* The body of a string up to its closing quote (or the end): what advance() would do
- * byte by byte, in one tight loop; an escape's two bytes count as one string byte. */
-static void skip_string_body(scanner *s, size_t *bytes)
-{
-    const unsigned char *t = (const unsigned char *)s->text;
-    size_t at = s->at, len = s->len, b = *bytes;
-    int32_t line = s->line, column = s->column;
-    while (at < len) {
-        unsigned char c = t[at];
-        if (c == '"') break;
-        if (c == '\\' && at + 1 < len) {
-            column++;
-            c = t[++at];
-        }
-        if (c == '\n') { line++; column = 1; }
-        else if ((c & 0xC0) != 0x80) column++;
-        at++;
-        b++;
-    }
-    s->at = at;
-    s->line = line;
-    s->column = column;
-    *bytes = b;
-}
-
 static int is_number_byte(char c)
 {
     return (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.' || c == 'e' || c == 'E';
 }
 
-static void skip_space(scanner *s)
-{
-    while (s->at < s->len) {
-        char c = s->text[s->at];
-        if (c != ' ' && c != '\t' && c != '\n' && c != '\r') break;
-        advance(s);
-    }
-}
-
-/* True when the text ends inside an unterminated string. */
-static int in_string_at_end(const char *text, size_t len)
-{
-    int inside = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (inside && text[i] == '\\') { i++; continue; }
-        if (text[i] == '"') inside = !inside;
-    }
-    return inside;
-}
-
-/* Counts values and string bytes and (when out is non-NULL) records positions.
- * Stops quietly at anything that is not JSON: cJSON reports those. Returns -1 only
- * for nesting deeper than max_depth (with *deep_offset set). */
-static int prescan(const char *text, size_t len, int max_depth, value_pos *out, number_span *numbers,
-                   char *number_text, size_t *value_count, size_t *number_count, size_t *number_bytes,
-                   size_t *string_bytes, size_t *deep_offset, int *is_unfinished)
-{
-    size_t nums = 0, num_bytes = 0;
-    scanner s = {text, len, 0, 1, 1};
-    char *stack = malloc((size_t)max_depth + 1);
-    if (!stack) return -2;
-    int depth = 0, expect_key = 0;
-    int32_t key_line = 0, key_column = 0;
-    size_t n = 0, bytes = 0;
-    int status = 0;
-    for (;;) {
-        skip_space(&s);
-        if (s.at >= s.len) break;
-        char c = text[s.at];
-        if (c == '}' || c == ']') {
-            if (depth > 0) depth--;
-            expect_key = 0;
-            advance(&s);
-            continue;
-        }
-        if (c == ',') { expect_key = depth > 0 && stack[depth - 1] == '{'; advance(&s); continue; }
-        if (c == ':') { advance(&s); continue; }
-        if (c == '"' && expect_key) {
-            key_line = s.line; key_column = s.column;
-            advance(&s);
-            skip_string_body(&s, &bytes);
-            if (s.at < s.len) advance(&s);
-            bytes += 1;
-            expect_key = 0;
-            continue;
-        }
-        /* a value starts here */
-        if (out) {
-            value_pos *v = &out[n];
-            v->line = s.line; v->column = s.column;
-            v->key_line = key_line; v->key_column = key_column;
-        }
-        n++;
-        key_line = key_column = 0;
-        if (c == '{' || c == '[') {
-            if (depth >= max_depth) { *deep_offset = s.at; status = -1; break; }
-            stack[depth++] = c;
-            expect_key = c == '{';
-            advance(&s);
-        } else if (c == '"') {
-            advance(&s);
-            skip_string_body(&s, &bytes);
-            if (s.at < s.len) advance(&s);
-            bytes += 1;
-        } else if (c == '-' || (c >= '0' && c <= '9')) {
-            size_t start = s.at;
-            while (s.at < s.len && is_number_byte(text[s.at])) { s.at++; s.column++; }
-            if (numbers) {
-                numbers[nums].value = (uint32_t)(n - 1);
-                numbers[nums].offset = (uint32_t)num_bytes;
-                numbers[nums].length = (uint32_t)(s.at - start);
-                memcpy(number_text + num_bytes, text + start, s.at - start);
-            }
-            nums++;
-            num_bytes += s.at - start;
-        } else if (c >= 'a' && c <= 'z') {
-            while (s.at < s.len && text[s.at] >= 'a' && text[s.at] <= 'z') advance(&s);
-        } else {
-            break; /* not JSON; cJSON will say where */
-        }
-    }
-    free(stack);
-    *value_count = n;
-    *number_count = nums;
-    *number_bytes = num_bytes;
-    *string_bytes = bytes;
-    /* the text ran out inside a container or a string, or held no value at all */
-    *is_unfinished = depth > 0 || n == 0 || (s.at >= s.len && len > 0 && text[len - 1] != '"' && in_string_at_end(text, len));
-    return status;
-}
-
-/* ---- pass 2b: strict syntax, with a message that says what to fix ---------------- */
+/* ---- pass 2: strict syntax, with a message that says what to fix, and the sizes ---- */
 
 /* cJSON is lenient (raw line breaks inside strings, leading zeros) and reports only an
  * offset. check_syntax() walks the text once against the JSON grammar (RFC 8259),
  * without recursion, and stops at the first error with its offset and a sentence
  * naming the fix: the missing comma or colon, the unclosed bracket, the unterminated
- * string. It runs before cJSON, so cJSON only ever sees well-formed text. */
+ * string. It runs before the tree is built, which then only ever sees well-formed text,
+ * and counts what the tree will hold (values, numbers and their bytes, string bytes) so
+ * the memory the parse will take is known before anything is allocated. */
+
+typedef struct text_sizes {
+    size_t values, numbers, number_bytes, string_bytes;
+} text_sizes;
 
 typedef struct syntax_error {
     size_t offset;
@@ -408,8 +271,9 @@ static int scan_scalar(const char *text, size_t len, size_t *at, syntax_error *e
                                "an object, an array, true, false or null)");
 }
 
-static int check_syntax(const char *text, size_t len, int max_depth, syntax_error *e)
+static int check_syntax(const char *text, size_t len, int max_depth, syntax_error *e, text_sizes *sizes)
 {
+    text_sizes counted = {0, 0, 0, 0};
     enum { VALUE, FIRST_VALUE, VALUE_AFTER_COMMA, FIRST_KEY, KEY_AFTER_COMMA, COLON, COMMA_OR_CLOSE, END } state = VALUE;
     typedef struct opener { char kind; size_t offset; } opener;
     opener *stack = malloc(((size_t)max_depth + 1) * sizeof *stack);
@@ -483,6 +347,7 @@ static int check_syntax(const char *text, size_t len, int max_depth, syntax_erro
                 key_start = at + 1;
                 if ((rc = scan_string(text, len, &at, e))) break;
                 key_len = at - 1 - key_start;
+                counted.string_bytes += key_len + 1;
                 state = COLON;
                 continue;
             }
@@ -521,6 +386,7 @@ static int check_syntax(const char *text, size_t len, int max_depth, syntax_erro
                                  max_depth);
                 break;
             }
+            counted.values++;
             stack[depth].kind = c;
             stack[depth].offset = at;
             depth++;
@@ -528,19 +394,24 @@ static int check_syntax(const char *text, size_t len, int max_depth, syntax_erro
             state = c == '{' ? FIRST_KEY : FIRST_VALUE;
             continue;
         }
+        size_t start = at;
         if ((rc = scan_scalar(text, len, &at, e))) break;
+        counted.values++;
+        if (c == '"') counted.string_bytes += at - start - 1;
+        else if (c == '-' || (c >= '0' && c <= '9')) { counted.numbers++; counted.number_bytes += at - start; }
     after_value:
         value_last = at - 1;
         state = depth == 0 ? END : COMMA_OR_CLOSE;
     }
     free(stack);
+    *sizes = counted;
     return rc;
 }
 
 /* ---- pass 3: the tree ------------------------------------------------------------
  * Text that check_syntax accepted, turned into cJSON nodes in the document's arena in
  * one pass: each value's position, its key's position and a number's source text are
- * recorded as the node is made (in pre-order, the order the pre-scan counted), so no
+ * recorded as the node is made (in pre-order, the order check_syntax counted), so no
  * second scan and no walk are needed to tie them. The nodes are what cJSON's own parser
  * makes (types, valueint saturated like cJSON's, an array's first child's prev pointing
  * at its last) so every cJSON function reads them. */
@@ -876,24 +747,15 @@ int kp_json_parse(const char *file, const char *text, size_t len, const kp_json_
         return kp_error_set(err, KP_ERR_PARSE, file, p.line, p.column,
                             "a NUL byte in the file; this is not a JSON text file");
     }
-    size_t count = 0, numbers = 0, number_bytes = 0, string_bytes = 0, deep = 0;
-    int unfinished = 0;
-    int scan = prescan(text, len, limits->max_depth, NULL, NULL, NULL, &count, &numbers, &number_bytes, &string_bytes,
-                       &deep, &unfinished);
-    if (scan == -2) return kp_error_set(err, KP_ERR_NOMEM, file, 0, 0, "out of memory");
-    if (scan == -1) {
-        kp_pos p = kp_pos_of_offset(text, len, deep);
-        return kp_error_set(err, KP_ERR_PARSE, file, p.line, p.column,
-                            "nesting deeper than %d levels; a model never needs this much, check the file",
-                            limits->max_depth);
-    }
     syntax_error syntax;
-    int syntax_rc = check_syntax(text, len, limits->max_depth, &syntax);
+    text_sizes sizes;
+    int syntax_rc = check_syntax(text, len, limits->max_depth, &syntax, &sizes);
     if (syntax_rc == -2) return kp_error_set(err, KP_ERR_NOMEM, file, 0, 0, "out of memory");
     if (syntax_rc) {
         kp_pos p = kp_pos_of_offset(text, len, syntax.offset);
         return kp_error_set(err, KP_ERR_PARSE, file, p.line, p.column, "%s", syntax.message);
     }
+    size_t count = sizes.values, numbers = sizes.numbers, number_bytes = sizes.number_bytes, string_bytes = sizes.string_bytes;
     /* what the parse will hold: the position index, the numbers' text, and cJSON's
      * nodes and strings in the arena (its limit enforces the rest exactly) */
     size_t slots = address_slots(count);
