@@ -284,7 +284,7 @@ static void print_keys(text_out *out, const cJSON *keys)
     int first = 1;
     for (const cJSON *k = keys ? keys->child : NULL; k; k = k->next) {
         say(out, first ? "" : ", ", kp_json_str(k, "name"), " (", kp_json_str(k, "role"),
-            cJSON_IsTrue(cJSON_GetObjectItem(k, "descending")) ? ", desc)" : ")", NULL);
+            cJSON_IsTrue(kp_json_get(k, "descending")) ? ", desc)" : ")", NULL);
         first = 0;
     }
 }
@@ -300,31 +300,31 @@ static void print_text(text_out *out, const cJSON *doc, int use_color)
 {
     const char *bold = use_color ? "\033[1m" : "", *dim = use_color ? "\033[2m" : "", *red = use_color ? "\033[31m" : "",
                *reset = use_color ? "\033[0m" : "";
-    const cJSON *designs = cJSON_GetObjectItemCaseSensitive(doc, "designs");
+    const cJSON *designs = kp_json_get(doc, "designs");
     for (const cJSON *d = designs ? designs->child : NULL; d; d = d->next) {
         say(out, bold, kp_json_str(d, "title"), " design for ", kp_json_str(doc, "model"), " (", kp_json_str(d, "candidate"), ")",
             reset, "\n", NULL);
-        if (cJSON_IsString(cJSON_GetObjectItem(doc, "mix"))) say(out, "  workload mix: ", kp_json_str(doc, "mix"), "\n", NULL);
+        if (cJSON_IsString(kp_json_get(doc, "mix"))) say(out, "  workload mix: ", kp_json_str(doc, "mix"), "\n", NULL);
         say(out, "  ", kp_json_str(d, "summary"), "\n", NULL);
-        const cJSON *containers = cJSON_GetObjectItem(d, "containers");
+        const cJSON *containers = kp_json_get(d, "containers");
         for (const cJSON *c = containers ? containers->child : NULL; c; c = c->next) {
             say(out, "\n", bold, kp_json_str(c, "kind"), " ", kp_json_str(c, "name"), reset, "  ", NULL);
-            print_keys(out, cJSON_GetObjectItem(c, "keys"));
+            print_keys(out, kp_json_get(c, "keys"));
             put(out, "\n  ~");
             put_f0(out, kp_json_num(c, "items"));
             put(out, " items, ");
             put_f1(out, kp_json_num(c, "bytes") / 1e6);
             put(out, " MB\n");
-            const cJSON *indexes = cJSON_GetObjectItem(c, "indexes");
+            const cJSON *indexes = kp_json_get(c, "indexes");
             for (const cJSON *x = indexes ? indexes->child : NULL; x; x = x->next) {
                 put(out, "  ");
                 put_padded(out, kp_json_str(x, "name"), 6);
                 putch(out, ' ');
                 put_padded(out, kp_json_str(x, "kind"), 4);
                 putch(out, ' ');
-                print_keys(out, cJSON_GetObjectItem(x, "keys"));
-                if (cJSON_IsTrue(cJSON_GetObjectItem(x, "sparse"))) put(out, "  sparse");
-                const cJSON *by = cJSON_GetObjectItem(x, "caused_by");
+                print_keys(out, kp_json_get(x, "keys"));
+                if (cJSON_IsTrue(kp_json_get(x, "sparse"))) put(out, "  sparse");
+                const cJSON *by = kp_json_get(x, "caused_by");
                 if (by && by->child) {
                     say(out, "  ", dim, "for", NULL);
                     for (const cJSON *p = by->child; p; p = p->next) say(out, " ", p->valuestring, NULL);
@@ -346,11 +346,11 @@ static void print_text(text_out *out, const cJSON *doc, int use_color)
             }
         }
         say(out, "\n", bold, "Decisions", reset, "\n", NULL);
-        const cJSON *decisions = cJSON_GetObjectItem(d, "decisions");
+        const cJSON *decisions = kp_json_get(d, "decisions");
         for (const cJSON *x = decisions ? decisions->child : NULL; x; x = x->next) {
             say(out, "  ", kp_json_str(x, "subject"), ": ", kp_json_str(x, "choice"), "\n", NULL);
             say(out, "    ", dim, "why: ", kp_json_str(x, "why"), NULL);
-            const cJSON *ps = cJSON_GetObjectItem(x, "patterns");
+            const cJSON *ps = kp_json_get(x, "patterns");
             if (ps && ps->child) {
                 put(out, " (");
                 for (const cJSON *p = ps->child; p; p = p->next) say(out, p == ps->child ? "" : ", ", p->valuestring, NULL);
@@ -359,7 +359,7 @@ static void print_text(text_out *out, const cJSON *doc, int use_color)
             say(out, reset, "\n", NULL);
         }
         say(out, "\n", bold, "Access patterns", reset, "\n", NULL);
-        const cJSON *patterns = cJSON_GetObjectItem(d, "patterns");
+        const cJSON *patterns = kp_json_get(d, "patterns");
         for (const cJSON *p = patterns ? patterns->child : NULL; p; p = p->next) {
             double requests = kp_json_num(p, "requests"), round_trips = kp_json_num(p, "round_trips");
             say(out, "  ", bold, kp_json_str(p, "name"), reset, "  ", NULL);
@@ -373,17 +373,17 @@ static void print_text(text_out *out, const cJSON *doc, int use_color)
             put(out, " items, ");
             put_f1(out, kp_json_num(p, "bytes_read") / 1024);
             put(out, " KB");
-            if (cJSON_GetObjectItem(p, "read_units")) {
+            if (kp_json_get(p, "read_units")) {
                 put(out, ", ");
                 put_f1(out, kp_json_num(p, "read_units"));
                 put(out, " RCU");
             }
-            if (cJSON_IsTrue(cJSON_GetObjectItem(p, "scan"))) say(out, "  ", red, "SCAN", reset, NULL);
+            if (cJSON_IsTrue(kp_json_get(p, "scan"))) say(out, "  ", red, "SCAN", reset, NULL);
             putch(out, '\n');
-            const cJSON *ops = cJSON_GetObjectItem(p, "operations");
+            const cJSON *ops = kp_json_get(p, "operations");
             for (const cJSON *o = ops ? ops->child : NULL; o; o = o->next) {
-                say(out, "    ", cJSON_IsTrue(cJSON_GetObjectItem(o, "waits_for_previous")) ? "then " : "", kp_json_str(o, "op"), " ",
-                    kp_json_str(o, "container"), cJSON_IsString(cJSON_GetObjectItem(o, "index")) ? " index " : "",
+                say(out, "    ", cJSON_IsTrue(kp_json_get(o, "waits_for_previous")) ? "then " : "", kp_json_str(o, "op"), " ",
+                    kp_json_str(o, "container"), cJSON_IsString(kp_json_get(o, "index")) ? " index " : "",
                     kp_json_str(o, "index"), ": ", NULL);
                 /* a condition of several commands (one a line): the others under the first */
                 for (const char *c = kp_json_str(o, "condition"); *c;) {
@@ -399,7 +399,7 @@ static void print_text(text_out *out, const cJSON *doc, int use_color)
             }
             if (kp_json_str(p, "why")[0]) say(out, "    ", dim, "why: ", kp_json_str(p, "why"), reset, "\n", NULL);
         }
-        const cJSON *writes = cJSON_GetObjectItem(d, "writes");
+        const cJSON *writes = kp_json_get(d, "writes");
         if (writes && writes->child) say(out, "\n", bold, "Writes", reset, "\n", NULL);
         for (const cJSON *w = writes ? writes->child : NULL; w; w = w->next) {
             double requests = kp_json_num(w, "requests");
@@ -410,13 +410,13 @@ static void print_text(text_out *out, const cJSON *doc, int use_color)
             put(out, requests == 1 ? " request, " : " requests, ");
             put_f1(out, kp_json_num(w, "items_written"));
             put(out, " items written");
-            if (cJSON_GetObjectItem(w, "write_units")) {
+            if (kp_json_get(w, "write_units")) {
                 put(out, ", ");
                 put_f1(out, kp_json_num(w, "write_units"));
                 put(out, " WCU");
             }
             say(out, "  (", kp_json_str(w, "mechanism"), ")\n", NULL);
-            const cJSON *touches = cJSON_GetObjectItem(w, "touches");
+            const cJSON *touches = kp_json_get(w, "touches");
             for (const cJSON *t = touches ? touches->child : NULL; t; t = t->next) {
                 say(out, "    ", dim, NULL);
                 put_f1(out, kp_json_num(t, "count"));
@@ -424,11 +424,11 @@ static void print_text(text_out *out, const cJSON *doc, int use_color)
             }
             if (kp_json_str(w, "why")[0]) say(out, "    ", dim, "why: ", kp_json_str(w, "why"), reset, "\n", NULL);
         }
-        const cJSON *defects = cJSON_GetObjectItem(d, "defects");
+        const cJSON *defects = kp_json_get(d, "defects");
         say(out, "\n", bold, "Defects", reset, "\n", NULL);
         if (!defects || !defects->child) put(out, "  none\n");
         for (const cJSON *x = defects ? defects->child : NULL; x; x = x->next) say(out, "  ", red, "- ", x->valuestring, reset, "\n", NULL);
-        const cJSON *notes = cJSON_GetObjectItem(d, "notes");
+        const cJSON *notes = kp_json_get(d, "notes");
         if (notes && notes->child) say(out, "\n", bold, "Notes", reset, "\n", NULL);
         for (const cJSON *x = notes ? notes->child : NULL; x; x = x->next) say(out, "  - ", x->valuestring, "\n", NULL);
         if (d->next) putch(out, '\n');

@@ -55,11 +55,30 @@ struct kp_json_doc {
     size_t slot_count;   /* table size: 1.5 x the node count, so probes stay short */
 };
 
+/* Eight bytes of text as one word (any alignment). */
+static inline uint64_t load8(const unsigned char *p)
+{
+    uint64_t w;
+    memcpy(&w, p, sizeof w);
+    return w;
+}
+
+/* Where a run of spaces starting at `at` ends (the indentation of a pretty-printed file). */
+static inline size_t skip_spaces(const char *text, size_t at, size_t len)
+{
+    while (at + 8 <= len && load8((const unsigned char *)text + at) == 0x2020202020202020ULL) at += 8;
+    while (at < len && text[at] == ' ') at++;
+    return at;
+}
+
 size_t kp_utf8_check(const char *text, size_t len)
 {
     const unsigned char *s = (const unsigned char *)text;
     size_t i = 0;
     while (i < len) {
+        /* ASCII eight bytes at a time */
+        while (i + 8 <= len && !(load8(s + i) & 0x8080808080808080ULL)) i += 8;
+        if (i >= len) break;
         unsigned char c = s[i];
         if (c < 0x80) { i++; continue; }
         size_t need;
@@ -282,7 +301,8 @@ static int check_syntax(const char *text, size_t len, int max_depth, syntax_erro
     size_t at = 0, comma = 0, value_last = 0, key_start = 0, key_len = 0;
     int any = 0;
     for (;;) {
-        while (at < len && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r')) at++;
+        while (at < len && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r'))
+            at = text[at] == ' ' ? skip_spaces(text, at, len) : at + 1;
         if (at >= len) {
             if (state == END) break;
             if (!any) {
@@ -433,7 +453,10 @@ static int32_t column_at(tree_builder *b, size_t at)
 {
     const unsigned char *t = (const unsigned char *)b->text;
     int32_t col = b->mark_column;
-    for (size_t i = b->mark; i < at; i++) col += (t[i] & 0xC0) != 0x80;
+    size_t i = b->mark;
+    /* ASCII eight bytes at a time: a byte a column */
+    while (i + 8 <= at && !(load8(t + i) & 0x8080808080808080ULL)) { col += 8; i += 8; }
+    for (; i < at; i++) col += (t[i] & 0xC0) != 0x80;
     b->mark = at;
     b->mark_column = col;
     return col;
@@ -446,7 +469,8 @@ static void tree_space(tree_builder *b)
     while (at < len) {
         char c = t[at];
         if (c == '\n') { b->line++; b->mark = at + 1; b->mark_column = 1; }
-        else if (c != ' ' && c != '\t' && c != '\r') break;
+        else if (c == ' ') { at = skip_spaces(t, at, len); continue; }
+        else if (c != '\t' && c != '\r') break;
         at++;
     }
     b->at = at;
@@ -941,7 +965,7 @@ kp_pos kp_json_pointer_pos(const kp_json_doc *doc, const char *pointer)
             long idx = strtol(token, &endp, 10);
             node = *endp || idx < 0 ? NULL : cJSON_GetArrayItem(node, (int)idx);
         } else if (cJSON_IsObject(node)) {
-            node = cJSON_GetObjectItemCaseSensitive(node, token);
+            node = kp_json_get(node, token);
         } else {
             node = NULL;
         }
@@ -1147,12 +1171,12 @@ int kp_json_write(FILE *f, const cJSON *item)
 
 const char *kp_json_str(const cJSON *o, const char *key)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    const cJSON *v = kp_json_get(o, key);
     return cJSON_IsString(v) ? v->valuestring : "";
 }
 
 double kp_json_num(const cJSON *o, const char *key)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    const cJSON *v = kp_json_get(o, key);
     return cJSON_IsNumber(v) ? v->valuedouble : 0;
 }

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <cjson/cJSON.h>
+#include <string.h>
 
 #include "core/arena.h"
 
@@ -69,6 +70,17 @@ size_t kp_utf8_check(const char *text, size_t len);
 
 /* Line and column (1-based, column counted in code points) of a byte offset. */
 kp_pos kp_pos_of_offset(const char *text, size_t len, size_t offset);
+
+/* The member of object named key (case-sensitive), or NULL: what
+ * cJSON_GetObjectItemCaseSensitive returns, with the first byte compared before the
+ * rest (the model's parse and the reports look members up a million times). */
+static inline cJSON *kp_json_get(const cJSON *object, const char *key)
+{
+    if (!object || !key) return NULL;
+    for (cJSON *c = object->child; c; c = c->next)
+        if (c->string && c->string[0] == key[0] && strcmp(c->string, key) == 0) return c;
+    return NULL;
+}
 
 /* An object member read for a report: its string ("" when absent or not a string) and
  * its number (0 when absent or not a number). */

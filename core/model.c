@@ -146,7 +146,7 @@ int kp_check_keys(kp_parser *P, const cJSON *object, const char *const *allowed,
 
 int kp_get_number(kp_parser *P, const cJSON *object, const char *key, double *out, int *present, double min)
 {
-    const cJSON *n = cJSON_GetObjectItemCaseSensitive(object, key);
+    const cJSON *n = kp_json_get(object, key);
     if (present) *present = n != NULL;
     if (!n) return 0;
     if (!cJSON_IsNumber(n)) return kp_perr(P, n, 0, "\"%s\" must be a number, not %s", key, json_kind(n));
@@ -158,7 +158,7 @@ int kp_get_number(kp_parser *P, const cJSON *object, const char *key, double *ou
 
 int kp_get_bool(kp_parser *P, const cJSON *object, const char *key, int *out)
 {
-    const cJSON *n = cJSON_GetObjectItemCaseSensitive(object, key);
+    const cJSON *n = kp_json_get(object, key);
     if (!n) return 0;
     if (!cJSON_IsBool(n)) return kp_perr(P, n, 0, "\"%s\" must be true or false, not %s", key, json_kind(n));
     *out = cJSON_IsTrue(n);
@@ -303,7 +303,7 @@ static int type_by_name(kp_parser *P, const cJSON *node, const char *name, kp_ty
 /* Checks that a key only present for some types is used with one of them. */
 static int only_for(kp_parser *P, const cJSON *spec, const char *key, kp_type_kind kind, int allowed, const char *types)
 {
-    const cJSON *n = cJSON_GetObjectItemCaseSensitive(spec, key);
+    const cJSON *n = kp_json_get(spec, key);
     if (!n || allowed) return 0;
     return kp_perr(P, n, 1, "\"%s\" applies only to %s attributes, not to %s", key, types, kp_type_with_article(kind));
 }
@@ -331,7 +331,7 @@ static int parse_type(kp_parser *P, const cJSON *node, kp_type *type, const char
     char what[200];
     snprintf(what, sizeof what, "attribute '%s'", name);
     if (kp_check_keys(P, node, keys, what)) return -1;
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(node, "type");
+    const cJSON *t = kp_json_get(node, "type");
     if (!t) return kp_perr(P, node, 0, "attribute '%s' needs a \"type\"", name);
     if (kp_expect_string(P, t, "\"type\"") || type_by_name(P, t, t->valuestring, &type->kind)) return -1;
     kp_type_kind k = type->kind;
@@ -349,7 +349,7 @@ static int parse_type(kp_parser *P, const cJSON *node, kp_type *type, const char
                  "int, decimal, double, counter, timestamp and date"))
         return -1;
     if (k == KP_T_ENUM) {
-        const cJSON *values = cJSON_GetObjectItemCaseSensitive(node, "values");
+        const cJSON *values = kp_json_get(node, "values");
         if (!values) return kp_perr(P, node, 0, "enum '%s' needs \"values\": an array of its allowed strings", name);
         if (kp_expect_array(P, values, "\"values\"")) return -1;
         int n = cJSON_GetArraySize(values);
@@ -363,7 +363,7 @@ static int parse_type(kp_parser *P, const cJSON *node, kp_type *type, const char
             type->enum_values[type->enum_count++] = kp_pstrdup(P, v->valuestring);
         }
     } else if (k == KP_T_OBJECT) {
-        const cJSON *fields = cJSON_GetObjectItemCaseSensitive(node, "fields");
+        const cJSON *fields = kp_json_get(node, "fields");
         if (!fields) return kp_perr(P, node, 0, "object '%s' needs \"fields\": an object of field name to type", name);
         if (kp_expect_object(P, fields, "\"fields\"")) return -1;
         int n = cJSON_GetArraySize(fields);
@@ -377,7 +377,7 @@ static int parse_type(kp_parser *P, const cJSON *node, kp_type *type, const char
             type->fields[type->field_count++] = field;
         }
     } else if (k == KP_T_ARRAY || k == KP_T_MAP) {
-        const cJSON *item = cJSON_GetObjectItemCaseSensitive(node, k == KP_T_ARRAY ? "items" : "value");
+        const cJSON *item = kp_json_get(node, k == KP_T_ARRAY ? "items" : "value");
         if (!item)
             return kp_perr(P, node, 0, "%s '%s' needs \"%s\": the type of its %s", kp_type_name(k), name,
                            k == KP_T_ARRAY ? "items" : "value", k == KP_T_ARRAY ? "items" : "values");
@@ -390,7 +390,7 @@ static int parse_type(kp_parser *P, const cJSON *node, kp_type *type, const char
         if (type->item->kind == KP_T_COUNTER)
             return kp_perr(P, item, 0, "counters cannot be inside an array or map ('%s')", name);
         type->map_key = KP_T_STRING;
-        const cJSON *key = cJSON_GetObjectItemCaseSensitive(node, "key");
+        const cJSON *key = kp_json_get(node, "key");
         if (key) {
             if (kp_expect_string(P, key, "a map \"key\"") || type_by_name(P, key, key->valuestring, &type->map_key)) return -1;
             if (type->map_key != KP_T_STRING && type->map_key != KP_T_INT && type->map_key != KP_T_UUID &&
@@ -402,11 +402,11 @@ static int parse_type(kp_parser *P, const cJSON *node, kp_type *type, const char
             kp_get_number(P, node, "max_items", &type->max_items, &given_max, 0))
             return -1;
         if (given_avg && given_max && type->max_items < type->avg_items)
-            return kp_perr(P, cJSON_GetObjectItemCaseSensitive(node, "max_items"), 0,
+            return kp_perr(P, kp_json_get(node, "max_items"), 0,
                            "max_items (%g) is smaller than avg_items (%g)", type->max_items, type->avg_items);
     }
     if (attr) {
-        const cJSON *enc = cJSON_GetObjectItemCaseSensitive(node, "encoding");
+        const cJSON *enc = kp_json_get(node, "encoding");
         if (enc) {
             if (kp_expect_string(P, enc, "\"encoding\"")) return -1;
             static const char *const encodings[] = {"iso", "epoch_s", "epoch_ms", NULL};
@@ -416,7 +416,7 @@ static int parse_type(kp_parser *P, const cJSON *node, kp_type *type, const char
             if (found < 0) return kp_perr(P, enc, 0, "unknown encoding \"%s\"; use iso, epoch_s or epoch_ms", enc->valuestring);
             attr->encoding = (kp_encoding)found;
         }
-        const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(node, "format");
+        const cJSON *fmt = kp_json_get(node, "format");
         if (fmt) {
             if (kp_expect_string(P, fmt, "\"format\"")) return -1;
             int found = 0;
@@ -429,7 +429,7 @@ static int parse_type(kp_parser *P, const cJSON *node, kp_type *type, const char
             attr->format = kp_pstrdup(P, fmt->valuestring);
         }
         for (int bound = 0; bound < 2; bound++) {
-            const cJSON *b = cJSON_GetObjectItemCaseSensitive(node, bound ? "max" : "min");
+            const cJSON *b = kp_json_get(node, bound ? "max" : "min");
             if (!b) continue;
             char why[256];
             const cJSON *bad = NULL;
@@ -458,7 +458,7 @@ static int parse_type(kp_parser *P, const cJSON *node, kp_type *type, const char
             kp_get_number(P, node, "max_size", &attr->max_size, &given, 0))
             return -1;
         if (given && attr->avg_size > attr->max_size)
-            return kp_perr(P, cJSON_GetObjectItemCaseSensitive(node, "max_size"), 0,
+            return kp_perr(P, kp_json_get(node, "max_size"), 0,
                            "max_size (%g) is smaller than size (%g) for '%s'", attr->max_size, attr->avg_size, name);
     }
     return 0;
@@ -481,21 +481,21 @@ static int parse_attr(kp_parser *P, const cJSON *node, const char *name, kp_enti
         int has_presence = 0;
         if (kp_get_number(P, node, "presence", &a->presence, &has_presence, 0)) return -1;
         if (has_presence) {
-            const cJSON *pr = cJSON_GetObjectItemCaseSensitive(node, "presence");
+            const cJSON *pr = kp_json_get(node, "presence");
             if (a->presence > 1) return kp_perr(P, pr, 0, "\"presence\" is a share between 0 and 1, not %g", a->presence);
-            const cJSON *opt = cJSON_GetObjectItemCaseSensitive(node, "optional");
+            const cJSON *opt = kp_json_get(node, "optional");
             if (a->presence < 1 && opt && cJSON_IsFalse(opt))
                 return kp_perr(P, pr, 0, "'%s' has presence %g but says \"optional\": false; a sparse attribute is optional",
                                name, a->presence);
             if (a->presence < 1) a->is_optional = 1;
         }
-        const cJSON *desc = cJSON_GetObjectItemCaseSensitive(node, "description");
+        const cJSON *desc = kp_json_get(node, "description");
         if (desc) {
             if (kp_expect_string(P, desc, "\"description\"")) return -1;
             a->description = kp_pstrdup(P, desc->valuestring);
         }
         /* model versions (keyplan migrate): the name it had, the value existing records get */
-        const cJSON *was = cJSON_GetObjectItemCaseSensitive(node, "renamed_from");
+        const cJSON *was = kp_json_get(node, "renamed_from");
         if (was) {
             if (kp_expect_string(P, was, "\"renamed_from\"")) return -1;
             if (strcmp(was->valuestring, name) == 0)
@@ -503,7 +503,7 @@ static int parse_attr(kp_parser *P, const cJSON *node, const char *name, kp_enti
                                "previous version of the model", name);
             a->renamed_from = kp_pstrdup(P, was->valuestring);
         }
-        const cJSON *backfill = cJSON_GetObjectItemCaseSensitive(node, "backfill");
+        const cJSON *backfill = kp_json_get(node, "backfill");
         if (backfill) {
             const cJSON *bad = NULL;
             char why[300];
@@ -541,7 +541,7 @@ int kp_parse_entities(kp_parser *P, const cJSON *entities)
         e->pos = kp_json_key_pos(P->doc, en);
         m->entities[m->entity_count++] = e;
         if (kp_strmap_put(&m->arena, &m->entity_by_name, e->name, e)) return kp_perr(P, en, 0, "out of memory");
-        const cJSON *attrs = cJSON_GetObjectItemCaseSensitive(en, "attributes");
+        const cJSON *attrs = kp_json_get(en, "attributes");
         if (!attrs) return kp_perr(P, en, 1, "entity '%s' needs \"attributes\"", e->name);
         if (kp_expect_object(P, attrs, "\"attributes\"")) return -1;
         size_t an = (size_t)cJSON_GetArraySize(attrs);
@@ -554,7 +554,7 @@ int kp_parse_entities(kp_parser *P, const cJSON *entities)
             attr->index = e->attr_count;
             e->attrs[e->attr_count++] = attr;
         }
-        const cJSON *key = cJSON_GetObjectItemCaseSensitive(en, "key");
+        const cJSON *key = kp_json_get(en, "key");
         if (!key) return kp_perr(P, en, 1, "entity '%s' needs a \"key\": the attribute(s) that identify a record", e->name);
         size_t kn = cJSON_IsArray(key) ? (size_t)cJSON_GetArraySize(key) : 1;
         if (!cJSON_IsArray(key) && !cJSON_IsString(key))
@@ -585,13 +585,13 @@ int kp_parse_entities(kp_parser *P, const cJSON *entities)
             attr->key_index = (int)e->key_count;
             e->key[e->key_count++] = attr;
         }
-        const cJSON *count = cJSON_GetObjectItemCaseSensitive(en, "count");
+        const cJSON *count = kp_json_get(en, "count");
         if (count) {
             if (kp_get_number(P, en, "count", &e->count, NULL, 0)) return -1;
             if (e->count != floor(e->count)) return kp_perr(P, count, 0, "\"count\" must be a whole number, not %g", e->count);
             e->is_count_given = 1;
         }
-        const cJSON *desc = cJSON_GetObjectItemCaseSensitive(en, "description");
+        const cJSON *desc = kp_json_get(en, "description");
         if (desc) {
             if (kp_expect_string(P, desc, "\"description\"")) return -1;
             e->description = kp_pstrdup(P, desc->valuestring);
@@ -631,10 +631,10 @@ static int parse_fanout(kp_parser *P, const cJSON *node, kp_fanout *f, int is_on
     f->is_given = 1;
     if (is_one_one) {
         if (has_avg && f->avg > 1)
-            return kp_perr(P, cJSON_GetObjectItemCaseSensitive(node, "avg"), 0,
+            return kp_perr(P, kp_json_get(node, "avg"), 0,
                            "a 1:1 relation's fan-out avg is the share of records that have one (at most 1), not %g", f->avg);
         if (has_max && f->max != 1)
-            return kp_perr(P, cJSON_GetObjectItemCaseSensitive(node, "max"), 0, "a 1:1 relation's fan-out max is 1");
+            return kp_perr(P, kp_json_get(node, "max"), 0, "a 1:1 relation's fan-out max is 1");
         if (f->is_unbounded) return kp_perr(P, node, 0, "a 1:1 relation cannot be unbounded");
         if (!has_avg) f->avg = 1;
         f->max = 1;
@@ -643,7 +643,7 @@ static int parse_fanout(kp_parser *P, const cJSON *node, kp_fanout *f, int is_on
     if (!has_max && !f->is_unbounded)
         return kp_perr(P, node, 0, "the fan-out needs a \"max\" (or \"unbounded\": true for one that grows forever)");
     if (has_avg && has_max && f->max < f->avg)
-        return kp_perr(P, cJSON_GetObjectItemCaseSensitive(node, "max"), 0,
+        return kp_perr(P, kp_json_get(node, "max"), 0,
                        "fan-out max (%g) is smaller than its avg (%g); max >= avg >= 0", f->max, f->avg);
     if (!has_avg) f->avg = -1; /* derived from the counts later */
     if (!has_max) f->max = -1; /* unbounded without a horizon: set from avg later */
@@ -796,19 +796,19 @@ static int parse_relation(kp_parser *P, const cJSON *node)
     if (kp_expect_object(P, node, "a relation") || kp_check_keys(P, node, relation_keys, "a relation")) return -1;
     kp_relation *r = ALLOC(P, kp_relation);
     r->pos = kp_json_pos(P->doc, node);
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(node, "name");
+    const cJSON *name = kp_json_get(node, "name");
     if (!name) return kp_perr(P, node, 0, "a relation needs a \"name\": how it is navigated from its \"from\" entity");
     if (kp_expect_string(P, name, "\"name\"") || kp_check_name(P, name, name->valuestring, 0, "relation")) return -1;
     r->name = kp_pstrdup(P, name->valuestring);
-    const cJSON *from = cJSON_GetObjectItemCaseSensitive(node, "from");
-    const cJSON *to = cJSON_GetObjectItemCaseSensitive(node, "to");
+    const cJSON *from = kp_json_get(node, "from");
+    const cJSON *to = kp_json_get(node, "to");
     if (!from || !to) return kp_perr(P, node, 0, "relation '%s' needs \"from\" and \"to\" entities", r->name);
     char what[200];
     snprintf(what, sizeof what, "relation '%s'", r->name);
     if (kp_expect_string(P, from, "\"from\"") || kp_expect_string(P, to, "\"to\"")) return -1;
     if (!(r->from = kp_resolve_entity(P, from, from->valuestring, what))) return -1;
     if (!(r->to = kp_resolve_entity(P, to, to->valuestring, what))) return -1;
-    const cJSON *card = cJSON_GetObjectItemCaseSensitive(node, "cardinality");
+    const cJSON *card = kp_json_get(node, "cardinality");
     if (!card) return kp_perr(P, node, 0, "relation '%s' needs a \"cardinality\": \"1:1\", \"1:N\" or \"N:M\"", r->name);
     if (kp_expect_string(P, card, "\"cardinality\"")) return -1;
     if (strcmp(card->valuestring, "1:1") == 0) r->cardinality = KP_CARD_ONE_ONE;
@@ -818,8 +818,8 @@ static int parse_relation(kp_parser *P, const cJSON *node)
         return kp_perr(P, card, 0, "cardinality \"N:1\" is written as \"1:N\" from the other side: swap \"from\" and \"to\"");
     else return kp_perr(P, card, 0, "unknown cardinality \"%s\"; use \"1:1\", \"1:N\" or \"N:M\"", card->valuestring);
 
-    const cJSON *on = cJSON_GetObjectItemCaseSensitive(node, "on");
-    const cJSON *through = cJSON_GetObjectItemCaseSensitive(node, "through");
+    const cJSON *on = kp_json_get(node, "on");
+    const cJSON *through = kp_json_get(node, "through");
     if (on && through) return kp_perr(P, through, 1, "relation '%s' has both \"on\" and \"through\"; keep one", r->name);
     if (r->cardinality != KP_CARD_MANY_MANY) {
         if (through) return kp_perr(P, through, 1, "\"through\" is for N:M relations; a %s relation links with \"on\"",
@@ -834,9 +834,9 @@ static int parse_relation(kp_parser *P, const cJSON *node)
         if (check_whole_key(P, on, r->referenced, r->fk_attrs, r->ref_attrs, r->fk_count)) return -1;
     } else if (through) {
         if (kp_expect_object(P, through, "\"through\"") || kp_check_keys(P, through, through_keys, "\"through\"")) return -1;
-        const cJSON *je = cJSON_GetObjectItemCaseSensitive(through, "entity");
-        const cJSON *jf = cJSON_GetObjectItemCaseSensitive(through, "from");
-        const cJSON *jt = cJSON_GetObjectItemCaseSensitive(through, "to");
+        const cJSON *je = kp_json_get(through, "entity");
+        const cJSON *jf = kp_json_get(through, "from");
+        const cJSON *jt = kp_json_get(through, "to");
         if (!je || !jf || !jt)
             return kp_perr(P, through, 0, "\"through\" needs \"entity\", \"from\" and \"to\" (the join entity's attributes "
                                           "that reference each side's key)");
@@ -873,7 +873,7 @@ static int parse_relation(kp_parser *P, const cJSON *node)
                        r->name);
     }
 
-    const cJSON *fan = cJSON_GetObjectItemCaseSensitive(node, "fanout");
+    const cJSON *fan = kp_json_get(node, "fanout");
     if (fan) {
         if (parse_fanout(P, fan, &r->fanout, r->cardinality == KP_CARD_ONE_ONE)) return -1;
     } else if (r->cardinality == KP_CARD_ONE_ONE) {
@@ -882,7 +882,7 @@ static int parse_relation(kp_parser *P, const cJSON *node)
         return kp_perr(P, node, 0, "relation '%s' needs a \"fanout\": {\"avg\": ..., \"max\": ...} (%s records per %s)",
                        r->name, r->to->name, r->from->name);
     }
-    const cJSON *ifan = cJSON_GetObjectItemCaseSensitive(node, "inverse_fanout");
+    const cJSON *ifan = kp_json_get(node, "inverse_fanout");
     if (ifan) {
         if (r->cardinality != KP_CARD_MANY_MANY)
             return kp_perr(P, ifan, 1, "\"inverse_fanout\" is for N:M relations; the inverse of a %s relation is to-one",
@@ -897,7 +897,7 @@ static int parse_relation(kp_parser *P, const cJSON *node)
     int has_skew = 0;
     if (kp_get_number(P, node, "skew", &r->skew, &has_skew, 0)) return -1;
     r->has_skew = has_skew;
-    const cJSON *del = cJSON_GetObjectItemCaseSensitive(node, "on_delete");
+    const cJSON *del = kp_json_get(node, "on_delete");
     if (del) {
         if (kp_expect_string(P, del, "\"on_delete\"")) return -1;
         if (strcmp(del->valuestring, "restrict") == 0) r->on_delete = KP_DELETE_RESTRICT;
@@ -910,7 +910,7 @@ static int parse_relation(kp_parser *P, const cJSON *node)
                     return kp_perr(P, del, 0, "on_delete \"detach\" clears '%s.%s', which must then be optional",
                                    r->to->name, r->fk_attrs[i]->name);
     }
-    const cJSON *desc = cJSON_GetObjectItemCaseSensitive(node, "description");
+    const cJSON *desc = kp_json_get(node, "description");
     if (desc) {
         if (kp_expect_string(P, desc, "\"description\"")) return -1;
         r->description = kp_pstrdup(P, desc->valuestring);
@@ -930,7 +930,7 @@ static int parse_relation(kp_parser *P, const cJSON *node)
     r->inverse.is_inverse = 1;
     r->inverse.fanout = &r->inverse_fanout;
     if (add_rel(P, r->from, &r->forward, name)) return -1;
-    const cJSON *inv = cJSON_GetObjectItemCaseSensitive(node, "inverse");
+    const cJSON *inv = kp_json_get(node, "inverse");
     if (inv) {
         if (kp_expect_string(P, inv, "\"inverse\"") || kp_check_name(P, inv, inv->valuestring, 0, "relation")) return -1;
         r->inverse_name = kp_pstrdup(P, inv->valuestring);
@@ -962,7 +962,7 @@ static int resolve_derived(kp_parser *P, kp_attr *a, const cJSON *node)
     const cJSON *fn = NULL;
     static const char *const fns[] = {"count", "sum", "min", "max"};
     for (int i = 0; i < 4; i++) {
-        const cJSON *f = cJSON_GetObjectItemCaseSensitive(node, fns[i]);
+        const cJSON *f = kp_json_get(node, fns[i]);
         if (!f) continue;
         if (fn) return kp_perr(P, f, 1, "\"derived\" of '%s' names two aggregates; keep one", a->name);
         fn = f;
@@ -998,7 +998,7 @@ static int resolve_derived(kp_parser *P, kp_attr *a, const cJSON *node)
     }
     if (a->key_index >= 0) return kp_perr(P, node, 1, "key attribute '%s' cannot be derived", a->name);
     a->is_optional = a->is_optional || d->fn == KP_AGG_MIN || d->fn == KP_AGG_MAX; /* no records -> null */
-    const cJSON *where = cJSON_GetObjectItemCaseSensitive(node, "where");
+    const cJSON *where = kp_json_get(node, "where");
     if (where && kp_parse_conditions(P, where, end, NULL, "the aggregate's \"where\"", &d->where, &d->where_count)) return -1;
     a->derived = d;
     return 0;
@@ -1028,12 +1028,12 @@ int kp_resolve_attribute_links(kp_parser *P, const cJSON *entities)
 {
     for (const cJSON *en = entities->child; en; en = en->next) {
         kp_entity *e = kp_model_entity(P->m, en->string);
-        const cJSON *attrs = cJSON_GetObjectItemCaseSensitive(en, "attributes");
+        const cJSON *attrs = kp_json_get(en, "attributes");
         for (const cJSON *an = attrs->child; an; an = an->next) {
             if (!cJSON_IsObject(an)) continue;
             kp_attr *a = kp_entity_attr(e, an->string);
-            const cJSON *copy = cJSON_GetObjectItemCaseSensitive(an, "copy_of");
-            const cJSON *derived = cJSON_GetObjectItemCaseSensitive(an, "derived");
+            const cJSON *copy = kp_json_get(an, "copy_of");
+            const cJSON *derived = kp_json_get(an, "derived");
             if (copy && derived) return kp_perr(P, derived, 1, "'%s' cannot be both a copy and derived", a->name);
             if (copy && resolve_copy(P, a, copy)) return -1;
             if (derived && resolve_derived(P, a, derived)) return -1;
@@ -1263,25 +1263,25 @@ static int parse_model(kp_parser *P, const kp_model_options *options)
     const cJSON *root = kp_json_root(P->doc);
     if (!cJSON_IsObject(root)) return kp_perr(P, root, 0, "a model is a JSON object with \"model\", \"entities\" and \"access_patterns\"");
     if (kp_check_keys(P, root, top_keys, "the model")) return -1;
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(root, "model");
+    const cJSON *name = kp_json_get(root, "model");
     if (!name) return kp_perr(P, root, 0, "the model needs a \"model\" name");
     if (kp_expect_string(P, name, "\"model\"") || kp_check_name(P, name, name->valuestring, 1, "model")) return -1;
     P->m->name = kp_pstrdup(P, name->valuestring);
-    const cJSON *desc = cJSON_GetObjectItemCaseSensitive(root, "description");
+    const cJSON *desc = kp_json_get(root, "description");
     if (desc) {
         if (kp_expect_string(P, desc, "\"description\"")) return -1;
         P->m->description = kp_pstrdup(P, desc->valuestring);
     }
-    const cJSON *entities = cJSON_GetObjectItemCaseSensitive(root, "entities");
+    const cJSON *entities = kp_json_get(root, "entities");
     if (!entities) return kp_perr(P, root, 0, "the model needs \"entities\"");
-    const cJSON *patterns = cJSON_GetObjectItemCaseSensitive(root, "access_patterns");
-    if (kp_parse_entities(P, entities) || kp_parse_relations(P, cJSON_GetObjectItemCaseSensitive(root, "relations")) ||
+    const cJSON *patterns = kp_json_get(root, "access_patterns");
+    if (kp_parse_entities(P, entities) || kp_parse_relations(P, kp_json_get(root, "relations")) ||
         kp_resolve_attribute_links(P, entities) || link_reverse(P) || kp_derive_counts(P, options ? options->scale : 1))
         return -1;
     if (!patterns) return kp_perr(P, root, 0, "the model needs \"access_patterns\": what each screen or API reads");
-    if (kp_parse_patterns(P, patterns) || kp_parse_writes(P, cJSON_GetObjectItemCaseSensitive(root, "writes")) ||
-        kp_parse_workload(P, cJSON_GetObjectItemCaseSensitive(root, "workload")) ||
-        kp_parse_hints(P, cJSON_GetObjectItemCaseSensitive(root, "hints")) || index_write_steps(P) ||
+    if (kp_parse_patterns(P, patterns) || kp_parse_writes(P, kp_json_get(root, "writes")) ||
+        kp_parse_workload(P, kp_json_get(root, "workload")) ||
+        kp_parse_hints(P, kp_json_get(root, "hints")) || index_write_steps(P) ||
         kp_keep_counts(P) || kp_keep_copies(P))
         return -1;
     return 0;

@@ -79,7 +79,7 @@ int kp_scope_finish(kp_parser *P, kp_param_scope *scope, kp_param ***out, size_t
                 return kp_perr(P, d, 1, "parameter '%s' is declared but %s never uses :%s; remove it or use it", d->string,
                                owner, d->string);
             }
-            const cJSON *t = cJSON_GetObjectItemCaseSensitive(d, "type");
+            const cJSON *t = kp_json_get(d, "type");
             if (t) {
                 if (kp_expect_string(P, t, "\"type\"")) return -1;
                 int k = kp_type_from_name(t->valuestring);
@@ -96,7 +96,7 @@ int kp_scope_finish(kp_parser *P, kp_param_scope *scope, kp_param ***out, size_t
                 }
             }
             if (kp_get_bool(P, d, "optional", &p->is_optional)) return -1;
-            const cJSON *desc = cJSON_GetObjectItemCaseSensitive(d, "description");
+            const cJSON *desc = kp_json_get(d, "description");
             if (desc) {
                 if (kp_expect_string(P, desc, "\"description\"")) return -1;
                 p->description = kp_pstrdup(P, desc->valuestring);
@@ -104,7 +104,7 @@ int kp_scope_finish(kp_parser *P, kp_param_scope *scope, kp_param ***out, size_t
             p->pos = kp_json_key_pos(P->doc, d);
             for (int which = 0; which < 3; which++) {
                 static const char *const names[] = {"default", "min", "max"};
-                const cJSON *v = cJSON_GetObjectItemCaseSensitive(d, names[which]);
+                const cJSON *v = kp_json_get(d, names[which]);
                 if (!v) continue;
                 if (!p->type)
                     return kp_perr(P, v, 1, "parameter :%s has a %s but no type; give \"type\"", p->name, names[which]);
@@ -152,7 +152,7 @@ int kp_parse_operand(kp_parser *P, const cJSON *node, const kp_attr *attr, const
     }
     const cJSON *literal = node;
     if (cJSON_IsObject(node)) {
-        const cJSON *l = cJSON_GetObjectItemCaseSensitive(node, "literal");
+        const cJSON *l = kp_json_get(node, "literal");
         if (!l || cJSON_GetArraySize(node) != 1)
             return kp_perr(P, node, 0, "an operand is a parameter \":name\", a literal value, or {\"literal\": value}");
         literal = l;
@@ -425,8 +425,8 @@ static int parse_page(kp_parser *P, shape_ctx *S, const cJSON *node, kp_shape *s
         return 0;
     }
     if (cJSON_IsObject(node) && cJSON_GetArraySize(node) == 1) {
-        const cJSON *t = cJSON_GetObjectItemCaseSensitive(node, "token");
-        const cJSON *o = cJSON_GetObjectItemCaseSensitive(node, "offset");
+        const cJSON *t = kp_json_get(node, "token");
+        const cJSON *o = kp_json_get(node, "offset");
         if (t) {
             if (kp_expect_string(P, t, "the token field")) return -1;
             s->page = KP_PAGE_TOKEN;
@@ -511,9 +511,9 @@ static int parse_expect(kp_parser *P, const cJSON *node, kp_expect *e)
 
 static int parse_collection(kp_parser *P, shape_ctx *S, const cJSON *node, kp_entity *ctx, kp_shape *s, int depth)
 {
-    const cJSON *each = cJSON_GetObjectItemCaseSensitive(node, "$each");
-    const cJSON *one = cJSON_GetObjectItemCaseSensitive(node, "$one");
-    const cJSON *count = cJSON_GetObjectItemCaseSensitive(node, "$count");
+    const cJSON *each = kp_json_get(node, "$each");
+    const cJSON *one = kp_json_get(node, "$one");
+    const cJSON *count = kp_json_get(node, "$count");
     const cJSON *path = each ? each : one ? one : count;
     const char *kw = each ? "$each" : one ? "$one" : "$count";
     if ((each != NULL) + (one != NULL) + (count != NULL) > 1)
@@ -567,12 +567,12 @@ static int parse_collection(kp_parser *P, shape_ctx *S, const cJSON *node, kp_en
             return kp_perr(P, path, 0, "\"%s\" leads to one %s; $count counts the records of a to-many relation",
                            path->valuestring, s->entity->name);
     }
-    const cJSON *where = cJSON_GetObjectItemCaseSensitive(node, "$where");
+    const cJSON *where = kp_json_get(node, "$where");
     if (where) {
         if (s->is_root_set) return kp_perr(P, where, 1, "conditions on the root set go in the pattern's \"where\"");
         if (kp_parse_conditions(P, where, s->entity, S->scope, "\"$where\"", &s->where, &s->where_count)) return -1;
     }
-    const cJSON *expect = cJSON_GetObjectItemCaseSensitive(node, "$expect");
+    const cJSON *expect = kp_json_get(node, "$expect");
     if (expect && parse_expect(P, expect, &s->expect)) return -1;
     if (s->kind == KP_SHAPE_COUNT) return 0;
     if (s->kind == KP_SHAPE_ONE) {
@@ -582,10 +582,10 @@ static int parse_collection(kp_parser *P, shape_ctx *S, const cJSON *node, kp_en
         return parse_members(P, S, node, s->entity, s, depth);
     }
     /* $each */
-    const cJSON *order = cJSON_GetObjectItemCaseSensitive(node, "$order");
+    const cJSON *order = kp_json_get(node, "$order");
     if (order && parse_order(P, order, s)) return -1;
     complete_order(P, s);
-    const cJSON *limit = cJSON_GetObjectItemCaseSensitive(node, "$limit");
+    const cJSON *limit = kp_json_get(node, "$limit");
     if (limit) {
         if (!order) return kp_perr(P, limit, 1, "\"$limit\" needs an \"$order\": which records come first must be declared");
         if (cJSON_IsString(limit) && limit->valuestring[0] == ':') {
@@ -598,7 +598,7 @@ static int parse_collection(kp_parser *P, shape_ctx *S, const cJSON *node, kp_en
             s->limit = (int64_t)limit->valuedouble;
         }
     }
-    const cJSON *page = cJSON_GetObjectItemCaseSensitive(node, "$page");
+    const cJSON *page = kp_json_get(node, "$page");
     if (page) {
         if (!limit) return kp_perr(P, page, 1, "\"$page\" needs a \"$limit\": the page size");
         if (S->inside_each)
@@ -611,7 +611,7 @@ static int parse_collection(kp_parser *P, shape_ctx *S, const cJSON *node, kp_en
             return kp_perr(P, page, 0, "a bare array has no member to hold the token; use \"$page\": \"token\"");
         S->pattern->paged = s;
     }
-    const cJSON *value = cJSON_GetObjectItemCaseSensitive(node, "$value");
+    const cJSON *value = kp_json_get(node, "$value");
     int saved = S->inside_each;
     S->inside_each = 1;
     int rc = 0;
@@ -659,8 +659,8 @@ static int parse_shape(kp_parser *P, shape_ctx *S, const cJSON *node, kp_entity 
     if (!cJSON_IsObject(node))
         return kp_perr(P, node, name ? 1 : 0, "a response shape is a leaf string or an object, not %s",
                        cJSON_IsArray(node) ? "an array (use {\"$each\": ...} for arrays)" : "a literal");
-    if (cJSON_GetObjectItemCaseSensitive(node, "$each") || cJSON_GetObjectItemCaseSensitive(node, "$one") ||
-        cJSON_GetObjectItemCaseSensitive(node, "$count"))
+    if (kp_json_get(node, "$each") || kp_json_get(node, "$one") ||
+        kp_json_get(node, "$count"))
         return parse_collection(P, S, node, ctx, s, depth);
     for (const cJSON *m = node->child; m; m = m->next) {
         if (m->string[0] != '$') continue;
@@ -746,7 +746,7 @@ static int parse_pattern(kp_parser *P, const cJSON *node)
         return -1;
     kp_pattern *p = ALLOC(P, kp_pattern);
     p->pos = kp_json_pos(P->doc, node);
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(node, "name");
+    const cJSON *name = kp_json_get(node, "name");
     if (!name) return kp_perr(P, node, 0, "an access pattern needs a \"name\"");
     if (kp_expect_string(P, name, "\"name\"") || kp_check_name(P, name, name->valuestring, 1, "pattern")) return -1;
     if (name_taken(P, name->valuestring))
@@ -754,33 +754,33 @@ static int parse_pattern(kp_parser *P, const cJSON *node)
     p->name = kp_pstrdup(P, name->valuestring);
     char owner[200];
     snprintf(owner, sizeof owner, "pattern '%s'", p->name);
-    const cJSON *desc = cJSON_GetObjectItemCaseSensitive(node, "description");
+    const cJSON *desc = kp_json_get(node, "description");
     if (desc) {
         if (kp_expect_string(P, desc, "\"description\"")) return -1;
         p->description = kp_pstrdup(P, desc->valuestring);
     }
-    const cJSON *root = cJSON_GetObjectItemCaseSensitive(node, "root");
+    const cJSON *root = kp_json_get(node, "root");
     if (!root) return kp_perr(P, node, 0, "pattern '%s' needs a \"root\": the entity it starts from", p->name);
     if (kp_expect_string(P, root, "\"root\"") || !(p->root = kp_resolve_entity(P, root, root->valuestring, owner))) return -1;
-    const cJSON *rps = cJSON_GetObjectItemCaseSensitive(node, "rps");
+    const cJSON *rps = kp_json_get(node, "rps");
     if (!rps) return kp_perr(P, node, 0, "pattern '%s' needs \"rps\": how many requests per second it serves", p->name);
     int has_skew = 0;
     if (kp_get_number(P, node, "rps", &p->rps, NULL, 0) || kp_get_number(P, node, "skew", &p->skew, &has_skew, 0)) return -1;
     p->has_skew = has_skew;
     kp_param_scope scope = {0};
-    scope.declared = cJSON_GetObjectItemCaseSensitive(node, "params");
+    scope.declared = kp_json_get(node, "params");
     if (scope.declared && kp_expect_object(P, scope.declared, "\"params\"")) return -1;
     /* optional flags must be known before deciding whether the root is pinned */
-    const cJSON *where = cJSON_GetObjectItemCaseSensitive(node, "where");
+    const cJSON *where = kp_json_get(node, "where");
     if (where && kp_parse_conditions(P, where, p->root, &scope, "\"where\"", &p->where, &p->where_count)) return -1;
     if (scope.declared)
         for (size_t i = 0; i < scope.count; i++) {
-            const cJSON *d = cJSON_GetObjectItemCaseSensitive(scope.declared, scope.items[i]->name);
-            if (d && cJSON_IsObject(d) && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(d, "optional")))
+            const cJSON *d = kp_json_get(scope.declared, scope.items[i]->name);
+            if (d && cJSON_IsObject(d) && cJSON_IsTrue(kp_json_get(d, "optional")))
                 scope.items[i]->is_optional = 1;
         }
     p->is_root_set = !pins_one(p->root, p->where, p->where_count);
-    const cJSON *returns = cJSON_GetObjectItemCaseSensitive(node, "returns");
+    const cJSON *returns = kp_json_get(node, "returns");
     if (!returns) return kp_perr(P, node, 0, "pattern '%s' needs \"returns\": the exact JSON it must return", p->name);
     shape_ctx S = {p, &scope, 0};
     if (parse_shape(P, &S, returns, p->is_root_set ? NULL : p->root, NULL, 0, &p->returns)) return -1;
@@ -858,7 +858,7 @@ static int parse_assigns(kp_parser *P, const cJSON *step, kp_write_step *s, kp_p
     static const char *const kinds[] = {"set", "increment", "decrement"};
     size_t cap = 0;
     for (int k = 0; k < 3; k++) {
-        const cJSON *node = cJSON_GetObjectItemCaseSensitive(step, kinds[k]);
+        const cJSON *node = kp_json_get(step, kinds[k]);
         if (!node) continue;
         if (s->op == KP_WRITE_INSERT || s->op == KP_WRITE_DELETE)
             return kp_perr(P, node, 1, "\"%s\" applies to update and upsert steps, not %s", kinds[k],
@@ -913,8 +913,8 @@ static int parse_step(kp_parser *P, const cJSON *node, kp_write *w, kp_write_ste
         return -1;
     s->pos = kp_json_pos(P->doc, node);
     s->rows = 1;
-    const cJSON *entity = cJSON_GetObjectItemCaseSensitive(node, "entity");
-    const cJSON *op = cJSON_GetObjectItemCaseSensitive(node, "op");
+    const cJSON *entity = kp_json_get(node, "entity");
+    const cJSON *op = kp_json_get(node, "op");
     if (!entity || !op) return kp_perr(P, node, 0, "a write step needs \"entity\" and \"op\" (insert, update, upsert or delete)");
     char owner[200];
     snprintf(owner, sizeof owner, "write '%s'", w->name);
@@ -930,12 +930,12 @@ static int parse_step(kp_parser *P, const cJSON *node, kp_write *w, kp_write_ste
         return kp_perr(P, op, 0, "unknown op \"%s\"; use insert, update, upsert or delete", op->valuestring);
     }
     s->op = (kp_write_op)found;
-    const cJSON *desc = cJSON_GetObjectItemCaseSensitive(node, "description");
+    const cJSON *desc = kp_json_get(node, "description");
     if (desc && !at_top) {
         if (kp_expect_string(P, desc, "\"description\"")) return -1;
         s->description = kp_pstrdup(P, desc->valuestring);
     }
-    const cJSON *for_each = cJSON_GetObjectItemCaseSensitive(node, "for_each");
+    const cJSON *for_each = kp_json_get(node, "for_each");
     if (for_each) {
         if (index == 0)
             return kp_perr(P, for_each, 1, "\"for_each\" starts from the first step's record, so it cannot be on the first step");
@@ -944,7 +944,7 @@ static int parse_step(kp_parser *P, const cJSON *node, kp_write *w, kp_write_ste
         if (kp_resolve_path(P, for_each, w->steps[0].entity, for_each->valuestring, 0, 0, &s->for_each, &s->for_each_len,
                             NULL, &end))
             return -1;
-        const cJSON *link = cJSON_GetObjectItemCaseSensitive(node, "link");
+        const cJSON *link = kp_json_get(node, "link");
         if (s->op == KP_WRITE_INSERT) {
             if (!link)
                 return kp_perr(P, for_each, 1, "an insert with \"for_each\" needs \"link\": the relation of %s that ties "
@@ -960,14 +960,14 @@ static int parse_step(kp_parser *P, const cJSON *node, kp_write *w, kp_write_ste
                 return kp_perr(P, for_each, 0, "\"for_each\": \"%s\" reaches %s records, but this step writes %s",
                                for_each->valuestring, end->name, s->entity->name);
         }
-    } else if (cJSON_GetObjectItemCaseSensitive(node, "link")) {
-        return kp_perr(P, cJSON_GetObjectItemCaseSensitive(node, "link"), 1, "\"link\" goes with \"for_each\"");
+    } else if (kp_json_get(node, "link")) {
+        return kp_perr(P, kp_json_get(node, "link"), 1, "\"link\" goes with \"for_each\"");
     }
-    const cJSON *where = cJSON_GetObjectItemCaseSensitive(node, "where");
+    const cJSON *where = kp_json_get(node, "where");
     if (s->op == KP_WRITE_INSERT) {
         if (where) return kp_perr(P, where, 1, "an insert creates a record; \"where\" is for update, upsert and delete");
-        if (cJSON_GetObjectItemCaseSensitive(node, "if"))
-            return kp_perr(P, cJSON_GetObjectItemCaseSensitive(node, "if"), 1,
+        if (kp_json_get(node, "if"))
+            return kp_perr(P, kp_json_get(node, "if"), 1,
                            "an insert has no current record to test; use \"if_absent\": true");
     } else {
         if (where && kp_parse_conditions(P, where, s->entity, scope, "\"where\"", &s->where, &s->where_count)) return -1;
@@ -981,13 +981,13 @@ static int parse_step(kp_parser *P, const cJSON *node, kp_write *w, kp_write_ste
             return kp_perr(P, at, 0, "the %s of %s must pin one record: give \"where\" with = on its key (%s) or a unique "
                                      "attribute; for many records use \"for_each\"", write_ops[s->op], s->entity->name, keys);
         }
-        if (s->op == KP_WRITE_UPDATE && !cJSON_GetObjectItemCaseSensitive(node, "set") &&
-            !cJSON_GetObjectItemCaseSensitive(node, "increment") && !cJSON_GetObjectItemCaseSensitive(node, "decrement"))
+        if (s->op == KP_WRITE_UPDATE && !kp_json_get(node, "set") &&
+            !kp_json_get(node, "increment") && !kp_json_get(node, "decrement"))
             return kp_perr(P, node, 0, "an update needs \"set\", \"increment\" or \"decrement\"");
-        const cJSON *cond = cJSON_GetObjectItemCaseSensitive(node, "if");
+        const cJSON *cond = kp_json_get(node, "if");
         if (cond && kp_parse_conditions(P, cond, s->entity, scope, "\"if\"", &s->conditions, &s->condition_count)) return -1;
     }
-    const cJSON *absent = cJSON_GetObjectItemCaseSensitive(node, "if_absent");
+    const cJSON *absent = kp_json_get(node, "if_absent");
     if (absent) {
         if (s->op != KP_WRITE_INSERT) return kp_perr(P, absent, 1, "\"if_absent\" applies to inserts");
         if (kp_get_bool(P, node, "if_absent", &s->is_if_absent)) return -1;
@@ -995,7 +995,7 @@ static int parse_step(kp_parser *P, const cJSON *node, kp_write *w, kp_write_ste
     if (parse_assigns(P, node, s, scope)) return -1;
     int has_rows = 0;
     if (kp_get_number(P, node, "rows", &s->rows, &has_rows, 0)) return -1;
-    if (has_rows && s->rows <= 0) return kp_perr(P, cJSON_GetObjectItemCaseSensitive(node, "rows"), 0, "\"rows\" must be above 0");
+    if (has_rows && s->rows <= 0) return kp_perr(P, kp_json_get(node, "rows"), 0, "\"rows\" must be above 0");
     return 0;
 }
 
@@ -1017,13 +1017,13 @@ static int parse_write(kp_parser *P, const cJSON *node)
     if (kp_expect_object(P, node, "a write") || kp_check_keys(P, node, write_keys, "a write")) return -1;
     kp_write *w = ALLOC(P, kp_write);
     w->pos = kp_json_pos(P->doc, node);
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(node, "name");
+    const cJSON *name = kp_json_get(node, "name");
     if (!name) return kp_perr(P, node, 0, "a write needs a \"name\"");
     if (kp_expect_string(P, name, "\"name\"") || kp_check_name(P, name, name->valuestring, 1, "write")) return -1;
     if (name_taken(P, name->valuestring))
         return kp_perr(P, name, 0, "there is already a pattern or write named '%s'", name->valuestring);
     w->name = kp_pstrdup(P, name->valuestring);
-    const cJSON *desc = cJSON_GetObjectItemCaseSensitive(node, "description");
+    const cJSON *desc = kp_json_get(node, "description");
     if (desc) {
         if (kp_expect_string(P, desc, "\"description\"")) return -1;
         w->description = kp_pstrdup(P, desc->valuestring);
@@ -1033,7 +1033,7 @@ static int parse_write(kp_parser *P, const cJSON *node)
         kp_get_bool(P, node, "atomic", &w->is_atomic))
         return -1;
     w->has_skew = has_skew;
-    const cJSON *schedule = cJSON_GetObjectItemCaseSensitive(node, "schedule");
+    const cJSON *schedule = kp_json_get(node, "schedule");
     if (schedule && has_rps)
         return kp_perr(P, schedule, 1, "write '%s' has both \"rps\" and \"schedule\"; a scheduled job's rate follows from "
                                        "its rows and period", w->name);
@@ -1043,7 +1043,7 @@ static int parse_write(kp_parser *P, const cJSON *node)
     if (schedule) {
         static const char *const keys[] = {"every", "rows", NULL};
         if (kp_expect_object(P, schedule, "\"schedule\"") || kp_check_keys(P, schedule, keys, "\"schedule\"")) return -1;
-        const cJSON *every = cJSON_GetObjectItemCaseSensitive(schedule, "every");
+        const cJSON *every = kp_json_get(schedule, "every");
         int has_rows = 0;
         if (!every || kp_expect_string(P, every, "\"every\"")) {
             if (!every) return kp_perr(P, schedule, 0, "\"schedule\" needs \"every\": a period such as \"1d\" or \"15m\"");
@@ -1057,12 +1057,12 @@ static int parse_write(kp_parser *P, const cJSON *node)
         w->rps = w->schedule_rows / w->schedule_every_s;
     }
     kp_param_scope scope = {0};
-    scope.declared = cJSON_GetObjectItemCaseSensitive(node, "params");
+    scope.declared = kp_json_get(node, "params");
     if (scope.declared && kp_expect_object(P, scope.declared, "\"params\"")) return -1;
-    const cJSON *steps = cJSON_GetObjectItemCaseSensitive(node, "steps");
+    const cJSON *steps = kp_json_get(node, "steps");
     if (steps) {
         for (int i = 0; step_keys[i]; i++) {
-            const cJSON *k = cJSON_GetObjectItemCaseSensitive(node, step_keys[i]);
+            const cJSON *k = kp_json_get(node, step_keys[i]);
             if (k && strcmp(step_keys[i], "description"))
                 return kp_perr(P, k, 1, "write '%s' has \"steps\", so \"%s\" belongs inside a step", w->name, step_keys[i]);
         }
@@ -1080,7 +1080,7 @@ static int parse_write(kp_parser *P, const cJSON *node)
         w->step_count = 1;
     }
     if (w->is_atomic && w->step_count < 2)
-        return kp_perr(P, cJSON_GetObjectItemCaseSensitive(node, "atomic"), 1,
+        return kp_perr(P, kp_json_get(node, "atomic"), 1,
                        "\"atomic\" applies to writes of several steps; a single step is atomic already");
     char owner[200];
     snprintf(owner, sizeof owner, "write '%s'", w->name);
@@ -1121,7 +1121,7 @@ int kp_parse_workload(kp_parser *P, const cJSON *workload)
     if (!workload) return 0;
     if (kp_expect_object(P, workload, "\"workload\"") || kp_check_keys(P, workload, workload_keys, "\"workload\"")) return -1;
     if (kp_get_number(P, workload, "key_skew", &m->key_skew, NULL, 0)) return -1;
-    const cJSON *mixes = cJSON_GetObjectItemCaseSensitive(workload, "mixes");
+    const cJSON *mixes = kp_json_get(workload, "mixes");
     if (mixes) {
         if (kp_expect_object(P, mixes, "\"mixes\"")) return -1;
         m->mixes = ALLOC_N(P, kp_mix *, (size_t)cJSON_GetArraySize(mixes));
@@ -1134,12 +1134,12 @@ int kp_parse_workload(kp_parser *P, const cJSON *workload)
             kp_mix *mix = ALLOC(P, kp_mix);
             mix->name = kp_pstrdup(P, mx->string);
             mix->pos = kp_json_key_pos(P->doc, mx);
-            const cJSON *desc = cJSON_GetObjectItemCaseSensitive(mx, "description");
+            const cJSON *desc = kp_json_get(mx, "description");
             if (desc) {
                 if (kp_expect_string(P, desc, "\"description\"")) return -1;
                 mix->description = kp_pstrdup(P, desc->valuestring);
             }
-            const cJSON *rates = cJSON_GetObjectItemCaseSensitive(mx, "rates");
+            const cJSON *rates = kp_json_get(mx, "rates");
             if (!rates) return kp_perr(P, mx, 1, "mix '%s' needs \"rates\": pattern or write name -> rps", mix->name);
             if (kp_expect_object(P, rates, "\"rates\"")) return -1;
             mix->rates = ALLOC_N(P, kp_rate, (size_t)cJSON_GetArraySize(rates));
@@ -1162,7 +1162,7 @@ int kp_parse_workload(kp_parser *P, const cJSON *workload)
             m->mixes[m->mix_count++] = mix;
         }
     }
-    const cJSON *def = cJSON_GetObjectItemCaseSensitive(workload, "default_mix");
+    const cJSON *def = kp_json_get(workload, "default_mix");
     if (def) {
         if (kp_expect_string(P, def, "\"default_mix\"")) return -1;
         m->default_mix = kp_model_mix(m, def->valuestring);
@@ -1174,7 +1174,7 @@ int kp_parse_workload(kp_parser *P, const cJSON *workload)
             return kp_perr(P, def, 0, "\"default_mix\" names unknown mix '%s'; declare it under \"mixes\"", def->valuestring);
         }
     }
-    const cJSON *groups = cJSON_GetObjectItemCaseSensitive(workload, "groups");
+    const cJSON *groups = kp_json_get(workload, "groups");
     if (groups) {
         if (kp_expect_object(P, groups, "\"groups\"")) return -1;
         m->groups = ALLOC_N(P, kp_group *, (size_t)cJSON_GetArraySize(groups));

@@ -2650,7 +2650,11 @@ size_t kp_cql_quote_identifier(const char *name, char *out, size_t size)
     size_t need = 0;
     if (is_bare) {
         need = strlen(name);
-        if (size) snprintf(out, size, "%s", name);
+        if (size) {
+            size_t n = need < size ? need : size - 1;
+            memcpy(out, name, n);
+            out[n] = '\0';
+        }
         return need;
     }
     size_t o = 0;

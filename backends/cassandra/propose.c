@@ -156,18 +156,38 @@ static cq_column *add_col(builder *B, cq_table *t, const kp_attr *a, const kp_en
     return c;
 }
 
+/* s appended to buf (size bytes, NUL-terminated) at *o, cut to fit. */
+static void sig_add(char *buf, size_t size, size_t *o, const char *s)
+{
+    size_t n = strlen(s);
+    if (*o + n >= size) n = *o + 1 < size ? size - 1 - *o : 0;
+    memcpy(buf + *o, s, n);
+    *o += n;
+    buf[*o] = '\0';
+}
+
 /* What makes two tables the same; `flip`: as if every clustering column ran the other way. */
 static const char *signature_of(builder *B, const cq_table *t, int flip)
 {
-    char buf[2048];
-    size_t o = (size_t)snprintf(buf, sizeof buf, "%s|%d|%s|", t->entity->name, t->buckets, t->parent ? t->parent->name : "-");
-    for (size_t i = 0; i < t->pk_count + t->ck_count && o < sizeof buf - 64; i++)
-        o += (size_t)snprintf(buf + o, sizeof buf - o, "%c%s%s%s,", i < t->pk_count ? 'K' : 'C', t->cols[i].name,
-                              t->cols[i].is_desc != (flip && i >= t->pk_count) ? "-" : "", t->cols[i].is_element ? "*" : "");
+    char buf[2048], buckets[16];
+    size_t o = 0;
+    snprintf(buckets, sizeof buckets, "|%d|", t->buckets);
+    sig_add(buf, sizeof buf, &o, t->entity->name);
+    sig_add(buf, sizeof buf, &o, buckets);
+    sig_add(buf, sizeof buf, &o, t->parent ? t->parent->name : "-");
+    sig_add(buf, sizeof buf, &o, "|");
+    for (size_t i = 0; i < t->pk_count + t->ck_count && o < sizeof buf - 64; i++) {
+        sig_add(buf, sizeof buf, &o, i < t->pk_count ? "K" : "C");
+        sig_add(buf, sizeof buf, &o, t->cols[i].name);
+        if (t->cols[i].is_desc != (flip && i >= t->pk_count)) sig_add(buf, sizeof buf, &o, "-");
+        sig_add(buf, sizeof buf, &o, t->cols[i].is_element ? "*," : ",");
+    }
     /* range buckets: their bounds (a row's bucket follows them) */
-    for (int k = 0; t->bounds && k < t->buckets - 1 && o < sizeof buf - 64; k++)
-        o += (size_t)snprintf(buf + o, sizeof buf - o, "<%s", t->bounds[k]->valuestring);
-    return kp_arena_strdup(B->A, buf);
+    for (int k = 0; t->bounds && k < t->buckets - 1 && o < sizeof buf - 64; k++) {
+        sig_add(buf, sizeof buf, &o, "<");
+        sig_add(buf, sizeof buf, &o, t->bounds[k]->valuestring);
+    }
+    return kp_arena_strndup(B->A, buf, o);
 }
 
 static void table_signature(builder *B, cq_table *t) { t->signature = signature_of(B, t, 0); }

@@ -71,6 +71,22 @@ static void test_every_value_and_key_has_its_line_and_column(void **state)
     kp_json_free(doc);
 }
 
+/* Columns count code points: a long ASCII run (counted eight bytes at a time) and then
+ * two-byte characters before the value. */
+static void test_a_column_after_long_ascii_and_multibyte_runs(void **state)
+{
+    (void)state;
+    kp_json_doc *doc = parse_ok("{\"aaaaaaaaaaaaaaaa\": \"\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\", \"b\": 1}");
+    const cJSON *b = kp_json_get(kp_json_root(doc), "b");
+    assert_non_null(b);
+    kp_pos p = kp_json_pos(doc, b);
+    assert_int_equal(p.line, 1);
+    assert_int_equal(p.column, 40);
+    p = kp_json_key_pos(doc, b);
+    assert_int_equal(p.column, 35);
+    kp_json_free(doc);
+}
+
 static void test_numbers_keep_their_exact_text(void **state)
 {
     (void)state;
@@ -390,6 +406,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_value_and_key_has_its_line_and_column),
+        cmocka_unit_test(test_a_column_after_long_ascii_and_multibyte_runs),
         cmocka_unit_test(test_numbers_keep_their_exact_text),
         cmocka_unit_test(test_duplicate_keys_are_rejected_at_the_second),
         cmocka_unit_test(test_invalid_utf8_is_rejected_with_its_position),
