@@ -125,8 +125,15 @@ static double zipf_top_share(double n, double s)
 {
     if (n <= 1) return 1;
     if (s <= 0) return 1 / n;
-    double sum = 0, k = 1;
-    for (; k <= n && k <= 64; k++) sum += pow(k, -s);
+    /* the first terms' running sums, kept for the last exponent (most patterns share the
+     * model's skew): the same additions in the same order as summing them each time */
+    static _Thread_local double partial[65], partial_s = -1;
+    if (s != partial_s) {
+        partial[0] = 0;
+        for (int k = 1; k <= 64; k++) partial[k] = partial[k - 1] + pow(k, -s);
+        partial_s = s;
+    }
+    double sum = partial[n >= 64 ? 64 : (int)floor(n)];
     if (n > 64) {
         double a = 64.5, b = n + 0.5;
         sum += fabs(s - 1) < 1e-9 ? log(b / a) : (pow(b, 1 - s) - pow(a, 1 - s)) / (1 - s);

@@ -1024,10 +1024,12 @@ static void out_reserve(out_buf *b, size_t more)
     b->cap = cap;
 }
 
-static void out_bytes(out_buf *b, const char *s, size_t n)
+static inline void out_bytes(out_buf *b, const char *s, size_t n)
 {
-    out_reserve(b, n);
-    if (b->is_failed) return;
+    if (b->len + n + 1 > b->cap) {
+        out_reserve(b, n);
+        if (b->is_failed) return;
+    }
     memcpy(b->data + b->len, s, n);
     b->len += n;
 }
@@ -1036,21 +1038,26 @@ static void out_char(out_buf *b, char c) { out_bytes(b, &c, 1); }
 
 static void out_tabs(out_buf *b, size_t n)
 {
-    out_reserve(b, n);
-    if (b->is_failed) return;
-    memset(b->data + b->len, '\t', n);
-    b->len += n;
+    static const char tabs[] = "\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t";
+    for (; n > sizeof tabs - 1; n -= sizeof tabs - 1) out_bytes(b, tabs, sizeof tabs - 1);
+    out_bytes(b, tabs, n);
 }
+
+/* Bytes a JSON string writes escaped: controls, '"' and '\\'. */
+static const unsigned char needs_escape[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    0, 0, 1, ['\\'] = 1,
+};
 
 static void out_string(out_buf *b, const char *s)
 {
     out_char(b, '"');
     const unsigned char *c = (const unsigned char *)(s ? s : "");
-    const unsigned char *run = c;
-    for (; *c; c++) {
-        if (*c >= 32 && *c != '"' && *c != '\\') continue;
+    for (;;) {
+        const unsigned char *run = c;
+        while (!needs_escape[*c]) c++;
         out_bytes(b, (const char *)run, (size_t)(c - run));
-        run = c + 1;
+        if (!*c) break;
         switch (*c) {
         case '"': out_bytes(b, "\\\"", 2); break;
         case '\\': out_bytes(b, "\\\\", 2); break;
@@ -1065,8 +1072,8 @@ static void out_string(out_buf *b, const char *s)
             out_bytes(b, u, 6);
         }
         }
+        c++;
     }
-    out_bytes(b, (const char *)run, (size_t)(c - run));
     out_char(b, '"');
 }
 

@@ -387,6 +387,22 @@ static void test_printing_gives_the_bytes_cjson_gives(void **state)
     cJSON_AddItemToArray(odd, cJSON_CreateBool(0));
     assert_prints_like_cjson(odd);
     cJSON_Delete(odd);
+    /* a character that needs an escape (or looks close to one) at every place of a string
+     * read eight bytes at a time: first, inside, straddling and past a word */
+    const char specials[] = {'"', '\\', '\n', '\x01', '\x1f', ' ', '!', '#', '[', ']', '\x7f', (char)0xC3};
+    cJSON *strings = cJSON_CreateArray();
+    for (size_t k = 0; k < sizeof specials; k++)
+        for (size_t at = 0; at < 20; at++)
+            for (size_t len = at + 1; len <= 21; len += 4) {
+                char text[24];
+                memset(text, 'a', len);
+                text[at] = specials[k];
+                if (specials[k] == (char)0xC3) text[at + 1 < len ? at + 1 : at] = (char)0xA9;
+                text[len] = '\0';
+                cJSON_AddItemToArray(strings, cJSON_CreateString(text));
+            }
+    assert_prints_like_cjson(strings);
+    cJSON_Delete(strings);
     const char *files[] = {"examples/saas-control-plane/model.json", "examples/auction-mixes/model.json",
                            "tests/fixtures/models/every-feature.json"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
