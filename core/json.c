@@ -159,6 +159,14 @@ void kp_json_arena_begin(kp_arena *arena)
 
 void kp_json_arena_end(void) { parse_arena = NULL; }
 
+kp_arena *kp_json_arena_swap(kp_arena *arena)
+{
+    install_hooks();
+    kp_arena *outer = parse_arena;
+    parse_arena = arena;
+    return outer;
+}
+
 static int is_number_byte(char c)
 {
     return (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.' || c == 'e' || c == 'E';

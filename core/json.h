@@ -110,5 +110,9 @@ int kp_json_write(FILE *f, const cJSON *item);
  * after it, and nothing made inside it may outlive the arena. Windows do not nest. */
 void kp_json_arena_begin(kp_arena *arena);
 void kp_json_arena_end(void);
+/* Opens a window on `arena` (NULL: closes it) inside whatever window is open, and returns
+ * that one (NULL: none) to be swapped back when done: for a scratch tree made and dropped
+ * in the middle of other work. */
+kp_arena *kp_json_arena_swap(kp_arena *arena);
 
 #endif

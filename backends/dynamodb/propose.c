@@ -1964,12 +1964,16 @@ static void describe_fetch(builder *B, const kp_pattern *p, const ddb_fetch *f, 
         ddb_request_ctx ctx = {.pattern = p, .params = NULL, .table = B->L->table, .err = &ignored};
         char pk[1024];
         snprintf(pk, sizeof pk, "%s%s", kp_ddb_format_describe(B->arena, &f->placement->pk), f->shards > 1 ? "#<shard>" : "");
+        /* the request's nodes in a scratch arena, dropped at once (no cJSON_Delete) */
+        kp_arena scratch = {0};
+        kp_arena *outer = kp_json_arena_swap(&scratch);
         cJSON *req = kp_ddb_query_request(&ctx, f, pk, f->header != NULL, 0);
+        kp_json_arena_swap(outer);
         const cJSON *key = cJSON_GetObjectItemCaseSensitive(req, "KeyConditionExpression");
+        buf[0] = '\0';
         if (cJSON_IsString(key)) {
             const cJSON *names = cJSON_GetObjectItemCaseSensitive(req, "ExpressionAttributeNames");
             const cJSON *values = cJSON_GetObjectItemCaseSensitive(req, "ExpressionAttributeValues");
-            buf[0] = '\0';
             render_expression(key->valuestring, names, values, buf, size);
             const cJSON *filter = cJSON_GetObjectItemCaseSensitive(req, "FilterExpression");
             if (cJSON_IsString(filter)) {
@@ -1977,10 +1981,9 @@ static void describe_fetch(builder *B, const kp_pattern *p, const ddb_fetch *f, 
                 snprintf(buf + n, size - n, " FILTER ");
                 render_expression(filter->valuestring, names, values, buf, size);
             }
-            cJSON_Delete(req);
-            return;
         }
-        cJSON_Delete(req);
+        kp_arena_free(&scratch);
+        if (buf[0]) return;
     }
     const ddb_placement *pl = f->placement;
     const char *pk_attr = pl ? pl->index->pk_attr : "PK";
