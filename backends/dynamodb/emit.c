@@ -621,8 +621,23 @@ static int count_holders(const cJSON *names, holder_kind kind)
     return n;
 }
 
+/* The parameter an answer's placeholder ("<Category.id>") equals when the pattern selects
+ * its root by it (`id = :id`), or NULL. */
+static const kp_param *param_of_holder(const kp_pattern *p, const char *holder)
+{
+    for (size_t i = 0; i < p->where_count; i++) {
+        const kp_cond *c = &p->where[i];
+        if (c->path_len || c->op != KP_OP_EQ || !c->value.param || !c->attr->entity) continue;
+        char name[300];
+        snprintf(name, sizeof name, "<%s.%s>", c->attr->entity->name, c->attr->name);
+        if (strcmp(name, holder) == 0) return c->value.param;
+    }
+    return NULL;
+}
+
 /* What a request needs, for the README: parameters, values from an earlier answer, shards. */
-static void readme_needs(kp_text *t, const op_list *ops, const op_file *o, const cJSON *request, const char *command)
+static void readme_needs(kp_text *t, const kp_pattern *p, const op_list *ops, const op_file *o, const cJSON *request,
+                         const char *command)
 {
     cJSON *names = cJSON_CreateArray();
     placeholders(request, names);
@@ -632,7 +647,17 @@ static void readme_needs(kp_text *t, const op_list *ops, const op_file *o, const
         list_holders(t, names, HOLDER_PARAM);
         kp_text_append(t, ".\n");
     }
-    if (count_holders(names, HOLDER_ANSWER) && o->parent >= 0) {
+    if (count_holders(names, HOLDER_ANSWER) && o->parent >= 0 && f->base.is_independent) {
+        /* keyed by what the parameters give request `parent` (execute.c sends both at once) */
+        for (const cJSON *n = names->child; n; n = n->next) {
+            if (kind_of(n->valuestring) != HOLDER_ANSWER) continue;
+            const kp_param *param = param_of_holder(p, n->valuestring);
+            if (param) kp_text_printf(t, "   `%s` is the parameter `<%s>`, which keys request %d: send both at once.\n", n->valuestring,
+                                      param->name, o->parent + 1);
+            else kp_text_printf(t, "   `%s`: the value the parameters give request %d's key: send both at once.\n", n->valuestring,
+                                o->parent + 1);
+        }
+    } else if (count_holders(names, HOLDER_ANSWER) && o->parent >= 0) {
         const op_file *parent = &ops->items[o->parent];
         const char *entity = f->rel ? f->rel->source->name : "";
         if (f->rel && f->rel->relation->link == KP_LINK_THROUGH && f->entity->entity != f->rel->relation->through)
@@ -740,7 +765,7 @@ static int emit_pattern(emitter *E, const kp_plan *plan, kp_text *readme)
             kp_text_printf(readme, "   %s%s%s: %s\n", o->op->op, o->op->index ? " index " : "", o->op->index ? o->op->index : "",
                            o->op->condition ? o->op->condition : "");
         if (o->op && o->op->why) kp_text_printf(readme, "   Note: %s.\n", o->op->why);
-        readme_needs(readme, &ops, o, o->request, o->command);
+        readme_needs(readme, p, &ops, o, o->request, o->command);
         if (rc == 0) rc = emit_without_optional(E, p, o, o->request, o->file, 0, readme);
         if (p->paged && o->f->shape == p->paged && (o->f->kind == DDB_QUERY || o->f->kind == DDB_COUNT) && !o->f->is_scan)
             paged = o;
@@ -759,7 +784,7 @@ static int emit_pattern(emitter *E, const kp_plan *plan, kp_text *readme)
                            (int)(paged - ops.items) + 1);
             if (paged->f->header) kp_text_append(readme, "; it no longer returns the header item");
             kp_text_append(readme, ".\n");
-            readme_needs(readme, &ops, paged, next, command);
+            readme_needs(readme, p, &ops, paged, next, command);
             rc = emit_without_optional(E, p, paged, next, file, 1, readme);
         }
         cJSON_Delete(next);
@@ -771,7 +796,7 @@ static int emit_pattern(emitter *E, const kp_plan *plan, kp_text *readme)
                 kp_text_printf(readme, "   The %s header item is then read by key: `%s` (`aws dynamodb get-item`).\n",
                                paged->f->header->entity->name, file);
                 op_file root = {.f = paged->f, .parent = -1};
-                readme_needs(readme, &ops, &root, header, "get-item");
+                readme_needs(readme, p, &ops, &root, header, "get-item");
             }
             cJSON_Delete(header);
         }

@@ -659,6 +659,29 @@ static void test_saas_requests_are_the_ones_keyplan_sends_with_placeholders(void
     emitted_free(&e);
 }
 
+/* A request keyed by what the parameters give the first one goes beside it, and its README
+ * says so, naming the parameter (not "from the answer of request 1 ... one request per item"). */
+static void test_a_request_keyed_by_the_parameters_is_sent_beside_the_first(void **state)
+{
+    (void)state;
+    char out[512];
+    snprintf(out, sizeof out, "%s/auction-requests", temp_root);
+    emitted e;
+    emit_example("auction-mixes", out, &e);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/requests/README.md", e.dir);
+    char *readme = kp_test_read_file(path, NULL);
+    const char *at = strstr(readme, "2. `list-category-items.2.json`: `aws dynamodb query`, round trip 1.");
+    assert_non_null(at);
+    const char *end = strstr(at, "\n\n");
+    const char *named = strstr(at, "`<Category.id>` is the parameter `<id>`, which keys request 1: send both at once.");
+    assert_non_null(named);
+    assert_true(!end || named < end);
+    assert_null(strstr(readme, "From the answer of request 1: `<Category.id>`"));
+    free(readme);
+    emitted_free(&e);
+}
+
 static void test_placeholders_name_parameters_of_the_pattern(void **state)
 {
     (void)state;
@@ -830,6 +853,7 @@ int main(void)
         cmocka_unit_test(test_the_workbench_model_validates_and_has_one_facet_per_entity),
         cmocka_unit_test(test_every_request_file_parses_names_the_table_and_matches_the_plan),
         cmocka_unit_test(test_saas_requests_are_the_ones_keyplan_sends_with_placeholders),
+        cmocka_unit_test(test_a_request_keyed_by_the_parameters_is_sent_beside_the_first),
         cmocka_unit_test(test_placeholders_name_parameters_of_the_pattern),
         cmocka_unit_test(test_the_cloudformation_template_declares_the_table_and_its_indexes),
         cmocka_unit_test(test_emitting_twice_gives_byte_identical_files_and_no_temporary_file),
