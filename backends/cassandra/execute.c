@@ -573,7 +573,9 @@ static int same_row(const cq_table *t, const cJSON *a, const cJSON *b)
 /* cq_fetch.reads_ties: every bucket that answered a full page is read again for the rows
  * whose first clustering column equals its last row's — one more round trip — and those
  * not already read join that bucket's answer, so the page cut sees every row that may
- * sort into it. */
+ * sort into it. Where the read takes one row more than the page, a bucket whose last two
+ * rows differ there is complete: only its last row's value has rows unread, and they sort
+ * after the page. */
 static int read_ties(run *R, const cq_fetch *f, reqs *Q, int depth)
 {
     const cq_table *t = f->table;
@@ -581,12 +583,18 @@ static int read_ties(run *R, const cq_fetch *f, reqs *Q, int depth)
     if (limit <= 0) return 0;
     reqs T = {0};
     int rc = 0;
+    const char *c0 = t->cols[t->pk_count].name;
+    int one_more = kp_cq_reads_one_more(f, R->pattern);
     for (size_t i = 0; i < Q->count && rc == 0; i++) {
         req *q = Q->items[i];
         if (q->failed || q->statics_only || q->tie || cJSON_GetArraySize(q->rows) < limit) continue;
-        const cJSON *last = q->rows->child;
-        while (last->next) last = last->next;
-        R->tie = cJSON_GetObjectItemCaseSensitive(last, t->cols[t->pk_count].name);
+        const cJSON *last = q->rows->child, *page_last = NULL;
+        while (last->next) { page_last = last; last = last->next; }
+        R->tie = cJSON_GetObjectItemCaseSensitive(last, c0);
+        /* the row after the page (one more is read) that does not tie with the page's last:
+         * every row that ties with one of the page sorts before it, and was read */
+        if (one_more && page_last && R->tie && !kp_data_equal(cJSON_GetObjectItemCaseSensitive(page_last, c0), R->tie, NULL))
+            R->tie = NULL;
         if (R->tie && !cJSON_IsNull(R->tie)) {
             size_t before = T.count;
             rc = send_one(R, f, &T, &q->at, q->bucket, NULL, 0);

@@ -1793,7 +1793,14 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
                 where = kp_arena_printf(&B->d->arena, "%s%s%s = ?", where, i ? " AND " : "", t->cols[i].quoted);
             kp_operation *tie = kp_plan_add_op(B->d, plan, "SELECT", t->name);
             tie->condition = kp_arena_printf(&B->d->arena, "SELECT * FROM %s.%s WHERE %s", B->L->keyspace, t->name, where);
-            tie->step = ++my_step;
+            /* with one row more than the page read, the tie read goes only when the page's last
+             * row and the one after it tie (execute.c read_ties), which a timestamp (or a unique
+             * value) rarely does: not expected, one more round trip at most */
+            const kp_attr *a0 = t->cols[t->pk_count].attr;
+            int is_rare = kp_cq_reads_one_more(f, O->p) && a0 &&
+                          (a0->is_unique || a0->type.kind == KP_T_TIMESTAMP || a0->type.kind == KP_T_TIMEUUID);
+            tie->step = is_rare ? my_step : ++my_step;
+            tie->more_steps_max = is_rare;
             tie->waits_for_previous = 1;
             double full = part_rows / buckets >= (double)lim ? 1 : 0; /* expected: every bucket fills its page, or none */
             tie->requests = inputs * buckets * full;
@@ -1806,13 +1813,16 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
              * send_token_ties): from its range bucket, or from every hash bucket */
             if (f->shape && f->shape == O->p->paged && f->shape->page == KP_PAGE_TOKEN)
                 tie->requests_max += inputs_max * (walks ? 1 : buckets);
+            if (is_rare) tie->requests = 0;
             tie->items = tie->requests;                          /* the last row again, and its rare ties */
             tie->items_max = inputs_max * rows_max;              /* every row of a bucket may tie */
             tie->bytes = tie->items * t->row_bytes;
             tie->bytes_max = tie->items_max * t->row_bytes_max;
-            tie->why = kp_arena_printf(&B->d->arena, "for each bucket that filled its page: the rows whose %s equals its last "
+            tie->why = kp_arena_printf(&B->d->arena, "for each bucket that filled its page%s: the rows whose %s equals its last "
                                        "row's (the clustering holds the order's first part only, so a LIMIT may cut rows the "
-                                       "client orders ahead)", t->cols[t->pk_count].name);
+                                       "client orders ahead)",
+                                       is_rare ? " and whose last two rows tie (rare on a timestamp: not expected)" : "",
+                                       t->cols[t->pk_count].name);
             plan->is_requests_exact = 0;
         }
     }

@@ -608,13 +608,21 @@ static const char *value_of(const cJSON *req, const char *placeholder)
     return cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(req, "ExpressionAttributeValues"), placeholder), "S")->valuestring;
 }
 
+/* The example emitted under temp_root/sub, and its requests/README.md (free it). */
+static char *emit_with_readme(const char *name, const char *sub, emitted *e)
+{
+    char out[512], path[1024];
+    snprintf(out, sizeof out, "%s/%s", temp_root, sub);
+    emit_example(name, out, e);
+    snprintf(path, sizeof path, "%s/requests/README.md", e->dir);
+    return kp_test_read_file(path, NULL);
+}
+
 static void test_saas_requests_are_the_ones_keyplan_sends_with_placeholders(void **state)
 {
     (void)state;
-    char out[512];
-    snprintf(out, sizeof out, "%s/saas-requests", temp_root);
     emitted e;
-    emit_example("saas-control-plane", out, &e);
+    char *readme = emit_with_readme("saas-control-plane", "saas-requests", &e);
     cJSON *get = request_file(&e, "get-project.json");
     const cJSON *key = cJSON_GetObjectItem(get, "Key");
     assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(key, "PK"), "S")->valuestring, "WORKSPACE#<workspaceId>");
@@ -650,9 +658,6 @@ static void test_saas_requests_are_the_ones_keyplan_sends_with_placeholders(void
     assert_null(cJSON_GetObjectItem(feed_next, "ExclusiveStartKey"));
     cJSON_Delete(feed_next);
     /* the README lists them in order */
-    char path[1024];
-    snprintf(path, sizeof path, "%s/requests/README.md", e.dir);
-    char *readme = kp_test_read_file(path, NULL);
     assert_non_null(strstr(readme, "1. `get-project.json`: `aws dynamodb get-item`"));
     assert_non_null(strstr(readme, "`<shard>`: send it once per shard, 0 to 9"));
     free(readme);
@@ -664,13 +669,8 @@ static void test_saas_requests_are_the_ones_keyplan_sends_with_placeholders(void
 static void test_a_request_keyed_by_the_parameters_is_sent_beside_the_first(void **state)
 {
     (void)state;
-    char out[512];
-    snprintf(out, sizeof out, "%s/auction-requests", temp_root);
     emitted e;
-    emit_example("auction-mixes", out, &e);
-    char path[1024];
-    snprintf(path, sizeof path, "%s/requests/README.md", e.dir);
-    char *readme = kp_test_read_file(path, NULL);
+    char *readme = emit_with_readme("auction-mixes", "auction-requests", &e);
     const char *at = strstr(readme, "2. `list-category-items.2.json`: `aws dynamodb query`, round trip 1.");
     assert_non_null(at);
     const char *end = strstr(at, "\n\n");
