@@ -42,7 +42,7 @@
 static char *vformat(const char *fmt, va_list ap)
 {
     char buf[1024];
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    kp_vsnprintf(buf, sizeof buf, fmt, ap);
     return strdup(buf);
 }
 

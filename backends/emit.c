@@ -148,14 +148,14 @@ void kp_text_printf(kp_text *t, const char *fmt, ...)
     if (t->is_failed || (!t->data && reserve(t, 0))) return;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(t->data + t->len, t->cap - t->len, fmt, ap);
+    int n = kp_vsnprintf(t->data + t->len, t->cap - t->len, fmt, ap);
     va_end(ap);
     if (n < 0) { t->data[t->len] = '\0'; return; }
     if ((size_t)n < t->cap - t->len) { t->len += (size_t)n; return; }
     t->data[t->len] = '\0';
     if (reserve(t, (size_t)n)) return;
     va_start(ap, fmt);
-    vsnprintf(t->data + t->len, (size_t)n + 1, fmt, ap);
+    kp_vsnprintf(t->data + t->len, (size_t)n + 1, fmt, ap);
     va_end(ap);
     t->len += (size_t)n;
 }

@@ -7,6 +7,7 @@
 #include "core/arena.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +72,70 @@ char *kp_arena_strdup(kp_arena *arena, const char *s)
     return s ? kp_arena_strndup(arena, s, strlen(s)) : NULL;
 }
 
+/* Whether every conversion of fmt is one kp_vsnprintf copies itself. */
+static int is_plain_format(const char *fmt)
+{
+    for (const char *c = fmt; (c = strchr(c, '%')) != NULL;) {
+        c++;
+        if (*c == '%') { c++; continue; }
+        if (*c == 'l') c += c[1] == 'l' ? 2 : 1;
+        else if (*c == 'z') c++;
+        if (!*c || !strchr("sdiuc", *c) || ((c[-1] == 'l' || c[-1] == 'z') && (*c == 's' || *c == 'c'))) return 0;
+        c++;
+    }
+    return 1;
+}
+
+/* The decimal digits of v (and its sign) at the end of buf[24]; returns where they start. */
+static char *digits_of(char *end, unsigned long long v, int is_negative)
+{
+    char *p = end;
+    do { *--p = (char)('0' + v % 10); v /= 10; } while (v);
+    if (is_negative) *--p = '-';
+    return p;
+}
+
+int kp_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
+{
+    if (!is_plain_format(fmt)) return vsnprintf(buf, size, fmt, ap);
+    size_t n = 0;
+#define PUT(s_, len_) do { size_t l_ = (len_); if (n < size) memcpy(buf + n, (s_), n + l_ < size ? l_ : size - n); n += l_; } while (0)
+    for (const char *c = fmt; *c;) {
+        const char *pct = strchr(c, '%');
+        size_t run = pct ? (size_t)(pct - c) : strlen(c);
+        PUT(c, run);
+        if (!pct) break;
+        c = pct + 1;
+        if (*c == '%') { PUT("%", 1); c++; continue; }
+        int longs = 0, is_size = 0;
+        if (*c == 'l') { longs = c[1] == 'l' ? 2 : 1; c += longs; }
+        else if (*c == 'z') { is_size = 1; c++; }
+        char conv = *c++, num[24];
+        if (conv == 's') {
+            const char *s = va_arg(ap, const char *);
+            if (!s) s = "(null)";
+            PUT(s, strlen(s));
+        } else if (conv == 'c') {
+            char ch = (char)va_arg(ap, int);
+            PUT(&ch, 1);
+        } else if (conv == 'u') {
+            unsigned long long v = is_size ? va_arg(ap, size_t) : longs == 2 ? va_arg(ap, unsigned long long)
+                                 : longs ? va_arg(ap, unsigned long) : va_arg(ap, unsigned);
+            char *d = digits_of(num + sizeof num, v, 0);
+            PUT(d, (size_t)(num + sizeof num - d));
+        } else {
+            long long v = is_size ? (long long)va_arg(ap, ptrdiff_t) : longs == 2 ? va_arg(ap, long long)
+                        : longs ? va_arg(ap, long) : va_arg(ap, int);
+            unsigned long long mag = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+            char *d = digits_of(num + sizeof num, mag, v < 0);
+            PUT(d, (size_t)(num + sizeof num - d));
+        }
+    }
+#undef PUT
+    if (size) buf[n < size ? n : size - 1] = '\0';
+    return (int)n;
+}
+
 char *kp_arena_vprintf(kp_arena *arena, const char *fmt, va_list ap)
 {
     /* formatted once in the common case: straight into the current chunk's free space
@@ -81,7 +146,7 @@ char *kp_arena_vprintf(kp_arena *arena, const char *fmt, va_list ap)
         char *at = (char *)c->data + c->used;
         size_t room = c->size - c->used;
         va_copy(copy, ap);
-        int n = vsnprintf(at, room, fmt, copy);
+        int n = kp_vsnprintf(at, room, fmt, copy);
         va_end(copy);
         if (n < 0) return NULL;
         if ((size_t)n < room) {
@@ -91,12 +156,12 @@ char *kp_arena_vprintf(kp_arena *arena, const char *fmt, va_list ap)
         }
     }
     va_copy(copy, ap);
-    int n = vsnprintf(NULL, 0, fmt, copy);
+    int n = kp_vsnprintf(NULL, 0, fmt, copy);
     va_end(copy);
     if (n < 0) return NULL;
     char *p = kp_arena_alloc(arena, (size_t)n + 1);
     if (!p) return NULL;
-    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    kp_vsnprintf(p, (size_t)n + 1, fmt, ap);
     return p;
 }
 

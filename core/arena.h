@@ -29,6 +29,12 @@ void *kp_arena_own(kp_arena *arena, void *block);
 /* A copy of s (NULL stays NULL). */
 char *kp_arena_strdup(kp_arena *arena, const char *s);
 char *kp_arena_strndup(kp_arena *arena, const char *s, size_t n);
+/* vsnprintf's contract (at most size bytes with the NUL, returns the length the whole text
+ * takes), with strings and integers (%s %d %i %u %c %%, with l, ll or z) copied without
+ * libc's formatting engine; any other conversion, flag, width or precision goes to
+ * vsnprintf as it is. */
+int kp_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
+
 /* printf into the arena. */
 char *kp_arena_printf(kp_arena *arena, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The same with a va_list (left unused: the caller ends it). */

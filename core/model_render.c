@@ -23,7 +23,7 @@ static void put(sbuf *b, const char *fmt, ...)
     if (b->len + 1 >= b->size) return;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(b->p + b->len, b->size - b->len, fmt, ap);
+    int n = kp_vsnprintf(b->p + b->len, b->size - b->len, fmt, ap);
     va_end(ap);
     if (n > 0) b->len = b->len + (size_t)n < b->size ? b->len + (size_t)n : b->size - 1;
 }

@@ -582,7 +582,7 @@ static void defect(walk *W, const char *fmt, ...)
     char buf[600];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    kp_vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     kp_design_defect(W->B->d, W->p, "%s: %s", W->p->name, buf);
     W->is_ok = 0;

@@ -116,7 +116,7 @@ static const char *bprintf(builder *B, const char *fmt, ...)
     char buf[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    kp_vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     return kp_arena_strdup(B->arena, buf);
 }

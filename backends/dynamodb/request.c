@@ -128,7 +128,7 @@ static void expr_append(expr *x, const char *fmt, ...)
     size_t len = strlen(x->text);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(x->text + len, sizeof x->text - len, fmt, ap);
+    kp_vsnprintf(x->text + len, sizeof x->text - len, fmt, ap);
     va_end(ap);
 }
 

@@ -49,7 +49,7 @@ const char *mg_bprintf(builder *B, const char *fmt, ...)
     char buf[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    kp_vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     return kp_arena_strdup(B->arena, buf);
 }

@@ -286,6 +286,42 @@ static void test_values_are_described_for_messages(void **state)
     kp_json_free(doc);
 }
 
+/* kp_vsnprintf writes what vsnprintf writes and returns what it returns, for the
+ * conversions it copies itself and for those it hands on, whole or cut at every size. */
+static int both(char *mine, char *libc, size_t size, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int both(char *mine, char *libc, size_t size, const char *fmt, ...)
+{
+    va_list a, b;
+    va_start(a, fmt);
+    va_copy(b, a);
+    int n = kp_vsnprintf(mine, size, fmt, a);
+    int m = vsnprintf(libc, size, fmt, b);
+    va_end(b);
+    va_end(a);
+    assert_int_equal(n, m);
+    if (size) assert_string_equal(mine, libc);
+    return n;
+}
+
+static void test_formatting_without_libc_gives_vsnprintf_s_bytes(void **state)
+{
+    (void)state;
+    for (size_t size = 0; size < 48; size++) {
+        char a[64], b[64];
+        both(a, b, size, "plain text, no conversion");
+        both(a, b, size, "%s and %s: %d, %i, %u%%", "one", "", -42, 7, 4000000000u);
+        both(a, b, size, "%ld|%lu|%lld|%llu|%zu|%zd", -9223372036854775807L - 1, 18446744073709551615UL, 123456789012LL,
+             0ULL, (size_t)99, (ptrdiff_t)-3);
+        both(a, b, size, "%c%c%s%d", 'x', '#', "ITEM#", 0);
+        both(a, b, size, "%d %d", -2147483647 - 1, 2147483647);
+        /* handed on: a float, a width, a precision, a pointer-sized hex */
+        both(a, b, size, "%s %g %.1f %-6s| %5d %.*s %x", "n", 0.1, 2.25, "ab", 42, 2, "abc", 255u);
+        both(a, b, size, "100%% %s%%", "done");
+    }
+    char big[8];
+    assert_int_equal(both(big, big, 0, "%s", "a longer text than the buffer"), 29);
+}
+
 /* kp_strmap (core/arena.h): every key found after many growths, a replaced value, and
  * a key never stored absent. */
 static void test_string_map_finds_every_key_through_growth(void **state)
@@ -433,6 +469,7 @@ int main(void)
         cmocka_unit_test(test_dense_input_is_refused_before_it_could_take_ten_times_its_size),
         cmocka_unit_test(test_parsing_holds_at_most_ten_times_the_file),
         cmocka_unit_test(test_values_are_described_for_messages),
+        cmocka_unit_test(test_formatting_without_libc_gives_vsnprintf_s_bytes),
         cmocka_unit_test(test_string_map_finds_every_key_through_growth),
         cmocka_unit_test(test_printing_gives_the_bytes_cjson_gives),
         cmocka_unit_test(test_writing_streams_the_printed_bytes),
