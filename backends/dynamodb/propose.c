@@ -2808,7 +2808,11 @@ static void find_copy_sites(builder *B, const kp_pattern *p, ddb_fetch *f, const
     /* the parent's items, or the header item its Query returns with them (the record f runs on) */
     const ddb_entity *from = parent && parent->header && parent->header->entity == r->source ? parent->header
                            : parent ? parent->entity : NULL;
-    if (parent && r && is_hop && (f->kind == DDB_GET || f->kind == DDB_BATCH_GET) && !f->is_scan && !f->base.child_count &&
+    /* a to-one read is a GetItem, or a Query of the one entry its key has on an index (an
+     * order found by its id on the index where it heads its lines) */
+    int reads_one = f->kind == DDB_GET || f->kind == DDB_BATCH_GET ||
+                    (f->kind == DDB_QUERY && r && !r->is_many && f->shards <= 1 && !f->filter_count);
+    if (parent && r && is_hop && reads_one && !f->is_scan && !f->base.child_count &&
         !kp_ddb_next_hop(f) && f->source == DDB_FROM_PARENT && !f->base.is_independent && from && from->entity == r->source)
         /* a header is one item a request: the hop itself stands for it (copy_site_items: 1) */
         kp_copy_sites_add(B->arena, out, f, from == parent->entity ? (const void *)parent : (const void *)f, p, r, NULL, 1);

@@ -65,6 +65,8 @@ typedef struct mg_alias {
 typedef struct mg_index_field {
     const char *path;               /* "userId", "shipping.carrier", "items.sku" */
     int is_desc;
+    int is_free;                    /* its direction changes no find the index serves: every one binds
+                                       it by an equality before its order or a range after it */
 } mg_index_field;
 
 typedef struct mg_index {

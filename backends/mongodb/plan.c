@@ -158,19 +158,6 @@ static const char *index_name(builder *B, const mg_index_field *fields, size_t n
     return name;
 }
 
-static int same_fields(const mg_index_field *a, size_t an, const mg_index_field *b, size_t bn, int *inverted)
-{
-    if (an != bn) return 0;
-    int same = 1, inv = 1;
-    for (size_t i = 0; i < an; i++) {
-        if (strcmp(a[i].path, b[i].path) != 0) return 0;
-        same &= a[i].is_desc == b[i].is_desc;
-        inv &= a[i].is_desc != b[i].is_desc;
-    }
-    if (inverted) *inverted = !same && inv;
-    return same || inv;
-}
-
 /* Whether index x serves a find that needs `fields`, of which [sort_at, sort_end) give its
  * order: the same fields, and the order's part in the same directions or all inverted (the
  * server walks an index backwards). The directions of the fields an equality binds, before
@@ -204,10 +191,12 @@ static mg_index *need_index(builder *B, mg_collection *c, const mg_index_field *
         x->fields = kp_arena_alloc(B->arena, sizeof *x->fields * n);
         memcpy(x->fields, fields, sizeof *x->fields * n);
         x->field_count = n;
+        for (size_t i = 0; i < n; i++) x->fields[i].is_free = 1;
         x->name = index_name(B, fields, n);
         kp_arena_push(B->arena, (void **)&c->indexes, &c->index_count, &c->index_cap, sizeof *c->indexes);
         c->indexes[c->index_count - 1] = x;
     }
+    for (size_t i = sort_at; i < sort_end && i < n; i++) x->fields[i].is_free = 0;
     x->is_unique |= unique;
     if (p) {
         int seen = 0;
@@ -272,6 +261,23 @@ static void index_for(builder *B, mg_fetch *f, const kp_pattern *p)
     f->index = need_index(B, c, fields, n, sort_at, sort_end, unique, p);
 }
 
+/* Whether the wider index b serves every find index a serves: a's fields lead b, and the
+ * ones whose direction matters run the same way in b or all the other way (b walked
+ * backwards); an equality's or a range's field may run either way (user-recent-orders'
+ * userId_1_placedAt_-1_orderId_-1 serves buy-again's userId and placedAt range). */
+static int prefix_serves(const mg_index *a, const mg_index *b)
+{
+    if (b->field_count < a->field_count) return 0;
+    int same = 1, inv = 1;
+    for (size_t i = 0; i < a->field_count; i++) {
+        if (strcmp(a->fields[i].path, b->fields[i].path) != 0) return 0;
+        if (a->fields[i].is_free) continue;
+        same &= a->fields[i].is_desc == b->fields[i].is_desc;
+        inv &= a->fields[i].is_desc != b->fields[i].is_desc;
+    }
+    return same || inv;
+}
+
 void mg_finish_indexes(builder *B)
 {
     for (size_t ci = 0; ci < B->L->collection_count; ci++) {
@@ -282,8 +288,7 @@ void mg_finish_indexes(builder *B)
             for (size_t j = 0; j < c->index_count && !a->is_redundant; j++) {
                 mg_index *b = c->indexes[j];
                 if (i == j || b->is_redundant || b->field_count <= a->field_count) continue;
-                int inverted;
-                if (same_fields(a->fields, a->field_count, b->fields, a->field_count, &inverted)) {
+                if (prefix_serves(a, b)) {
                     a->is_redundant = 1;
                     a->served_by = b->name;
                 }
@@ -346,6 +351,10 @@ static const mg_index *serving(const mg_collection *c, const mg_index *x)
 typedef struct pctx {
     builder *B;
     const kp_pattern *p;
+    /* a multi-hop listing's conditions the documents of its next-to-last hop can test:
+     * the last hop's records are embedded in them and copy the field (set by plan_path) */
+    const kp_cond *const *held_conds;
+    size_t held_count;
 } pctx;
 
 /* Does the pattern reach entity t other than by to-one hops `via` that an extended
@@ -570,6 +579,10 @@ static mg_fetch *plan_hop(pctx *P, const mg_entity *from, const kp_rel *r, const
                                        "keyplan's MongoDB design cannot apply it", p->name, r->target->name, s->where[k].attr->name);
             }
         }
+        for (size_t k = 0; !s && k < P->held_count; k++) {
+            const char *field = cond_field(B, target, P->held_conds[k], NULL);
+            if (field) add_cond(B, f, P->held_conds[k], field);
+        }
         if (!is_count) order_listing(B, p, f, s, NULL, NULL, all_server);
         f->is_per_parent = f->limit != 0 || f->is_paged || rel->fk_count > 1 || is_count;
         f->base.is_independent = from_params(p, parent, f);
@@ -717,6 +730,38 @@ static mg_fetch *plan_hop(pctx *P, const mg_entity *from, const kp_rel *r, const
     return NULL;
 }
 
+/* Conditions of a multi-hop listing's last records that the documents holding them can
+ * test: the records are embedded whole in the next-to-last hop's documents and the
+ * condition's attribute copies one of those documents' own (buy-again: an order line's
+ * placedAt is its order's), so that find reads only the documents whose lines can match.
+ * The lines are still tested in the client. Sets P->held_conds for the next-to-last hop. */
+static void held_conds(pctx *P, kp_rel *const *hops, size_t n, const kp_shape *s)
+{
+    builder *B = P->B;
+    if (n < 2 || !s || s->kind != KP_SHAPE_EACH || !s->where_count) return;
+    const kp_rel *last = hops[n - 1], *holder_hop = hops[n - 2];
+    const mg_entity *holder = mg_entity_of(B, holder_hop->target);
+    int is_embedded = 0;
+    for (size_t i = 0; holder && i < holder->nested_count; i++)
+        is_embedded |= holder->nested[i].rel == last && !holder->nested[i].subset;
+    if (!is_embedded) return;
+    const kp_cond **held = kp_arena_alloc(B->arena, sizeof *held * s->where_count);
+    size_t count = 0;
+    for (size_t k = 0; held && k < s->where_count; k++) {
+        const kp_cond *c = &s->where[k];
+        const kp_copy *copy = c->path_len ? NULL : c->attr->copy_of;
+        if (!copy || copy->path_len != 1 || copy->path[0]->relation != last->relation || copy->path[0]->target != holder_hop->target)
+            continue;
+        kp_cond *on_holder = kp_arena_alloc(B->arena, sizeof *on_holder);
+        if (!on_holder) return;
+        *on_holder = *c;
+        on_holder->attr = copy->source;
+        held[count++] = on_holder;
+    }
+    P->held_conds = held;
+    P->held_count = count;
+}
+
 static int plan_path(pctx *P, mg_fetch *parent, const mg_entity *from, const kp_shape *s, kp_rel *const *hops, size_t n)
 {
     builder *B = P->B;
@@ -724,7 +769,10 @@ static int plan_path(pctx *P, mg_fetch *parent, const mg_entity *from, const kp_
     const mg_entity *at = from;
     for (size_t i = 0; i < n; i++) {
         const kp_shape *for_shape = i + 1 == n ? s : NULL;
+        if (i + 2 == n) held_conds(P, hops, n, s);
         mg_fetch *f = plan_hop(P, at, hops[i], for_shape, i == 0 ? parent : NULL);
+        P->held_conds = NULL;
+        P->held_count = 0;
         if (!f) return kp_error_set(B->err, KP_ERR_INTERNAL, NULL, 0, 0, "no MongoDB access path for relation '%s'",
                                     hops[i]->name ? hops[i]->name : "?");
         if (n > 1) {
@@ -798,7 +846,7 @@ static int plan_children(pctx *P, mg_fetch *parent, const kp_shape *s, const mg_
 
 int mg_plan_pattern(builder *B, const kp_pattern *p, mg_fetch **out)
 {
-    pctx P = {B, p};
+    pctx P = {B, p, NULL, 0};
     mg_entity *me = mg_entity_of(B, p->root);
     const kp_shape *each = NULL;
     if (p->is_root_set) {
