@@ -235,13 +235,9 @@ static void put_printf(text_out *out, const char *fmt, int precision, double v)
 static size_t whole_digits(char *buf, double v)
 {
     if (!(fabs(v) < 1e15) || v != floor(v) || (v == 0 && signbit(v))) return 0;
-    char digits[24];
-    size_t k = sizeof digits;
-    unsigned long long u = (unsigned long long)fabs(v);
-    do { digits[--k] = (char)('0' + u % 10); u /= 10; } while (u);
-    if (v < 0) digits[--k] = '-';
-    memcpy(buf, digits + k, sizeof digits - k);
-    return sizeof digits - k;
+    char digits[24], *at = kp_digits(digits + sizeof digits, (unsigned long long)fabs(v), v < 0);
+    memcpy(buf, at, (size_t)(digits + sizeof digits - at));
+    return (size_t)(digits + sizeof digits - at);
 }
 
 /* "%g" (or "%.4g": digits 4): a whole number under 10^digits prints as its digits. */

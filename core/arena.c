@@ -86,8 +86,7 @@ static int is_plain_format(const char *fmt)
     return 1;
 }
 
-/* The decimal digits of v (and its sign) at the end of buf[24]; returns where they start. */
-static char *digits_of(char *end, unsigned long long v, int is_negative)
+char *kp_digits(char *end, unsigned long long v, int is_negative)
 {
     char *p = end;
     do { *--p = (char)('0' + v % 10); v /= 10; } while (v);
@@ -121,13 +120,13 @@ int kp_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
         } else if (conv == 'u') {
             unsigned long long v = is_size ? va_arg(ap, size_t) : longs == 2 ? va_arg(ap, unsigned long long)
                                  : longs ? va_arg(ap, unsigned long) : va_arg(ap, unsigned);
-            char *d = digits_of(num + sizeof num, v, 0);
+            char *d = kp_digits(num + sizeof num, v, 0);
             PUT(d, (size_t)(num + sizeof num - d));
         } else {
             long long v = is_size ? (long long)va_arg(ap, ptrdiff_t) : longs == 2 ? va_arg(ap, long long)
                         : longs ? va_arg(ap, long) : va_arg(ap, int);
             unsigned long long mag = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-            char *d = digits_of(num + sizeof num, mag, v < 0);
+            char *d = kp_digits(num + sizeof num, mag, v < 0);
             PUT(d, (size_t)(num + sizeof num - d));
         }
     }

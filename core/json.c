@@ -1094,14 +1094,9 @@ static void out_number(out_buf *b, const cJSON *item)
         n = snprintf(text, sizeof text, "null");
     } else if (d == floor(d) && fabs(d) < 1e15) {
         /* a whole number prints as its digits under %1.15g: no formatting engine needed */
-        long long whole = (long long)d;
-        char digits[24];
-        size_t k = sizeof digits;
-        unsigned long long u = whole < 0 ? 0ULL - (unsigned long long)whole : (unsigned long long)whole;
-        do { digits[--k] = (char)('0' + u % 10); u /= 10; } while (u);
-        if (signbit(d)) digits[--k] = '-';
-        n = (int)(sizeof digits - k);
-        memcpy(text, digits + k, (size_t)n);
+        char *digits = kp_digits(text + sizeof text, (unsigned long long)fabs(d), signbit(d) != 0);
+        n = (int)(text + sizeof text - digits);
+        memmove(text, digits, (size_t)n);
     } else {
         /* shortest of 15 significant digits when it reads back as the same double
          * (within cJSON's epsilon), else 17 */

@@ -690,6 +690,23 @@ static kp_copy_need copy_need(const kp_rel *h, const extref_ctx *c)
     return need;
 }
 
+/* What the patterns that reach h's target read of it over h, gathered by `collect` (the
+ * copies' three deciders: over a reference, a join, an array of references). */
+static void read_over(builder *B, const kp_rel *h, hop_visit collect, extref_ctx *c)
+{
+    memset(c, 0, sizeof *c);
+    c->rel = h;
+    mg_walk_patterns_reaching(B, h->target, collect, c);
+}
+
+/* "title, endsAt": the attributes c holds, for the decision. */
+static const char *fields_text(builder *B, const extref_ctx *c)
+{
+    const char *fields = "";
+    for (size_t k = 0; k < c->attr_count; k++) fields = mg_bprintf(B, "%s%s%s", fields, k ? ", " : "", c->attrs[k]->name);
+    return fields;
+}
+
 /* Adds what pattern p reads of the target (n attributes) to c, and p as a reader once. */
 static void extref_add(builder *B, extref_ctx *c, const kp_pattern *p, const kp_attr *const *attrs, size_t n)
 {
@@ -769,16 +786,13 @@ static void decide_join_extrefs(builder *B)
         for (int dir = 0; dir < 2; dir++) {
             const kp_rel *h = dir ? &rel->inverse : &rel->forward;
             extref_ctx c;
-            memset(&c, 0, sizeof c);
-            c.rel = h;
-            mg_walk_patterns_reaching(B, h->target, collect_join_extref, &c);
+            read_over(B, h, collect_join_extref, &c);
             if (!c.reader_count || !c.attr_count) continue;
             kp_copy_need need = copy_need(h, &c);
             int few = kp_copy_is_few(&need, mg_attr_bytes);
             double cost = few ? kp_copy_write_rate(m, B->mix, &need) : 0;
             int take = few && c.benefit > cost;
-            const char *fields = "";
-            for (size_t k = 0; k < c.attr_count; k++) fields = mg_bprintf(B, "%s%s%s", fields, k ? ", " : "", c.attrs[k]->name);
+            const char *fields = fields_text(B, &c);
             if (take && push_extref(B, je, h, &c)) return;
             kp_decision *d = kp_design_decide(
                 B->d, mg_bprintf(B, "%s.%s", rel->through->name, h->name ? h->name : "?"),
@@ -811,17 +825,14 @@ static void decide_array_extrefs(builder *B)
             const kp_rel *h = ent->rels[r];
             if (h->relation->link != KP_LINK_ARRAY || h->is_inverse || h->target == ent || !h->name) continue;
             extref_ctx c;
-            memset(&c, 0, sizeof c);
-            c.rel = h;
-            mg_walk_patterns_reaching(B, h->target, collect_join_extref, &c);
+            read_over(B, h, collect_join_extref, &c);
             if (!c.reader_count || !c.attr_count) continue;
             kp_copy_need need = copy_need(h, &c);
             int few = kp_copy_is_few(&need, mg_attr_bytes);
             double cost = few ? kp_copy_write_rate(m, B->mix, &need) : 0;
             int stale = few && kp_copy_array_goes_stale(h, cost);
             int take = few && c.benefit > cost && !stale;
-            const char *fields = "";
-            for (size_t k = 0; k < c.attr_count; k++) fields = mg_bprintf(B, "%s%s%s", fields, k ? ", " : "", c.attrs[k]->name);
+            const char *fields = fields_text(B, &c);
             if (take && push_extref(B, me, h, &c)) return;
             kp_decision *d = kp_design_decide(
                 B->d, mg_bprintf(B, "%s.%s", ent->name, h->name),
@@ -890,9 +901,7 @@ static void decide_extrefs(builder *B)
             if (me->parent_rel && me->parent_rel->relation == rel) continue; /* the containing document answers it */
             const kp_hint *hint = find_hint(B, "embed", h);
             extref_ctx c;
-            memset(&c, 0, sizeof c);
-            c.rel = h;
-            mg_walk_patterns_reaching(B, h->target, collect_extref, &c);
+            read_over(B, h, collect_extref, &c);
             if (!c.reader_count && !hint) continue;
             if (c.attr_count == 0) {
                 if (!hint) continue;
@@ -912,8 +921,7 @@ static void decide_extrefs(builder *B)
                     for (size_t k = 0; k < c.attr_count; k++) touches |= st->assigns[a].attr == c.attrs[k];
                 if (touches) cost += kp_write_rps(h->target->step_writes[i], B->mix) * st->rows * copies;
             }
-            const char *fields = "";
-            for (size_t k = 0; k < c.attr_count; k++) fields = mg_bprintf(B, "%s%s%s", fields, k ? ", " : "", c.attrs[k]->name);
+            const char *fields = fields_text(B, &c);
             const char *subject = mg_bprintf(B, "%s.%s", ent->name, h->name ? h->name : "?");
             kp_copy_need need = copy_need(h, &c);
             int few = kp_copy_is_few(&need, mg_attr_bytes);
