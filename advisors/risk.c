@@ -505,10 +505,12 @@ static void check_page_bounds(const kp_design *d, kp_risks *out)
         double bound = kp_page_bound(limit + (offset > 0 ? offset : 0), requests < KP_EXPERT_REQUESTS ? requests : KP_EXPERT_REQUESTS);
         if (items <= bound) continue;
         const kp_operation *most = NULL;
+        double ties = 0; /* what the reads of ties may add */
         for (size_t k = 0; k < p->op_count; k++) {
             double n = p->ops[k].items_max > p->ops[k].items ? p->ops[k].items_max : p->ops[k].items;
             double m = most ? (most->items_max > most->items ? most->items_max : most->items) : -1;
             if (n > m) most = &p->ops[k];
+            if (p->ops[k].is_tie_read) ties += n;
         }
         char cause[600] = "";
         size_t at = 0;
@@ -520,6 +522,10 @@ static void check_page_bounds(const kp_design *d, kp_risks *out)
         if (offset < 0 && at < sizeof cause)
             at += (size_t)snprintf(cause + at, sizeof cause - at, "%sits offset :%s has no max (a page at offset S reads "
                                    "S + %.0f): give it one", at ? "; " : "", each->offset_param->name, limit);
+        if (!at && ties > 0 && items - ties <= bound)
+            at += (size_t)snprintf(cause, sizeof cause, "only its read of what ties with the page's last on the order's first "
+                                   "field passes it (at the model's maxima every one it reads may tie); a page reads past the "
+                                   "bound only as far as values tie");
         if (!at) snprintf(cause, sizeof cause, "keyplan's plan reads past the page (it serves this shape no better yet)");
         add(out, "page-bound", KP_RISK_WARNING, p->pattern->name,
             "'%s' may read up to %.0f items for a page of %.0f, where an expert's plan reads at most %.0f%s%s%s%s%s: %s",

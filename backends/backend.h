@@ -160,6 +160,8 @@ typedef struct kp_operation {
     double bytes_max;
     int more_steps_max;         /* a walk that reads on only while a page is not full (Cassandra's range
                                    buckets): up to this many more round trips, each a request of its own */
+    int is_tie_read;            /* reads what ties with a page's last on the order's first part: at the
+                                   model's maxima every item may tie (risk.c says so) */
     const char *why;
 } kp_operation;
 

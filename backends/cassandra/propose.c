@@ -1802,6 +1802,7 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
             tie->step = is_rare ? my_step : ++my_step;
             tie->more_steps_max = is_rare;
             tie->waits_for_previous = 1;
+            tie->is_tie_read = 1;
             double full = part_rows / buckets >= (double)lim ? 1 : 0; /* expected: every bucket fills its page, or none */
             tie->requests = inputs * buckets * full;
             tie->requests_max = inputs_max * buckets;

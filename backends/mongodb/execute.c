@@ -53,6 +53,7 @@ typedef struct run {
     kp_frec *paged_owner;       /* the record whose paged $each the page belongs to */
     kp_frec *last_root;         /* a paged root set: the last root of the page */
     long items_returned;
+    int tied;                   /* read_held_ties sent its find: what follows is one round trip later */
     kp_error *err;
 } run;
 
@@ -326,7 +327,7 @@ static cJSON *find_options(run *R, const mg_fetch *f, int64_t *limit_out)
     }
     int token_paged = f == R->server_paged && s && s->page == KP_PAGE_TOKEN;
     if (limit > 0) {
-        cJSON_AddNumberToObject(o, "limit", (double)(limit + (token_paged ? 1 : 0)));
+        cJSON_AddNumberToObject(o, "limit", (double)(limit + (token_paged || f->reads_ties ? 1 : 0)));
         cJSON_AddNumberToObject(o, "batchSize", (double)(limit + 1));
         cJSON_AddBoolToObject(o, "singleBatch", 1);
     } else {
@@ -669,6 +670,49 @@ static int level_by_key(run *R, const mg_fetch *f, const pairs *in, pairs *out)
     return rc;
 }
 
+/* A held page (plan.c held_page) whose document after the page's last ties with it on the
+ * order's fields: the parent's documents with those values, the ones not read yet added,
+ * for the client to order their lines with the page's. One more round trip. */
+static int read_held_ties(run *R, const mg_fetch *f, kp_frec *parent, kp_frec *origin, const cJSON *docs,
+                          const kp_frec *page_last, const kp_frec *next, pairs *out)
+{
+    for (size_t i = 0; i < f->reads_ties; i++) {
+        const char *name = f->tie_attrs[i]->name;
+        if (!kp_data_equal(cJSON_GetObjectItemCaseSensitive(page_last->object, name),
+                           cJSON_GetObjectItemCaseSensitive(next->object, name), NULL))
+            return 0;
+    }
+    cJSON *clauses = parent_clauses(R, f, parent);
+    if (!clauses) return 0;
+    if (add_conditions(R, f, clauses, 0)) { cJSON_Delete(clauses); return -1; }
+    for (size_t i = 0; i < f->reads_ties; i++) {
+        cJSON *v = parent_value(R, next, f->tie_attrs[i], NULL);
+        if (!v) { cJSON_Delete(clauses); return -1; }
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddItemToObject(c, f->sort[i].path, v);
+        cJSON_AddItemToArray(clauses, c);
+    }
+    cJSON *filter = conjunction(clauses), *options = cJSON_CreateObject(), *ties = NULL;
+    cJSON_AddNumberToObject(options, "batchSize", 100000);
+    char name[512];
+    snprintf(name, sizeof name, "%s", kp_mg_conn_collection(R->conn, f->coll->name));
+    int rc = kp_mg_find(kp_mg_conn_client(R->conn), name, filter, options, &ties, R->err);
+    cJSON_Delete(filter);
+    cJSON_Delete(options);
+    R->tied = 1;
+    for (const cJSON *d = ties ? ties->child : NULL; rc == 0 && d; d = d->next) {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(d, "_id");
+        int seen = 0;
+        for (const cJSON *r = docs->child; r && !seen; r = r->next) seen = cJSON_Compare(id, cJSON_GetObjectItemCaseSensitive(r, "_id"), 1);
+        if (seen) continue;
+        kp_frec *rec = record_of(R, f->entity->entity, d, NULL);
+        if (!rec) rc = -1;
+        else if (pairs_push(out, rec, origin, parent)) rc = nomem(R);
+    }
+    cJSON_Delete(ties);
+    return rc;
+}
+
 static int level_find(run *R, const mg_fetch *f, const pairs *in, pairs *out)
 {
     const kp_entity *e = f->entity->entity;
@@ -812,6 +856,11 @@ static int level_find(run *R, const mg_fetch *f, const pairs *in, pairs *out)
             if (!rec || pairs_push(out, rec, origin, parent)) { cJSON_Delete(docs); return rec ? nomem(R) : -1; }
             got++;
         }
+        if (f->reads_ties && limit > 0 && got == (size_t)limit + 1 &&
+            read_held_ties(R, f, parent, origin, docs, out->items[first + got - 2].rec, out->items[first + got - 1].rec, out)) {
+            cJSON_Delete(docs);
+            return -1;
+        }
         cJSON_Delete(docs);
         if (!f->sort_count && got > 1) {
             /* sent without a sort: this parent's documents in key order */
@@ -842,13 +891,14 @@ static int read_level(void *ctx, const kp_fetch *node, const pairs *in, pairs *o
 {
     run *R = ctx;
     const mg_fetch *f = (const mg_fetch *)node;
-    (void)step;
     int rc;
     switch (f->kind) {
     case MG_NESTED: rc = level_nested(R, f, in, out); break;
     case MG_KEYS: rc = level_keys(R, f, in, out); break;
     default: rc = level_find(R, f, in, out); break;
     }
+    *step += R->tied;
+    R->tied = 0;
     return rc ? rc : link_hops(R, f, out);
 }
 

@@ -168,6 +168,11 @@ struct mg_fetch {
     size_t match_count;
     const kp_attr **key_from;       /* MG_MATCH_KEY / MG_KEYS: the parent attribute giving each key attribute */
     int64_t limit;                  /* sent (0: none); the paged find reads one more to know */
+    int is_held_page;               /* the documents holding a listing's lines, read for one page of
+                                       them (plan.c held_page): sorted, cut at the page ... */
+    size_t reads_ties;              /* ... reading one more, and after it the documents that tie
+                                       with the page's last on the first reads_ties sort fields, */
+    const kp_attr *const *tie_attrs;  /* ... which hold these attributes */
     int is_per_parent;              /* one find per parent record (a limit per parent) */
     int is_paged;                   /* the pattern's paged $each: continued after the token */
     int is_client_filtered;         /* root set filtered in the client by conditions through relations */

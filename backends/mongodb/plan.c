@@ -354,7 +354,14 @@ typedef struct pctx {
     /* a multi-hop listing's conditions the documents of its next-to-last hop can test:
      * the last hop's records are embedded in them and copy the field (set by plan_path) */
     const kp_cond *const *held_conds;
+    const char *const *held_fields;  /* the field each one tests there (NULL: the holder's own) */
     size_t held_count;
+    /* ... and, where every line those documents hold passes the listing's test once the find
+     * has tested them, the find's order, its limit and the order fields a tie is read on */
+    const mg_index_field *held_sort;
+    size_t held_sort_count, held_ties;
+    const kp_attr *const *held_tie_attrs;
+    int64_t held_limit;
 } pctx;
 
 /* Does the pattern reach entity t other than by to-one hops `via` that an extended
@@ -580,10 +587,21 @@ static mg_fetch *plan_hop(pctx *P, const mg_entity *from, const kp_rel *r, const
             }
         }
         for (size_t k = 0; !s && k < P->held_count; k++) {
-            const char *field = cond_field(B, target, P->held_conds[k], NULL);
+            const char *field = P->held_fields[k] ? P->held_fields[k] : cond_field(B, target, P->held_conds[k], NULL);
             if (field) add_cond(B, f, P->held_conds[k], field);
         }
         if (!is_count) order_listing(B, p, f, s, NULL, NULL, all_server);
+        if (!s && P->held_limit) {
+            /* the documents holding a bounded listing's lines (held_conds): in its order, one
+             * more than its page, and the ones tying with the page's last read after (execute.c) */
+            f->sort = (mg_index_field *)P->held_sort;
+            f->sort_count = P->held_sort_count;
+            f->limit = P->held_limit;
+            f->reads_ties = P->held_ties;
+            f->tie_attrs = P->held_tie_attrs;
+            f->is_server_ordered = 1;
+            f->is_held_page = 1;
+        }
         f->is_per_parent = f->limit != 0 || f->is_paged || rel->fk_count > 1 || is_count;
         f->base.is_independent = from_params(p, parent, f);
         index_for(B, f, p);
@@ -730,35 +748,103 @@ static mg_fetch *plan_hop(pctx *P, const mg_entity *from, const kp_rel *r, const
     return NULL;
 }
 
+/* The attribute of the holder's documents that a line's attribute copies (buy-again: an
+ * order line's placedAt is its order's), or NULL. */
+static const kp_attr *held_source(const kp_attr *a, const kp_rel *last, const kp_rel *holder_hop)
+{
+    const kp_copy *copy = a ? a->copy_of : NULL;
+    if (!copy || copy->path_len != 1 || copy->path[0]->relation != last->relation || copy->path[0]->target != holder_hop->target)
+        return NULL;
+    return copy->source;
+}
+
+/* Can the find of the documents holding a listing's lines read one page of them? When each
+ * document it returns holds a line the listing keeps (its one test on the lines' own fields
+ * goes to the find too) and the order starts with fields the documents hold (copies), the
+ * first $limit documents in that order hold the page, up to the lines tying with the last
+ * of them on those fields: read one more, and the ties only when it ties (execute.c). A
+ * fixed page, not paged (a page token or offset over lines is not one over documents). */
+static int held_page(pctx *P, const kp_shape *s, const kp_rel *last, const kp_rel *holder_hop, const mg_entity *holder)
+{
+    builder *B = P->B;
+    if (s->limit <= 0 || s->limit_param || s->page != KP_PAGE_NONE || s == P->p->paged || !s->order_count) return 0;
+    const kp_entity *he = holder_hop->target;
+    mg_index_field *sort = kp_arena_alloc(B->arena, sizeof *sort * (s->order_count + he->key_count + 1));
+    const kp_attr **tie_attrs = kp_arena_alloc(B->arena, sizeof *tie_attrs * (s->order_count + 1));
+    if (!sort || !tie_attrs) return 0;
+    size_t n = 0;
+    int unique = 0;
+    for (size_t k = 0; k < s->order_count && !unique; k++) {
+        const kp_attr *source = held_source(s->order[k].attr, last, holder_hop);
+        if (!source || is_nullable(source)) break;
+        const char *alias = kp_mg_alias(holder, source);
+        sort[n].path = alias ? alias : source->name;
+        sort[n].is_desc = s->order[k].is_desc;
+        tie_attrs[n] = source;
+        n++;
+        unique = source->is_unique;
+    }
+    if (n == 0) return 0;
+    size_t ties = unique ? 0 : n;
+    for (size_t k = 0; !unique && k < he->key_count; k++) {
+        sort[n].path = he->key[k]->name;
+        sort[n].is_desc = sort[n - 1].is_desc;
+        n++;
+    }
+    P->held_sort = sort;
+    P->held_sort_count = n;
+    P->held_ties = ties;
+    P->held_tie_attrs = tie_attrs;
+    P->held_limit = s->limit;
+    return 1;
+}
+
 /* Conditions of a multi-hop listing's last records that the documents holding them can
  * test: the records are embedded whole in the next-to-last hop's documents and the
  * condition's attribute copies one of those documents' own (buy-again: an order line's
  * placedAt is its order's), so that find reads only the documents whose lines can match.
- * The lines are still tested in the client. Sets P->held_conds for the next-to-last hop. */
+ * The lines are still tested in the client. Sets P->held_conds for the next-to-last hop.
+ * Then held_page, when it can bound that find. */
 static void held_conds(pctx *P, kp_rel *const *hops, size_t n, const kp_shape *s)
 {
     builder *B = P->B;
     if (n < 2 || !s || s->kind != KP_SHAPE_EACH || !s->where_count) return;
     const kp_rel *last = hops[n - 1], *holder_hop = hops[n - 2];
     const mg_entity *holder = mg_entity_of(B, holder_hop->target);
-    int is_embedded = 0;
+    const mg_nested *lines = NULL;
     for (size_t i = 0; holder && i < holder->nested_count; i++)
-        is_embedded |= holder->nested[i].rel == last && !holder->nested[i].subset;
-    if (!is_embedded) return;
-    const kp_cond **held = kp_arena_alloc(B->arena, sizeof *held * s->where_count);
+        if (holder->nested[i].rel == last && !holder->nested[i].subset) lines = &holder->nested[i];
+    if (!lines) return;
+    const kp_cond **held = kp_arena_alloc(B->arena, sizeof *held * (s->where_count + 1));
+    const char **fields = kp_arena_alloc(B->arena, sizeof *fields * (s->where_count + 1));
     size_t count = 0;
-    for (size_t k = 0; held && k < s->where_count; k++) {
+    const kp_cond *own = NULL; /* the one condition on the lines' own attributes */
+    size_t owns = 0;
+    for (size_t k = 0; held && fields && k < s->where_count; k++) {
         const kp_cond *c = &s->where[k];
-        const kp_copy *copy = c->path_len ? NULL : c->attr->copy_of;
-        if (!copy || copy->path_len != 1 || copy->path[0]->relation != last->relation || copy->path[0]->target != holder_hop->target)
+        const kp_attr *source = held_source(c->path_len ? NULL : c->attr, last, holder_hop);
+        if (!source) {
+            owns++;
+            if (!c->path_len && !c->attr->copy_of && c->op != KP_OP_BETWEEN) own = c;
             continue;
+        }
         kp_cond *on_holder = kp_arena_alloc(B->arena, sizeof *on_holder);
         if (!on_holder) return;
         *on_holder = *c;
-        on_holder->attr = copy->source;
+        on_holder->attr = (kp_attr *)source;
+        fields[count] = NULL;
         held[count++] = on_holder;
     }
+    if (!held || !fields) return;
+    /* a bounded page: each document the find returns holds a line that passes every test */
+    if (owns == 1 && own && held_page(P, s, last, holder_hop, holder)) {
+        fields[count] = mg_bprintf(B, "%s.%s", lines->field, own->attr->name);
+        held[count++] = own;
+    } else {
+        P->held_limit = 0;
+    }
     P->held_conds = held;
+    P->held_fields = fields;
     P->held_count = count;
 }
 
@@ -773,9 +859,10 @@ static int plan_path(pctx *P, mg_fetch *parent, const mg_entity *from, const kp_
         mg_fetch *f = plan_hop(P, at, hops[i], for_shape, i == 0 ? parent : NULL);
         P->held_conds = NULL;
         P->held_count = 0;
+        P->held_limit = 0;
         if (!f) return kp_error_set(B->err, KP_ERR_INTERNAL, NULL, 0, 0, "no MongoDB access path for relation '%s'",
                                     hops[i]->name ? hops[i]->name : "?");
-        if (n > 1) {
+        if (n > 1 && !f->is_held_page) {
             /* a multi-hop listing: the intermediate hops read everything, the client orders the end */
             if (i + 1 < n) { f->shape = NULL; }
             f->is_server_ordered = f->kind == MG_NESTED && !s ? f->is_server_ordered : 0;
@@ -846,7 +933,7 @@ static int plan_children(pctx *P, mg_fetch *parent, const kp_shape *s, const mg_
 
 int mg_plan_pattern(builder *B, const kp_pattern *p, mg_fetch **out)
 {
-    pctx P = {B, p, NULL, 0};
+    pctx P = {.B = B, .p = p};
     mg_entity *me = mg_entity_of(B, p->root);
     const kp_shape *each = NULL;
     if (p->is_root_set) {
@@ -1020,7 +1107,7 @@ static const char *sorted_find_text(kp_arena *arena, const mg_fetch *f, const ch
     if (sort[0]) text = kp_arena_printf(arena, "%s.sort({ %s })", text, sort);
     if (f->is_paged && f->order_shape && f->order_shape->page == KP_PAGE_OFFSET && f->order_shape->offset_param)
         text = kp_arena_printf(arena, "%s.skip(<%s>)", text, f->order_shape->offset_param->name);
-    if (f->limit > 0) text = kp_arena_printf(arena, "%s.limit(%lld)", text, (long long)f->limit);
+    if (f->limit > 0) text = kp_arena_printf(arena, "%s.limit(%lld)", text, (long long)f->limit + (f->reads_ties ? 1 : 0));
     else if (f->limit < 0 && f->order_shape && f->order_shape->limit_param)
         text = kp_arena_printf(arena, "%s.limit(<%s>)", text, f->order_shape->limit_param->name);
     return text;
@@ -1179,6 +1266,63 @@ typedef struct opctx {
     const char *why;
 } opctx;
 
+/* A held page's tie read (execute.c read_held_ties): when the document after the page's last
+ * ties with it on the order's fields, the documents with those values, for the lines the
+ * client orders among them. On a timestamp (or a unique value) not expected; one more round
+ * trip at most; every document of a parent may tie. */
+static void held_tie_op(opctx *O, const mg_fetch *f, double parents, double parents_max, double whole, double whole_max,
+                        int *my_step)
+{
+    builder *B = O->B;
+    kp_plan *plan = O->plan;
+    const kp_attr *a0 = f->tie_attrs[0];
+    int is_rare = f->reads_ties == 1 && a0 && (a0->is_unique || a0->type.kind == KP_T_TIMESTAMP);
+    kp_operation *tie = kp_plan_add_op(B->d, plan, "find", f->coll->name);
+    const mg_index *x = serving(f->coll, f->index);
+    tie->index = x ? x->name : "_id_";
+    const char *eq = "";
+    for (size_t i = 0; i < f->reads_ties; i++)
+        eq = kp_arena_printf(&B->d->arena, "%s, %s: <the %s of the document after the page>", eq, quoted_field(&B->d->arena, f->sort[i].path),
+                             f->sort[i].path);
+    /* the find's filter with the tie's values for the order's conditions */
+    mg_fetch plain = *f;
+    plain.limit = 0;
+    plain.sort_count = 0;
+    plain.is_server_ordered = 0;
+    plain.cond_count = 0;
+    plain.conds = kp_arena_alloc(&B->d->arena, sizeof *plain.conds * (f->cond_count + 1));
+    plain.cond_fields = kp_arena_alloc(&B->d->arena, sizeof *plain.cond_fields * (f->cond_count + 1));
+    for (size_t i = 0; plain.conds && plain.cond_fields && i < f->cond_count; i++) {
+        int on_tie = 0;
+        for (size_t k = 0; k < f->reads_ties; k++) on_tie |= f->conds[i]->attr == f->tie_attrs[k];
+        if (on_tie) continue;
+        plain.conds[plain.cond_count] = f->conds[i];
+        plain.cond_fields[plain.cond_count++] = f->cond_fields[i];
+    }
+    const char *text = kp_mg_fetch_text(&B->d->arena, &plain, O->p, "");
+    size_t len = strlen(text);
+    tie->condition = len > 3 && strcmp(text + len - 3, " })") == 0
+                         ? kp_arena_printf(&B->d->arena, "%.*s%s })", (int)(len - 3), text, eq) : text;
+    tie->step = is_rare ? *my_step : ++*my_step;
+    tie->more_steps_max = is_rare;
+    tie->waits_for_previous = 1;
+    tie->is_tie_read = 1;
+    double sent = (double)f->limit + 1;
+    tie->requests = is_rare ? 0 : parents * (whole >= sent ? 1 : 0);
+    tie->requests_max = parents_max;
+    tie->items = tie->requests;
+    tie->items_max = parents_max * (whole_max > sent ? whole_max : sent);
+    double doc = mg_document_bytes(f->coll->owner), doc_max = mg_document_bound_bytes(f->coll->owner);
+    tie->bytes = tie->items * doc;
+    tie->bytes_max = tie->items_max * doc_max;
+    tie->why = kp_arena_printf(&B->d->arena, "only when the document after the page's last ties with it on %s%s: the documents "
+                               "with its value%s, whose %s the client orders with the page's", f->sort[0].path,
+                               f->reads_ties > 1 ? " and the order's next fields" : "",
+                               is_rare ? " (rare on a timestamp: not expected)" : "",
+                               kp_mg_next_hop(f) ? kp_mg_next_hop(f)->entity->entity->name : "lines");
+    plan->is_requests_exact = 0;
+}
+
 /* The claims of one fetch, for the shared walker (backends/fetch.c): `in` holds the expected
  * number of inputs and the most there can be (the model's maxima along the way), and its
  * round trip: expected figures come from the first, the bounds that verify holds every page
@@ -1213,6 +1357,12 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
         if (per_max < per) per_max = per;
     }
     if (!f->rel && kp_mg_next_hop(f)) per = per_max = 1; /* the parent documents of embedded roots */
+    double per_whole = per, per_whole_max = per_max; /* before a held page cuts them */
+    if (f->is_held_page) {
+        double sent = (double)f->limit + (f->reads_ties ? 1 : 0);
+        per = fmin(per, sent);
+        per_max = fmin(per_max, sent);
+    }
     if (parents_max < parents) parents_max = parents;
     double produced = parents * per, produced_max = parents_max * per_max;
     if (f->kind == MG_FIND || f->kind == MG_COUNT) {
@@ -1279,6 +1429,15 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
             o->why = "a follow-up find by _id with $in on the values the previous answer holds (no $lookup)";
         else if (f->kind == MG_FIND && f->is_paged && f->is_server_ordered && f->order_shape && f->order_shape->page == KP_PAGE_TOKEN)
             o->why = "reads one document more than the page to know whether another page follows";
+        if (f->is_held_page) {
+            const mg_fetch *lines = kp_mg_next_hop(f);
+            const char *what = lines ? lines->entity->entity->name : "line";
+            o->why = kp_arena_printf(&B->d->arena, "%s%seach %s it returns holds at least one %s the listing keeps (the find tests it too), so "
+                                     "the first %lld in the listing's order hold its page%s", o->why ? o->why : "", o->why ? "; " : "",
+                                     f->entity->entity->name, what, (long long)f->limit,
+                                     f->reads_ties ? ", and one more tells whether the next ties with the last" : "");
+            if (f->reads_ties) held_tie_op(O, f, parents, parents_max, per_whole, per_whole_max, &my_step);
+        }
     } else if (f->kind == MG_NESTED) {
         const char *what = f->is_container ? kp_arena_printf(&B->d->arena, "the %s document that holds it", f->entity->entity->name)
                          : f->extref ? kp_arena_printf(&B->d->arena, "the copied %s fields under '%s'", f->entity->entity->name, f->extref->field)
@@ -1305,6 +1464,7 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
     out->expected = produced;
     out->max = produced_max;
     out->is_exact = exact_next;
+    out->step = my_step;
 }
 
 /* What the shared walkers must know of each fetch (backends/fetch.h): nested records and
