@@ -848,11 +848,49 @@ static void held_conds(pctx *P, kp_rel *const *hops, size_t n, const kp_shape *s
     P->held_count = count;
 }
 
+/* A listing two 1:N hops away whose records copy the first hop's reference (propose.c
+ * mg_two_hop_extref): one find on their collection by the copy, with the listing's
+ * conditions, order and limit, instead of a find per hop and a client sort. NULL: not one. */
+static mg_fetch *two_hop_find(pctx *P, const mg_fetch *parent, const kp_shape *s)
+{
+    builder *B = P->B;
+    const mg_extref *x = mg_two_hop_extref(B, s);
+    if (!x) return NULL;
+    mg_entity *target = mg_entity_of(B, s->hops[1]->target);
+    const kp_relation *outer = s->hops[0]->relation;
+    const kp_rel *path = kp_copy_two_hop_path(B->arena, s->hops[0], s->hops[1]);
+    if (!path) return NULL;
+    mg_fetch *f = new_fetch(B, MG_FIND, target);
+    f->coll = target->collection;
+    f->rel = path;
+    f->shape = s;
+    set_match(B, f, MG_MATCH_FK, outer->fk_count);
+    for (size_t k = 0; k < outer->fk_count; k++) {
+        f->match_fields[k] = mg_bprintf(B, "%s.%s", x->field, outer->fk_attrs[k]->name);
+        f->match_from[k] = outer->ref_attrs[k];
+    }
+    for (size_t k = 0; k < s->where_count; k++) {
+        const char *field = cond_field(B, target, &s->where[k], NULL);
+        if (!field) return NULL;
+        add_cond(B, f, &s->where[k], field);
+    }
+    order_listing(B, P->p, f, s, NULL, NULL, 1);
+    f->is_per_parent = 1;
+    f->base.is_independent = from_params(P->p, parent, f);
+    index_for(B, f, P->p);
+    return f;
+}
+
 static int plan_path(pctx *P, mg_fetch *parent, const mg_entity *from, const kp_shape *s, kp_rel *const *hops, size_t n)
 {
     builder *B = P->B;
     mg_fetch *first = NULL, *last = NULL;
     const mg_entity *at = from;
+    mg_fetch *one = s && n == 2 && hops == s->hops ? two_hop_find(P, parent, s) : NULL;
+    if (one) {
+        add_child(B, parent, one);
+        return plan_children(P, one, s, one->entity);
+    }
     for (size_t i = 0; i < n; i++) {
         const kp_shape *for_shape = i + 1 == n ? s : NULL;
         if (i + 2 == n) held_conds(P, hops, n, s);

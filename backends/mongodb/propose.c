@@ -772,6 +772,121 @@ static void collect_join_extref(builder *B, const kp_pattern *p, const mg_hop_us
     extref_add(B, c, p, need, n);
 }
 
+const kp_rel *mg_two_hop_listing(builder *B, const kp_shape *s)
+{
+    if (!s || s->kind != KP_SHAPE_EACH || s->hop_count != 2 || (s->limit <= 0 && !s->limit_param)) return NULL;
+    for (size_t i = 0; i < 2; i++) {
+        const kp_relation *rel = s->hops[i]->relation;
+        if (s->hops[i]->is_inverse || rel->link != KP_LINK_FOREIGN_KEY || rel->holder != rel->to || !s->hops[i]->is_many)
+            return NULL;
+    }
+    const kp_entity *t = s->hops[1]->target;
+    if (mg_entity_of(B, t)->parent) return NULL;
+    /* the middle documents hold them already (a subset copy), which reads fewer */
+    const mg_entity *middle = mg_entity_of(B, s->hops[0]->target);
+    for (size_t i = 0; i < middle->nested_count; i++)
+        if (middle->nested[i].rel == s->hops[1]) return NULL;
+    const kp_relation *outer = s->hops[0]->relation;
+    for (size_t k = 0; k < outer->fk_count; k++)
+        if (outer->fk_attrs[k]->key_index >= 0) return NULL;
+    for (size_t k = 0; k < s->where_count; k++)
+        if (s->where[k].path_len || s->where[k].attr->entity != t) return NULL;
+    for (size_t k = 0; k < s->order_count; k++)
+        if (s->order[k].attr->entity != t || s->order[k].attr->is_optional || s->order[k].attr->derived) return NULL;
+    for (size_t r = 0; r < t->rel_count; r++)
+        if (t->rels[r]->relation == s->hops[1]->relation && !t->rels[r]->is_many) return t->rels[r];
+    return NULL;
+}
+
+const mg_extref *mg_two_hop_extref(builder *B, const kp_shape *s)
+{
+    const kp_rel *h = mg_two_hop_listing(B, s);
+    if (!h) return NULL;
+    const mg_entity *me = mg_entity_of(B, h->source);
+    const kp_relation *outer = s->hops[0]->relation;
+    for (size_t i = 0; i < me->extref_count; i++) {
+        const mg_extref *x = &me->extrefs[i];
+        if (x->rel != h) continue;
+        size_t held = 0;
+        for (size_t k = 0; k < outer->fk_count; k++)
+            for (size_t a = 0; a < x->attr_count; a++) held += x->attrs[a] == outer->fk_attrs[k];
+        if (held == outer->fk_count) return x;
+    }
+    return NULL;
+}
+
+/* The listings of mg_two_hop_listing: the last records copy the middle records' reference
+ * to the first (an order line holds its order's userId, in its 'order' extended reference),
+ * so one find on their collection, keyed by it and sorted as the listing asks, reads a
+ * page, where the design found every middle record of the parent and each one's records
+ * and sorted them in the client. Taken where the finds saved (the middle records a call
+ * reads) outweigh the documents the writes that change the reference rewrite. */
+typedef struct two_hop_ctx {
+    const kp_shape *seen[64];
+    size_t seen_count;
+} two_hop_ctx;
+
+static void collect_two_hop(builder *B, const kp_pattern *p, const mg_hop_use *u, void *ctx)
+{
+    two_hop_ctx *c = ctx;
+    const kp_shape *s = u->node;
+    if (u->is_cond || u->index != 1 || u->count != 2 || !s) return;
+    const kp_rel *h = mg_two_hop_listing(B, s);
+    if (!h || c->seen_count == 64) return;
+    for (size_t i = 0; i < c->seen_count; i++)
+        if (c->seen[i] == s) return;
+    c->seen[c->seen_count++] = s;
+    const kp_relation *outer = s->hops[0]->relation;
+    extref_ctx x = {.rel = h};
+    for (size_t k = 0; k < outer->fk_count && x.attr_count < 16; k++) x.attrs[x.attr_count++] = outer->fk_attrs[k];
+    kp_copy_need need = copy_need(h, &x);
+    double cost = kp_copy_write_rate(B->m, B->mix, &need);
+    double middles = s->hops[0]->fanout ? s->hops[0]->fanout->avg : 1;
+    double benefit = mg_pattern_rate(B, p) * middles;
+    int take = benefit > cost;
+    mg_entity *me = mg_entity_of(B, h->source);
+    if (take && !mg_two_hop_extref(B, s)) {
+        mg_extref *have = NULL;
+        for (size_t i = 0; i < me->extref_count; i++)
+            if (me->extrefs[i].rel == h) have = &me->extrefs[i];
+        if (!have) {
+            if (push_extref(B, me, h, &x)) return;
+        } else {
+            const kp_attr **attrs = kp_arena_alloc(B->arena, sizeof *attrs * (have->attr_count + x.attr_count));
+            if (!attrs) { B->is_out_of_memory = 1; return; }
+            memcpy(attrs, have->attrs, sizeof *attrs * have->attr_count);
+            size_t n = have->attr_count;
+            for (size_t k = 0; k < x.attr_count; k++) {
+                int dup = 0;
+                for (size_t a = 0; a < have->attr_count; a++) dup |= attrs[a] == x.attrs[k];
+                if (!dup) attrs[n++] = x.attrs[k];
+            }
+            have->attrs = attrs;
+            have->attr_count = n;
+        }
+    }
+    const char *fields = fields_text(B, &x);
+    kp_decision *d = kp_design_decide(
+        B->d, mg_bprintf(B, "%s.%s.{%s}", h->source->name, h->name ? h->name : "?", fields),
+        take ? mg_bprintf(B, "extended reference: copy %s.{%s} into '%s' of each %s document", h->target->name, fields,
+                          h->name ? h->name : "?", h->source->name)
+             : mg_bprintf(B, "reference: find the %s, then their %s", h->target->name, h->source->name),
+        mg_bprintf(B, "'%s' lists the %s of a %s's %s: with %s copied, one find on %s keyed by it and sorted as the "
+                      "listing asks reads a page, where a find of the %s and one of their %s read every one and the "
+                      "client sorts; the %s finds it saves (%.0f/s) %s the %s documents the writes that change %s "
+                      "rewrite (%.1f/s)",
+                   p->name, h->source->name, s->hops[0]->source->name, h->target->name, fields, h->source->name,
+                   h->target->name, h->source->name, h->target->name, benefit, take ? "outweigh" : "do not outweigh",
+                   h->source->name, fields, cost));
+    if (d) kp_decision_add_pattern(B->d, d, p);
+}
+
+static void decide_two_hop_extrefs(builder *B)
+{
+    two_hop_ctx c = {.seen_count = 0};
+    for (size_t i = 0; i < B->m->pattern_count; i++) mg_walk_pattern(B, B->m->patterns[i], collect_two_hop, &c);
+}
+
 /* Extended references in the join documents of an N:M (the join collection holds what its
  * listings return of the targets), by the rule of decide_extrefs: the finds of the targets
  * saved against the join documents the writes that change the copied fields rewrite. */
@@ -1095,6 +1210,7 @@ static int propose_one(const kp_model *m, const kp_mix *mix, int alternative, kp
     make_collections(&B);
     decide_subsets(&B);
     decide_extrefs(&B);
+    decide_two_hop_extrefs(&B);
     decide_join_extrefs(&B);
     decide_array_extrefs(&B);
     decide_aliases(&B);

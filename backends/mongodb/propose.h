@@ -50,6 +50,14 @@ void mg_walk_pattern(builder *B, const kp_pattern *p, void (*fn)(builder *, cons
  * relation), in model order: what the rules use instead of walking every pattern. */
 void mg_walk_patterns_reaching(builder *B, const kp_entity *target,
                                void (*fn)(builder *, const kp_pattern *, const mg_hop_use *, void *), void *ctx);
+/* A listing two forward 1:N hops away whose last records have a collection of their own
+ * and whose conditions and order are those records' own fields (buy-again in the reference
+ * design: a user's orders' lines): the relation from those records to the middle ones, over
+ * which they copy the first hop's reference (decide_two_hop_extrefs), else NULL. */
+const kp_rel *mg_two_hop_listing(builder *B, const kp_shape *s);
+/* Its copy, once decided: the extended reference of s's last records holding the first
+ * hop's reference, or NULL. */
+const mg_extref *mg_two_hop_extref(builder *B, const kp_shape *s);
 double mg_attr_bytes(const kp_attr *a);
 double mg_record_bytes(const kp_entity *e);
 double mg_element_bytes(const mg_entity *me);

@@ -99,6 +99,25 @@ else
 fi
 "$keyplan" teardown "$model" --db mongodb "${target[@]}" --prefix "$prefix" >/dev/null 2>&1
 
+# compare's reference design (recommended for order-response): the order lines in a
+# collection of their own copy their order's userId, which buy-again's one find selects by
+model=$root/examples/order-response/model.json data=$work/reference prefix=ref-$$-
+"$keyplan" generate "$model" --out "$data" --scale 0.00001 --seed 7 >/dev/null &&
+    "$keyplan" seed "$model" --db mongodb --candidate reference --data "$data" --scale 0.00001 "${target[@]}" \
+        --prefix "$prefix" --quiet >"$work/seed.out" 2>&1 ||
+    { bad "order-response, reference design: generate and seed"; cat "$work/seed.out"; }
+if "$keyplan" verify "$model" --db mongodb --candidate reference --data "$data" --scale 0.00001 "${target[@]}" \
+        --prefix "$prefix" --samples 5 --pages 2 --seed "$seed" --writes --format json >"$work/reference.json" 2>"$work/reference.err" &&
+    python3 -c 'import json,sys
+p = [p for d in json.load(open(sys.argv[1]))["databases"] for p in d["patterns"] if p["name"] == "buy-again"][0]
+sys.exit(not (p["result"] == "pass" and p["requests"]["first_page_max"] == 2 and p["measured"]["items_read_max"] <= 51))' \
+        "$work/reference.json"; then
+    ok "order-response, reference design: every pattern and write verified; buy-again reads one find of lines, at most 51 documents"
+else
+    bad "order-response, reference design: verify"; cat "$work/reference.err"; head -c 3000 "$work/reference.json"
+fi
+"$keyplan" teardown "$model" --db mongodb "${target[@]}" --prefix "$prefix" >/dev/null 2>&1 || bad "order-response, reference design: teardown"
+
 # a seed killed with SIGKILL, then the same command again: exact counts, no duplicates
 model=$root/examples/saas-control-plane/model.json data=$work/kill prefix=kill-$$-
 "$keyplan" generate "$model" --out "$data" --scale 0.01 --seed 11 >/dev/null

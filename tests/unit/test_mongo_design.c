@@ -147,6 +147,40 @@ static void test_the_order_embeds_its_items_and_lists_by_user_newest_first(void 
     kp_model_free(m);
 }
 
+/* The reference alternative (compare's): the order lines have a collection of their own,
+ * and buy-again lists a user's lines across their orders. The lines copy their order's
+ * userId (an extended reference) so one find by it, sorted as the listing asks and cut at
+ * the page, reads them, beside the user's find: not every order of the user, then every
+ * line of each, sorted in the client. */
+static void test_the_reference_design_reads_a_users_lines_by_a_copy_of_the_user(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/order-response/model.json");
+    kp_design_list list;
+    kp_error err;
+    kp_propose_options o = {.all_candidates = 1};
+    if (kp_mongodb_backend.propose(m, &o, &list, &err)) fail_msg("propose failed: %s", err.message);
+    const kp_design *d = NULL;
+    for (size_t i = 0; i < list.count; i++)
+        if (strcmp(list.items[i]->candidate, "reference") == 0) d = list.items[i];
+    assert_non_null(d);
+    const kp_decision *x = decision_of(d, "OrderItem.order.{userId}");
+    assert_non_null(x);
+    assert_non_null(strstr(x->choice, "extended reference: copy Order.{userId} into 'order' of each OrderItem document"));
+    const kp_plan *again = plan_of(d, "buy-again");
+    assert_int_equal(again->op_count, 2);
+    assert_int_equal(again->sequential_steps, 1);
+    assert_string_equal(again->ops[1].container, "OrderItem");
+    assert_string_equal(again->ops[1].index, "order.userId_1_status_1_placedAt_-1_sku_1_orderId_1");
+    assert_non_null(strstr(again->ops[1].condition, "\"order.userId\": <User.userId>"));
+    assert_non_null(strstr(again->ops[1].condition, ".sort({ placedAt: -1, sku: 1, orderId: 1 }).limit(50)"));
+    assert_true(again->items_max <= 51);
+    /* the design that embeds the lines does not copy it */
+    assert_null(decision_of(list.items[0], "OrderItem.order.{userId}"));
+    kp_design_list_free(&list);
+    kp_model_free(m);
+}
+
 static void test_the_workspace_references_its_projects(void **state)
 {
     (void)state;
@@ -606,6 +640,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_the_order_embeds_its_items_and_lists_by_user_newest_first),
+        cmocka_unit_test(test_the_reference_design_reads_a_users_lines_by_a_copy_of_the_user),
         cmocka_unit_test(test_the_workspace_references_its_projects),
         cmocka_unit_test(test_no_index_is_a_prefix_of_another),
         cmocka_unit_test(test_the_subset_rule_follows_the_workload_mix),
