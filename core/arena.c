@@ -26,7 +26,8 @@ struct kp_arena_owned {
 
 enum { CHUNK_SIZE = 64 * 1024 };
 
-void *kp_arena_alloc(kp_arena *arena, size_t size)
+/* size bytes, 8-byte aligned, not cleared (NULL when out of memory or past the limit) */
+static void *bump(kp_arena *arena, size_t size)
 {
     /* 8-byte alignment: enough for every type keyplan stores (pointers, int64,
      * double); no long double or vector types live in an arena */
@@ -55,14 +56,20 @@ void *kp_arena_alloc(kp_arena *arena, size_t size)
     }
     void *p = (char *)c->data + c->used;
     c->used += size;
-    memset(p, 0, size);
+    return p;
+}
+
+void *kp_arena_alloc(kp_arena *arena, size_t size)
+{
+    void *p = bump(arena, size);
+    if (p) memset(p, 0, size ? (size + 7) / 8 * 8 : 8);
     return p;
 }
 
 char *kp_arena_strndup(kp_arena *arena, const char *s, size_t n)
 {
     if (!s) return NULL;
-    char *p = kp_arena_alloc(arena, n + 1);
+    char *p = bump(arena, n + 1); /* every byte of the text is written: no clearing */
     if (p) { memcpy(p, s, n); p[n] = '\0'; }
     return p;
 }
@@ -70,20 +77,6 @@ char *kp_arena_strndup(kp_arena *arena, const char *s, size_t n)
 char *kp_arena_strdup(kp_arena *arena, const char *s)
 {
     return s ? kp_arena_strndup(arena, s, strlen(s)) : NULL;
-}
-
-/* Whether every conversion of fmt is one kp_vsnprintf copies itself. */
-static int is_plain_format(const char *fmt)
-{
-    for (const char *c = fmt; (c = strchr(c, '%')) != NULL;) {
-        c++;
-        if (*c == '%') { c++; continue; }
-        if (*c == 'l') c += c[1] == 'l' ? 2 : 1;
-        else if (*c == 'z') c++;
-        if (!*c || !strchr("sdiuc", *c) || ((c[-1] == 'l' || c[-1] == 'z') && (*c == 's' || *c == 'c'))) return 0;
-        c++;
-    }
-    return 1;
 }
 
 char *kp_digits(char *end, unsigned long long v, int is_negative)
@@ -96,20 +89,30 @@ char *kp_digits(char *end, unsigned long long v, int is_negative)
 
 int kp_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 {
-    if (!is_plain_format(fmt)) return vsnprintf(buf, size, fmt, ap);
+    /* one pass; a conversion it does not copy itself hands the whole format to vsnprintf,
+     * from the arguments' start */
+    va_list start;
+    va_copy(start, ap);
     size_t n = 0;
 #define PUT(s_, len_) do { size_t l_ = (len_); if (n < size) memcpy(buf + n, (s_), n + l_ < size ? l_ : size - n); n += l_; } while (0)
-    for (const char *c = fmt; *c;) {
-        const char *pct = strchr(c, '%');
-        size_t run = pct ? (size_t)(pct - c) : strlen(c);
-        PUT(c, run);
-        if (!pct) break;
-        c = pct + 1;
+    for (const char *c = fmt;;) {
+        const char *run = c;
+        while (*c && *c != '%') c++;
+        if (c > run) PUT(run, (size_t)(c - run));
+        if (!*c) break;
+        c++;
         if (*c == '%') { PUT("%", 1); c++; continue; }
         int longs = 0, is_size = 0;
         if (*c == 'l') { longs = c[1] == 'l' ? 2 : 1; c += longs; }
         else if (*c == 'z') { is_size = 1; c++; }
-        char conv = *c++, num[24];
+        char conv = *c, num[24];
+        int plain = conv == 'd' || conv == 'i' || conv == 'u' || ((conv == 's' || conv == 'c') && !longs && !is_size);
+        if (!plain) {
+            int r = vsnprintf(buf, size, fmt, start);
+            va_end(start);
+            return r;
+        }
+        c++;
         if (conv == 's') {
             const char *s = va_arg(ap, const char *);
             if (!s) s = "(null)";
@@ -131,8 +134,18 @@ int kp_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
         }
     }
 #undef PUT
+    va_end(start);
     if (size) buf[n < size ? n : size - 1] = '\0';
     return (int)n;
+}
+
+int kp_snprintf(char *buf, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = kp_vsnprintf(buf, size, fmt, ap);
+    va_end(ap);
+    return n;
 }
 
 char *kp_arena_vprintf(kp_arena *arena, const char *fmt, va_list ap)
@@ -158,7 +171,7 @@ char *kp_arena_vprintf(kp_arena *arena, const char *fmt, va_list ap)
     int n = kp_vsnprintf(NULL, 0, fmt, copy);
     va_end(copy);
     if (n < 0) return NULL;
-    char *p = kp_arena_alloc(arena, (size_t)n + 1);
+    char *p = bump(arena, (size_t)n + 1);
     if (!p) return NULL;
     kp_vsnprintf(p, (size_t)n + 1, fmt, ap);
     return p;

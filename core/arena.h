@@ -34,6 +34,8 @@ char *kp_arena_strndup(kp_arena *arena, const char *s, size_t n);
  * libc's formatting engine; any other conversion, flag, width or precision goes to
  * vsnprintf as it is. */
 int kp_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
+/* snprintf through kp_vsnprintf. */
+int kp_snprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The decimal digits of v, with a '-' before them when is_negative, written backwards so
  * they end just before `end` (at most 21 bytes); returns where they start. */
 char *kp_digits(char *end, unsigned long long v, int is_negative);

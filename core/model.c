@@ -216,7 +216,7 @@ int kp_resolve_path_as(kp_parser *P, const cJSON *node, kp_entity *from, const c
         return kp_perr(P, node, 0, "\"%s\" has an empty part (a leading, trailing or doubled dot); join names with single "
                                    "dots, such as \"relation.attribute\"", shown);
     char buf[512];
-    snprintf(buf, sizeof buf, "%s", path);
+    kp_snprintf(buf, sizeof buf, "%s", path);
     size_t segments = 1;
     for (const char *c = buf; *c; c++) segments += *c == '.';
     kp_rel **list = ALLOC_N(P, kp_rel *, segments);
@@ -329,7 +329,7 @@ static int parse_type(kp_parser *P, const cJSON *node, kp_type *type, const char
                        name, json_kind(node));
     const char *const *keys = ctx == CTX_ENTITY ? attr_keys : ctx == CTX_FIELD ? field_keys : item_keys;
     char what[200];
-    snprintf(what, sizeof what, "attribute '%s'", name);
+    kp_snprintf(what, sizeof what, "attribute '%s'", name);
     if (kp_check_keys(P, node, keys, what)) return -1;
     const cJSON *t = kp_json_get(node, "type");
     if (!t) return kp_perr(P, node, 0, "attribute '%s' needs a \"type\"", name);
@@ -383,7 +383,7 @@ static int parse_type(kp_parser *P, const cJSON *node, kp_type *type, const char
                            k == KP_T_ARRAY ? "items" : "value", k == KP_T_ARRAY ? "items" : "values");
         type->item = ALLOC(P, kp_type);
         char item_name[200];
-        snprintf(item_name, sizeof item_name, "%s[]", name);
+        kp_snprintf(item_name, sizeof item_name, "%s[]", name);
         if (parse_type(P, item, type->item, item_name, CTX_ITEM, depth + 1, NULL)) return -1;
         if (k == KP_T_ARRAY && type->item->kind == KP_T_ARRAY)
             return kp_perr(P, item, 0, "arrays of arrays are not supported ('%s'); wrap the inner array in an object", name);
@@ -533,7 +533,7 @@ int kp_parse_entities(kp_parser *P, const cJSON *entities)
     for (const cJSON *en = entities->child; en; en = en->next) {
         if (kp_check_name(P, en, en->string, 1, "entity")) return -1;
         char what[200];
-        snprintf(what, sizeof what, "entity '%s'", en->string);
+        kp_snprintf(what, sizeof what, "entity '%s'", en->string);
         if (kp_expect_object(P, en, what) || kp_check_keys(P, en, entity_keys, what)) return -1;
         kp_entity *e = ALLOC(P, kp_entity);
         e->name = kp_pstrdup(P, en->string);
@@ -657,8 +657,8 @@ static int split_ref(kp_parser *P, const cJSON *node, int at_key, const char *te
     const char *dot = strchr(text, '.');
     if (!dot || dot == text || !dot[1] || strchr(dot + 1, '.'))
         return kp_perr(P, node, at_key, "\"%s\" must be written Entity.attribute", text);
-    snprintf(entity, esize, "%.*s", (int)(dot - text), text);
-    snprintf(attr, asize, "%s", dot + 1);
+    kp_snprintf(entity, esize, "%.*s", (int)(dot - text), text);
+    kp_snprintf(attr, asize, "%s", dot + 1);
     return 0;
 }
 
@@ -804,7 +804,7 @@ static int parse_relation(kp_parser *P, const cJSON *node)
     const cJSON *to = kp_json_get(node, "to");
     if (!from || !to) return kp_perr(P, node, 0, "relation '%s' needs \"from\" and \"to\" entities", r->name);
     char what[200];
-    snprintf(what, sizeof what, "relation '%s'", r->name);
+    kp_snprintf(what, sizeof what, "relation '%s'", r->name);
     if (kp_expect_string(P, from, "\"from\"") || kp_expect_string(P, to, "\"to\"")) return -1;
     if (!(r->from = kp_resolve_entity(P, from, from->valuestring, what))) return -1;
     if (!(r->to = kp_resolve_entity(P, to, to->valuestring, what))) return -1;
@@ -1255,7 +1255,7 @@ static void hash_text(kp_model *m, const char *text, size_t len)
 {
     uint64_t h = 1469598103934665603ULL;
     for (size_t i = 0; i < len; i++) { h ^= (unsigned char)text[i]; h *= 1099511628211ULL; }
-    snprintf(m->hash, sizeof m->hash, "%016llx", (unsigned long long)h);
+    kp_snprintf(m->hash, sizeof m->hash, "%016llx", (unsigned long long)h);
 }
 
 static int parse_model(kp_parser *P, const kp_model_options *options)

@@ -64,7 +64,7 @@ int kp_scope_finish(kp_parser *P, kp_param_scope *scope, kp_param ***out, size_t
     if (declared) {
         for (const cJSON *d = declared->child; d; d = d->next) {
             char what[200];
-            snprintf(what, sizeof what, "parameter '%s'", d->string);
+            kp_snprintf(what, sizeof what, "parameter '%s'", d->string);
             if (kp_expect_object(P, d, what) || kp_check_keys(P, d, param_keys, what)) return -1;
             kp_param *p = NULL;
             for (size_t i = 0; i < scope->count; i++)
@@ -339,7 +339,7 @@ static int parse_leaf(kp_parser *P, shape_ctx *S, const cJSON *node, kp_entity *
         return 0;
     }
     char first[256];
-    snprintf(first, sizeof first, "%.*s", (int)first_len, text);
+    kp_snprintf(first, sizeof first, "%.*s", (int)first_len, text);
     if (!kp_entity_rel(ctx, first) && kp_model_entity(P->m, first))
         return kp_perr(P, node, 0, "\"%s\": %s is not the entity in context here (%s); reach it through a relation of %s "
                                    "(\"relation.attribute\" or $one / $each)", text, first, ctx->name, ctx->name);
@@ -376,7 +376,7 @@ static int parse_order(kp_parser *P, const cJSON *node, kp_shape *s)
             P->err->line = p.line;
             P->err->column = p.column;
             if (strchr(attr_node->string, '.'))
-                snprintf(P->err->message, sizeof P->err->message,
+                kp_snprintf(P->err->message, sizeof P->err->message,
                          "\"$order\" names '%s'; order by an attribute of %s itself (copy a related value with copy_of)",
                          attr_node->string, s->entity->name);
             return -1;
@@ -753,7 +753,7 @@ static int parse_pattern(kp_parser *P, const cJSON *node)
         return kp_perr(P, name, 0, "there is already a pattern or write named '%s'", name->valuestring);
     p->name = kp_pstrdup(P, name->valuestring);
     char owner[200];
-    snprintf(owner, sizeof owner, "pattern '%s'", p->name);
+    kp_snprintf(owner, sizeof owner, "pattern '%s'", p->name);
     const cJSON *desc = kp_json_get(node, "description");
     if (desc) {
         if (kp_expect_string(P, desc, "\"description\"")) return -1;
@@ -917,7 +917,7 @@ static int parse_step(kp_parser *P, const cJSON *node, kp_write *w, kp_write_ste
     const cJSON *op = kp_json_get(node, "op");
     if (!entity || !op) return kp_perr(P, node, 0, "a write step needs \"entity\" and \"op\" (insert, update, upsert or delete)");
     char owner[200];
-    snprintf(owner, sizeof owner, "write '%s'", w->name);
+    kp_snprintf(owner, sizeof owner, "write '%s'", w->name);
     if (kp_expect_string(P, entity, "\"entity\"") || !(s->entity = kp_resolve_entity(P, entity, entity->valuestring, owner)))
         return -1;
     if (kp_expect_string(P, op, "\"op\"")) return -1;
@@ -1083,7 +1083,7 @@ static int parse_write(kp_parser *P, const cJSON *node)
         return kp_perr(P, kp_json_get(node, "atomic"), 1,
                        "\"atomic\" applies to writes of several steps; a single step is atomic already");
     char owner[200];
-    snprintf(owner, sizeof owner, "write '%s'", w->name);
+    kp_snprintf(owner, sizeof owner, "write '%s'", w->name);
     if (kp_scope_finish(P, &scope, &w->params, &w->param_count, owner)) return -1;
     w->index = m->write_count;
     m->writes[m->write_count++] = w;
@@ -1127,7 +1127,7 @@ int kp_parse_workload(kp_parser *P, const cJSON *workload)
         m->mixes = ALLOC_N(P, kp_mix *, (size_t)cJSON_GetArraySize(mixes));
         for (const cJSON *mx = mixes->child; mx; mx = mx->next) {
             char what[200];
-            snprintf(what, sizeof what, "mix '%s'", mx->string);
+            kp_snprintf(what, sizeof what, "mix '%s'", mx->string);
             if (kp_check_name(P, mx, mx->string, 1, "mix") || kp_expect_object(P, mx, what) ||
                 kp_check_keys(P, mx, mix_keys, what))
                 return -1;
@@ -1251,7 +1251,7 @@ static int resolve_hint_target(kp_parser *P, const cJSON *node, const char *targ
     const char *dot = strchr(target, '.');
     if (!dot) return kp_perr(P, node, 0, "hint \"%s\" names a relation as \"Entity.relation\", not \"%s\"", rule->kind, target);
     char entity[256];
-    snprintf(entity, sizeof entity, "%.*s", (int)(dot - target), target);
+    kp_snprintf(entity, sizeof entity, "%.*s", (int)(dot - target), target);
     kp_entity *e = kp_resolve_entity(P, node, entity, "the hint");
     if (!e) return -1;
     h->entity = e;
@@ -1269,7 +1269,7 @@ int kp_parse_hints(kp_parser *P, const cJSON *hints)
     size_t cap = 0;
     for (const cJSON *db = hints->child; db; db = db->next) {
         char what[200];
-        snprintf(what, sizeof what, "the %s hints", db->string);
+        kp_snprintf(what, sizeof what, "the %s hints", db->string);
         if (kp_expect_object(P, db, what)) return -1;
         const char *kinds[16];
         size_t nk = 0;

@@ -71,7 +71,7 @@ static int append_escaped(char *buf, size_t size, size_t *len, const char *s)
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         if (*p <= '%') {
             char esc[4];
-            snprintf(esc, sizeof esc, "%%%02X", *p);
+            kp_snprintf(esc, sizeof esc, "%%%02X", *p);
             if (append(buf, size, len, esc, 3)) return -1;
         } else if (append(buf, size, len, (const char *)p, 1)) {
             return -1;
@@ -93,11 +93,11 @@ int kp_ddb_key_text(const kp_attr *attr, int width, const cJSON *value, char *bu
         if (kp_int_parse(text, strlen(text), &v)) return -1;
         char digits[48];
         if (width > 0 && width <= 20 && v >= 0) {
-            snprintf(digits, sizeof digits, "%0*lld", width, (long long)v);
+            kp_snprintf(digits, sizeof digits, "%0*lld", width, (long long)v);
         } else {
             /* offset binary: order-preserving for the whole int64 range */
             uint64_t u = (uint64_t)v ^ 0x8000000000000000ULL;
-            snprintf(digits, sizeof digits, "%020llu", (unsigned long long)u);
+            kp_snprintf(digits, sizeof digits, "%020llu", (unsigned long long)u);
         }
         return append(buf, size, &len, digits, strlen(digits));
     }
@@ -217,11 +217,11 @@ const char *kp_ddb_format_describe(kp_arena *arena, const ddb_format *f)
         else {
             char part[200];
             char how[64] = "";
-            if (s->width) snprintf(how, sizeof how, ":%d", s->width);
-            if (s->is_inverted) snprintf(how + strlen(how), sizeof how - strlen(how), ":inverted");
-            if (s->null_text) snprintf(how + strlen(how), sizeof how - strlen(how), ",null=%s", s->null_text);
-            if (s->via) snprintf(part, sizeof part, "<%s.%s%s>", s->via->name ? s->via->name : s->via->target->name, s->attr->name, how);
-            else snprintf(part, sizeof part, "<%s%s>", s->attr->name, how);
+            if (s->width) kp_snprintf(how, sizeof how, ":%d", s->width);
+            if (s->is_inverted) kp_snprintf(how + strlen(how), sizeof how - strlen(how), ":inverted");
+            if (s->null_text) kp_snprintf(how + strlen(how), sizeof how - strlen(how), ",null=%s", s->null_text);
+            if (s->via) kp_snprintf(part, sizeof part, "<%s.%s%s>", s->via->name ? s->via->name : s->via->target->name, s->attr->name, how);
+            else kp_snprintf(part, sizeof part, "<%s%s>", s->attr->name, how);
             append(buf, sizeof buf, &len, part, strlen(part));
         }
     }

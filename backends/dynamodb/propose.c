@@ -539,7 +539,7 @@ static int place_entities(builder *B)
             de->is_in_parent_collection = 1;
             de->home = home;
             char why[512];
-            snprintf(why, sizeof why,
+            kp_snprintf(why, sizeof why,
                      "%s items live in the partition of their %s (an item collection), so listing the %s of one %s is one "
                      "Query on PK with begins_with(SK, \"%s#\")", e->name, parent->name, home->name, parent->name, de->prefix);
             kp_decision *x = kp_design_decide(B->d, kp_design_printf(B->d, "%s.%s", parent->name, home->name),
@@ -780,12 +780,12 @@ static void describe_conditions(char *buf, size_t size, const kp_cond *const *co
 {
     size_t len = strlen(buf);
     for (size_t i = 0; i < n && len + 2 < size; i++) {
-        snprintf(buf + len, size - len, "%s%s %s ", len ? ", " : "", conds[i]->attr->name, kp_op_name(conds[i]->op));
+        kp_snprintf(buf + len, size - len, "%s%s %s ", len ? ", " : "", conds[i]->attr->name, kp_op_name(conds[i]->op));
         len = strlen(buf);
-        if (conds[i]->value.param) snprintf(buf + len, size - len, ":%s", conds[i]->value.param->name);
+        if (conds[i]->value.param) kp_snprintf(buf + len, size - len, ":%s", conds[i]->value.param->name);
         else {
             char *t = cJSON_PrintUnformatted(conds[i]->value.literal);
-            snprintf(buf + len, size - len, "%s", t ? t : "?");
+            kp_snprintf(buf + len, size - len, "%s", t ? t : "?");
             cJSON_free(t);
         }
         len = strlen(buf);
@@ -1541,7 +1541,7 @@ static int plan_root(builder *B, const kp_pattern *p, ddb_fetch **out)
             size_t n = unique ? 1 : p->root->key_count;
             ddb_format pk = {0};
             char label[300];
-            snprintf(label, sizeof label, "%s%s%s", e->prefix, unique ? "#" : "", unique ? unique->attr->name : "");
+            kp_snprintf(label, sizeof label, "%s%s%s", e->prefix, unique ? "#" : "", unique ? unique->attr->name : "");
             for (char *c = label; *c; c++) if (*c >= 'a' && *c <= 'z') *c = (char)(*c - 'a' + 'A');
             pk = fmt_keyed(B, label, attrs, n);
             ddb_format sk = {0};
@@ -1609,7 +1609,7 @@ static int plan_root(builder *B, const kp_pattern *p, ddb_fetch **out)
     }
     /* the index partition: <ENTITY>[#<literal values>]#<param equalities> */
     char label[512];
-    snprintf(label, sizeof label, "%s", e->prefix);
+    kp_snprintf(label, sizeof label, "%s", e->prefix);
     for (size_t i = 0; i < literal_count; i++) {
         /* an equality needs no order-preserving encoding: a number or a truth value reads as
          * the condition it stands for (ITEM#bidCount=0, not ITEM#09223372036854775808);
@@ -1618,10 +1618,10 @@ static int plan_root(builder *B, const kp_pattern *p, ddb_fetch **out)
         char part[256];
         if (cJSON_IsNumber(lit) || cJSON_IsBool(lit) || cJSON_IsRaw(lit)) {
             char *text = cJSON_PrintUnformatted(lit);
-            snprintf(label + strlen(label), sizeof label - strlen(label), "#%s=%s", literal_eqs[i]->attr->name, text ? text : "?");
+            kp_snprintf(label + strlen(label), sizeof label - strlen(label), "#%s=%s", literal_eqs[i]->attr->name, text ? text : "?");
             cJSON_free(text);
         } else if (kp_ddb_key_text(literal_eqs[i]->attr, 0, lit, part, sizeof part) == 0) {
-            snprintf(label + strlen(label), sizeof label - strlen(label), "#%s", part);
+            kp_snprintf(label + strlen(label), sizeof label - strlen(label), "#%s", part);
         }
     }
     const kp_attr *eq_attrs[32] = {0};
@@ -1946,7 +1946,7 @@ static void render_expression(const char *e, const cJSON *names, const cJSON *va
                 text = v->child->valuestring;
                 quote = strcmp(v->child->string, "S") == 0 && !strchr(text, '<');
             }
-            n += (size_t)snprintf(buf + n, size - n, quote ? "\"%s\"" : "%s", text);
+            n += (size_t)kp_snprintf(buf + n, size - n, quote ? "\"%s\"" : "%s", text);
             if (n >= size) n = size - 1;
             continue;
         }
@@ -1963,7 +1963,7 @@ static void describe_fetch(builder *B, const kp_pattern *p, const ddb_fetch *f, 
         kp_error ignored;
         ddb_request_ctx ctx = {.pattern = p, .params = NULL, .table = B->L->table, .err = &ignored};
         char pk[1024];
-        snprintf(pk, sizeof pk, "%s%s", kp_ddb_format_describe(B->arena, &f->placement->pk), f->shards > 1 ? "#<shard>" : "");
+        kp_snprintf(pk, sizeof pk, "%s%s", kp_ddb_format_describe(B->arena, &f->placement->pk), f->shards > 1 ? "#<shard>" : "");
         /* the request's nodes in a scratch arena, dropped at once (no cJSON_Delete) */
         kp_arena scratch = {0};
         kp_arena *outer = kp_json_arena_swap(&scratch);
@@ -1978,7 +1978,7 @@ static void describe_fetch(builder *B, const kp_pattern *p, const ddb_fetch *f, 
             const cJSON *filter = cJSON_GetObjectItemCaseSensitive(req, "FilterExpression");
             if (cJSON_IsString(filter)) {
                 size_t n = strlen(buf);
-                snprintf(buf + n, size - n, " FILTER ");
+                kp_snprintf(buf + n, size - n, " FILTER ");
                 render_expression(filter->valuestring, names, values, buf, size);
             }
         }
@@ -1990,24 +1990,24 @@ static void describe_fetch(builder *B, const kp_pattern *p, const ddb_fetch *f, 
     const char *sk_attr = pl ? pl->index->sk_attr : "SK";
     const char *pk = pl ? kp_ddb_format_describe(B->arena, &pl->pk) : "?";
     if (f->kind == DDB_GET) {
-        snprintf(buf, size, "%s = %s AND %s = %s", pk_attr, pk, sk_attr, kp_ddb_format_describe(B->arena, &pl->sk));
+        kp_snprintf(buf, size, "%s = %s AND %s = %s", pk_attr, pk, sk_attr, kp_ddb_format_describe(B->arena, &pl->sk));
     } else if (f->kind == DDB_BATCH_GET) {
-        snprintf(buf, size, "keys %s = %s, %s = %s for each reference", pk_attr, pk, sk_attr,
+        kp_snprintf(buf, size, "keys %s = %s, %s = %s for each reference", pk_attr, pk, sk_attr,
                  kp_ddb_format_describe(B->arena, &pl->sk));
     } else {
         char sk[400];
-        if (f->header) snprintf(sk, sizeof sk, "%s BETWEEN \"%s!\" AND \"%s$\"", sk_attr, f->entity->prefix, f->entity->prefix);
-        else if (f->range_end) snprintf(sk, sizeof sk, "%s BETWEEN (%s range)", sk_attr, f->range->attr->name);
-        else if (f->range) snprintf(sk, sizeof sk, "%s %s (%s range)", sk_attr, kp_op_name(f->range->op), f->range->attr->name);
-        else snprintf(sk, sizeof sk, "begins_with(%s, \"%s\")", sk_attr, f->sk_prefix ? f->sk_prefix : "");
-        snprintf(buf, size, "%s = %s%s AND %s", pk_attr, pk, f->shards > 1 ? "#<shard>" : "", sk);
+        if (f->header) kp_snprintf(sk, sizeof sk, "%s BETWEEN \"%s!\" AND \"%s$\"", sk_attr, f->entity->prefix, f->entity->prefix);
+        else if (f->range_end) kp_snprintf(sk, sizeof sk, "%s BETWEEN (%s range)", sk_attr, f->range->attr->name);
+        else if (f->range) kp_snprintf(sk, sizeof sk, "%s %s (%s range)", sk_attr, kp_op_name(f->range->op), f->range->attr->name);
+        else kp_snprintf(sk, sizeof sk, "begins_with(%s, \"%s\")", sk_attr, f->sk_prefix ? f->sk_prefix : "");
+        kp_snprintf(buf, size, "%s = %s%s AND %s", pk_attr, pk, f->shards > 1 ? "#<shard>" : "", sk);
         if (f->filter_count) {
             size_t len = strlen(buf);
-            snprintf(buf + len, size - len, " FILTER ");
+            kp_snprintf(buf + len, size - len, " FILTER ");
             buf[strlen(buf)] = '\0';
             char conds[300] = "";
             describe_conditions(conds, sizeof conds, f->filters, f->filter_count);
-            snprintf(buf + strlen(buf), size - strlen(buf), "%s", conds);
+            kp_snprintf(buf + strlen(buf), size - strlen(buf), "%s", conds);
         }
     }
     (void)p;
@@ -2682,7 +2682,7 @@ static void fingerprint(builder *B)
         for (size_t k = 0; k < de->copy_count; k++)
             for (const char *c = de->copies[k].name; *c; c++) { h ^= (unsigned char)*c; h *= 1099511628211ULL; }
     }
-    snprintf(B->d->fingerprint, sizeof B->d->fingerprint, "%016llx", (unsigned long long)h);
+    kp_snprintf(B->d->fingerprint, sizeof B->d->fingerprint, "%016llx", (unsigned long long)h);
 }
 
 static void free_layout(void *layout)

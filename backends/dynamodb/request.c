@@ -50,7 +50,7 @@ static int operand_key_text(const ddb_request_ctx *c, const kp_attr *attr, int w
                             size_t size)
 {
     if (is_placeholder(c, o)) {
-        snprintf(buf, size, "<%s>", o->param->name);
+        kp_snprintf(buf, size, "<%s>", o->param->name);
         return 0;
     }
     const cJSON *v = operand(c, o);
@@ -64,7 +64,7 @@ static cJSON *operand_attribute_value(const ddb_request_ctx *c, const kp_attr *a
 {
     if (!is_placeholder(c, o)) return kp_ddb_to_attribute_value(&attr->type, operand(c, o));
     char text[300];
-    snprintf(text, sizeof text, "<%s>", o->param->name);
+    kp_snprintf(text, sizeof text, "<%s>", o->param->name);
     cJSON *av = cJSON_CreateObject();
     cJSON_AddStringToObject(av, kp_ddb_attribute_type(&attr->type), text);
     return av;
@@ -109,7 +109,7 @@ static const char *expr_name(expr *x, const char *attr)
     for (const cJSON *n = x->names->child; n; n = n->next)
         if (strcmp(n->valuestring, attr) == 0) return n->string;
     char key[32];
-    snprintf(key, sizeof key, "#n%d", x->next++);
+    kp_snprintf(key, sizeof key, "#n%d", x->next++);
     cJSON_AddStringToObject(x->names, key, attr);
     return cJSON_GetObjectItemCaseSensitive(x->names, key)->string;
 }
@@ -117,7 +117,7 @@ static const char *expr_name(expr *x, const char *attr)
 static const char *expr_value(expr *x, cJSON *av)
 {
     char key[32];
-    snprintf(key, sizeof key, ":v%d", x->next++);
+    kp_snprintf(key, sizeof key, ":v%d", x->next++);
     cJSON_AddItemToObject(x->values, key, av);
     return cJSON_GetObjectItemCaseSensitive(x->values, key)->string;
 }
@@ -142,7 +142,7 @@ static int sk_prefix(const ddb_request_ctx *c, const ddb_fetch *f, const kp_attr
         const ddb_segment *s = &sk->segs[i];
         char part[1024];
         if (s->literal) {
-            snprintf(part, sizeof part, "%s", s->literal);
+            kp_snprintf(part, sizeof part, "%s", s->literal);
         } else {
             if (s->attr == stop) break;
             const kp_cond *eq = NULL;
@@ -183,8 +183,8 @@ static int key_condition(const ddb_request_ctx *c, const ddb_fetch *f, const cha
         /* the header's sentinel sorts just before (!) or after ($) the "<CHILD>#" items; a
          * bound on the other side of it narrows the range (the planner only allows those) */
         char lo[3300], hi[3300];
-        snprintf(lo, sizeof lo, "%s!", f->entity->prefix);
-        snprintf(hi, sizeof hi, "%s$", f->entity->prefix);
+        kp_snprintf(lo, sizeof lo, "%s!", f->entity->prefix);
+        kp_snprintf(hi, sizeof hi, "%s$", f->entity->prefix);
         if (range) {
             int width = 0;
             for (size_t i = 0; i < f->placement->sk.count; i++)
@@ -192,16 +192,16 @@ static int key_condition(const ddb_request_ctx *c, const ddb_fetch *f, const cha
             char v[1024];
             if (operand_key_text(c, range->attr, width, &range->value, v, sizeof v))
                 return kp_error_set(c->err, KP_ERR_USAGE, NULL, 0, 0, "the value of %s does not fit the sort key", range->attr->name);
-            if (range->op == KP_OP_GE) snprintf(lo, sizeof lo, "%s%s", base, v);
-            else if (range->op == KP_OP_GT) snprintf(lo, sizeof lo, "%s%s$", base, v);
-            else if (range->op == KP_OP_LE) snprintf(hi, sizeof hi, "%s%s$", base, v);
-            else if (range->op == KP_OP_LT) snprintf(hi, sizeof hi, "%s%s", base, v);
+            if (range->op == KP_OP_GE) kp_snprintf(lo, sizeof lo, "%s%s", base, v);
+            else if (range->op == KP_OP_GT) kp_snprintf(lo, sizeof lo, "%s%s$", base, v);
+            else if (range->op == KP_OP_LE) kp_snprintf(hi, sizeof hi, "%s%s$", base, v);
+            else if (range->op == KP_OP_LT) kp_snprintf(hi, sizeof hi, "%s%s", base, v);
         }
         /* riders sort just after the header, on the side the read starts from: a descending
          * read's upper bound takes the last of them */
         for (size_t i = 0; !f->is_forward && i < f->base.child_count; i++) {
             const ddb_fetch *r = kp_ddb_child(f, i);
-            if (r->kind == DDB_RIDE && strcmp(r->ride_sk, hi) > 0) snprintf(hi, sizeof hi, "%s", r->ride_sk);
+            if (r->kind == DDB_RIDE && strcmp(r->ride_sk, hi) > 0) kp_snprintf(hi, sizeof hi, "%s", r->ride_sk);
         }
         const char *upper = expr_value(x, av_string(hi));
         expr_append(x, " AND %s BETWEEN %s AND %s", sk, expr_value(x, av_string(lo)), upper);
@@ -229,8 +229,8 @@ static int key_condition(const ddb_request_ctx *c, const ddb_fetch *f, const cha
         int is_lower = range->op == KP_OP_GE || range->op == KP_OP_GT;
         const kp_cond *lo = is_lower ? range : end, *hi = is_lower ? end : range;
         const char *lo_v = is_lower ? v1 : v2, *hi_v = is_lower ? v2 : v1;
-        snprintf(a, sizeof a, "%s%s%s", base, lo_v, lo->op == KP_OP_GT ? "$" : "");
-        snprintf(b, sizeof b, "%s%s%s", base, hi_v, hi->op == KP_OP_LE ? "$" : "");
+        kp_snprintf(a, sizeof a, "%s%s%s", base, lo_v, lo->op == KP_OP_GT ? "$" : "");
+        kp_snprintf(b, sizeof b, "%s%s%s", base, hi_v, hi->op == KP_OP_LE ? "$" : "");
         const char *upper = expr_value(x, av_string(b));
         expr_append(x, " AND %s BETWEEN %s AND %s", sk, expr_value(x, av_string(a)), upper);
         return 0;
@@ -242,10 +242,10 @@ static int key_condition(const ddb_request_ctx *c, const ddb_fetch *f, const cha
     size_t base_len = strlen(base);
     int bounded = base_len > 0 && base[base_len - 1] == '#';
     char edge[2048];
-    snprintf(edge, sizeof edge, "%.*s%s", (int)(bounded ? base_len - 1 : 0), base, bounded ? "$" : "");
+    kp_snprintf(edge, sizeof edge, "%.*s%s", (int)(bounded ? base_len - 1 : 0), base, bounded ? "$" : "");
     switch (range->op) {
     case KP_OP_GE: case KP_OP_GT:
-        snprintf(a, sizeof a, "%s%s%s", base, v1, range->op == KP_OP_GT ? "$" : "");
+        kp_snprintf(a, sizeof a, "%s%s%s", base, v1, range->op == KP_OP_GT ? "$" : "");
         if (bounded) {
             const char *upper = expr_value(x, av_string(edge));
             expr_append(x, " AND %s BETWEEN %s AND %s", sk, expr_value(x, av_string(a)), upper);
@@ -255,7 +255,7 @@ static int key_condition(const ddb_request_ctx *c, const ddb_fetch *f, const cha
         break;
     case KP_OP_LT: case KP_OP_LE:
         /* a key holding the value itself goes on ("<v>#..."): below "<v>", above "<v>$" */
-        snprintf(a, sizeof a, "%s%s%s", base, v1, range->op == KP_OP_LE ? "$" : "");
+        kp_snprintf(a, sizeof a, "%s%s%s", base, v1, range->op == KP_OP_LE ? "$" : "");
         if (bounded) {
             const char *lower = expr_value(x, av_string(base));
             expr_append(x, " AND %s BETWEEN %s AND %s", sk, lower, expr_value(x, av_string(a)));
@@ -266,18 +266,18 @@ static int key_condition(const ddb_request_ctx *c, const ddb_fetch *f, const cha
     case KP_OP_BETWEEN: {
         if (operand_key_text(c, range->attr, width, &range->upper, v2, sizeof v2))
             return kp_error_set(c->err, KP_ERR_USAGE, NULL, 0, 0, "the upper bound of %s does not fit the sort key", range->attr->name);
-        snprintf(a, sizeof a, "%s%s", base, v1);
-        snprintf(b, sizeof b, "%s%s$", base, v2);
+        kp_snprintf(a, sizeof a, "%s%s", base, v1);
+        kp_snprintf(b, sizeof b, "%s%s$", base, v2);
         const char *upper = expr_value(x, av_string(b));
         expr_append(x, " AND %s BETWEEN %s AND %s", sk, expr_value(x, av_string(a)), upper);
         break;
     }
     case KP_OP_BEGINS_WITH:
-        snprintf(a, sizeof a, "%s%s", base, v1);
+        kp_snprintf(a, sizeof a, "%s%s", base, v1);
         expr_append(x, " AND begins_with(%s, %s)", sk, expr_value(x, av_string(a)));
         break;
     case KP_OP_EQ:
-        snprintf(a, sizeof a, "%s%s#", base, v1);
+        kp_snprintf(a, sizeof a, "%s%s#", base, v1);
         expr_append(x, " AND begins_with(%s, %s)", sk, expr_value(x, av_string(a)));
         break;
     }
@@ -365,7 +365,7 @@ cJSON *kp_ddb_query_request(const ddb_request_ctx *c, const ddb_fetch *f, const 
         return NULL;
     }
     char key_text[sizeof x.text];
-    snprintf(key_text, sizeof key_text, "%s", x.text);
+    kp_snprintf(key_text, sizeof key_text, "%s", x.text);
     x.text[0] = '\0';
     filter_expression(c, f, &x);
     cJSON *req = cJSON_CreateObject();
