@@ -66,7 +66,16 @@ static inline uint64_t load8(const unsigned char *p)
 /* Where a run of spaces starting at `at` ends (the indentation of a pretty-printed file). */
 static inline size_t skip_spaces(const char *text, size_t at, size_t len)
 {
-    while (at + 8 <= len && load8((const unsigned char *)text + at) == 0x2020202020202020ULL) at += 8;
+    while (at + 8 <= len) {
+        uint64_t other = load8((const unsigned char *)text + at) ^ 0x2020202020202020ULL;
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        /* the first byte that is not a space: the lowest one set */
+        if (other) return at + ((size_t)__builtin_ctzll(other) >> 3);
+#else
+        if (other) break;
+#endif
+        at += 8;
+    }
     while (at < len && text[at] == ' ') at++;
     return at;
 }

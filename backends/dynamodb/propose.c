@@ -57,6 +57,9 @@ typedef struct builder {
      * parent's partition */
     const kp_attr **ref_from, **ref_to;
     size_t ref_count;
+    /* per entity, its item's bytes (expected, at most) once the layout is settled
+     * (propose_one: placements and copies no longer change), else NULL */
+    double *settled_bytes;
 } builder;
 
 /* Indexes the integer attributes of foreign keys (few: most keys are text). */
@@ -338,6 +341,7 @@ static double format_bytes(const ddb_format *f, int at_max)
  * At its largest: every attribute present, each at kp_attr_max_ratio times its average. */
 static double entity_item_bytes(builder *B, const kp_entity *e, int at_max)
 {
+    if (B->settled_bytes) return B->settled_bytes[2 * e->index + (at_max ? 1 : 0)];
     double t = (double)strlen(KP_DDB_TYPE_ATTR) + (double)strlen(e->name);
     for (size_t i = 0; i < e->attr_count; i++) {
         const kp_attr *a = e->attrs[i];
@@ -2973,7 +2977,7 @@ static int propose_one(const kp_model *m, const kp_mix *mix, int is_normalised, 
     }
     d->layout = L;
     d->free_layout = free_layout;
-    builder B = {m, mix, d, L, &L->arena, err, is_normalised, NULL, NULL, 0, NULL, NULL, 0};
+    builder B = {m, mix, d, L, &L->arena, err, is_normalised, NULL, NULL, 0, NULL, NULL, 0, NULL};
     L->table = kp_arena_strdup(&L->arena, m->name);
     L->base.kind = DDB_BASE;
     L->base.pk_attr = "PK";
@@ -2997,6 +3001,13 @@ static int propose_one(const kp_model *m, const kp_mix *mix, int is_normalised, 
     decide_copies(&B);
     for (size_t i = 0; i < m->pattern_count; i++) skip_key_hops(&B, m->patterns[i], L->roots[i], L->roots[i]);
     for (size_t i = 0; i < m->pattern_count; i++) mark_roles(L->roots[i]);
+    /* the layout is settled: each entity's item bytes once */
+    double *settled = kp_arena_alloc(B.arena, sizeof *settled * 2 * (m->entity_count ? m->entity_count : 1));
+    for (size_t e = 0; settled && e < m->entity_count; e++) {
+        settled[2 * e] = entity_item_bytes(&B, m->entities[e], 0);
+        settled[2 * e + 1] = entity_item_bytes(&B, m->entities[e], 1);
+    }
+    B.settled_bytes = settled;
     for (size_t i = 0; i < m->pattern_count; i++) {
         kp_plan *plan = &d->plans[i];
         plan->is_requests_exact = 1;
