@@ -26,34 +26,39 @@ struct kp_arena_owned {
 
 enum { CHUNK_SIZE = 64 * 1024 };
 
+/* A new chunk with room for `size` (rounded) bytes at its start, taken (NULL when out of
+ * memory or past the limit). */
+static void *bump_new_chunk(kp_arena *arena, size_t size)
+{
+    kp_arena_chunk *c;
+    size_t chunk = arena->chunk_size ? arena->chunk_size : CHUNK_SIZE;
+    size_t want = size > chunk / 2 ? size : chunk;
+    if (arena->limit && arena->total + sizeof *c + want > arena->limit) return NULL;
+    c = malloc(sizeof *c + want);
+    if (!c) return NULL;
+    c->size = want;
+    c->used = size;
+    if (size > chunk / 2 && arena->head) {
+        /* a big block gets its own chunk behind the current one, so the current
+         * chunk's free space is not wasted */
+        c->next = arena->head->next;
+        arena->head->next = c;
+    } else {
+        c->next = arena->head;
+        arena->head = c;
+    }
+    arena->total += sizeof *c + want;
+    return c->data;
+}
+
 /* size bytes, 8-byte aligned, not cleared (NULL when out of memory or past the limit) */
-static void *bump(kp_arena *arena, size_t size)
+static inline void *bump(kp_arena *arena, size_t size)
 {
     /* 8-byte alignment: enough for every type keyplan stores (pointers, int64,
      * double); no long double or vector types live in an arena */
-    size_t align = 8;
-    size = (size + align - 1) / align * align;
-    if (size == 0) size = align;
+    size = size ? (size + 7) / 8 * 8 : 8;
     kp_arena_chunk *c = arena->head;
-    size_t chunk = arena->chunk_size ? arena->chunk_size : CHUNK_SIZE;
-    if (!c || c->size - c->used < size) {
-        size_t want = size > chunk / 2 ? size : chunk;
-        if (arena->limit && arena->total + sizeof *c + want > arena->limit) return NULL;
-        c = malloc(sizeof *c + want);
-        if (!c) return NULL;
-        c->size = want;
-        c->used = 0;
-        if (size > chunk / 2 && arena->head) {
-            /* a big block gets its own chunk behind the current one, so the current
-             * chunk's free space is not wasted */
-            c->next = arena->head->next;
-            arena->head->next = c;
-        } else {
-            c->next = arena->head;
-            arena->head = c;
-        }
-        arena->total += sizeof *c + want;
-    }
+    if (!c || c->size - c->used < size) return bump_new_chunk(arena, size);
     void *p = (char *)c->data + c->used;
     c->used += size;
     return p;

@@ -43,6 +43,9 @@ typedef struct builder {
     kp_arena *A;
     kp_error *err;
     int is_out_of_memory;   /* a fetch tree could not grow */
+    /* per entity (by index), NULL until needed: per attribute, what every non-static column
+     * of it shares (name, quoted name, CQL type text and parsed type), made once */
+    cq_column **attr_cols;
 } builder;
 
 static const char *snake(kp_arena *A, const char *name)
@@ -136,6 +139,20 @@ static cq_column *add_col(builder *B, cq_table *t, const kp_attr *a, const kp_en
     c->entity = owner;
     c->role = role;
     c->is_desc = desc;
+    cq_column *made = NULL;
+    if (a && role != CQ_STATIC && a->entity && B->attr_cols) {
+        cq_column **of = &B->attr_cols[a->entity->index];
+        if (!*of) *of = kp_arena_alloc(B->A, sizeof **of * (a->entity->attr_count ? a->entity->attr_count : 1));
+        made = *of ? &(*of)[a->index] : NULL;
+        if (made && made->name) {
+            c->name = made->name;
+            c->quoted = made->quoted;
+            c->cql_type = made->cql_type;
+            c->type = made->type;
+            c->is_json = made->is_json;
+            return c;
+        }
+    }
     if (!a) {
         c->name = "bucket";
         c->cql_type = "int";
@@ -153,6 +170,13 @@ static cq_column *add_col(builder *B, cq_table *t, const kp_attr *a, const kp_en
     }
     c->quoted = quoted(B->A, c->name);
     kp_cql_type_parse(c->cql_type, B->A, &c->type, B->err);
+    if (made) {
+        made->name = c->name;
+        made->quoted = c->quoted;
+        made->cql_type = c->cql_type;
+        made->type = c->type;
+        made->is_json = c->is_json;
+    }
     return c;
 }
 
@@ -2454,7 +2478,8 @@ int kp_cq_propose(const kp_model *m, const kp_propose_options *options, kp_desig
     }
     d->layout = L;
     d->free_layout = free_layout;
-    builder B = {m, mix, d, L, &d->arena, err, 0};
+    builder B = {m, mix, d, L, &d->arena, err, 0, NULL};
+    B.attr_cols = kp_arena_alloc(B.A, sizeof *B.attr_cols * (m->entity_count ? m->entity_count : 1));
     L->keyspace = snake(B.A, m->name);
     /* column names: snake_case collisions within an entity are reported */
     for (size_t e = 0; e < m->entity_count; e++) {
