@@ -50,9 +50,8 @@ struct kp_json_doc {
     number_span *numbers;/* sorted by value index */
     size_t number_count;
     char *number_text;   /* the numbers' source texts, back to back */
-    const cJSON **by_address; /* an open-addressing table of every node (NULL: free slot) ... */
-    uint32_t *index_of;  /* ... and, in the same slot, its value index */
-    size_t slot_count;   /* table size: 1.5 x the node count, so probes stay short */
+    cJSON *node_block;   /* the nodes, in document (pre-order) order: a node's value index is
+                            its place in the block */
 };
 
 /* Eight bytes of text as one word (any alignment). */
@@ -460,7 +459,6 @@ typedef struct tree_builder {
     size_t mark;          /* columns are counted lazily from here ... */
     int32_t mark_column;  /* ... which is at this column */
     kp_json_doc *doc;
-    const cJSON **order;  /* the nodes in value order */
     size_t count, numbers, number_bytes;
     size_t fail_at;       /* where a value could not be made */
     const char *fail_why;
@@ -495,15 +493,15 @@ static void tree_space(tree_builder *b)
 
 static cJSON *tree_node(tree_builder *b, int type, int32_t key_line, int32_t key_column)
 {
-    cJSON *n = kp_arena_alloc(&b->doc->nodes, sizeof *n);
-    if (!n) return NULL;
+    if (b->count >= b->doc->value_count) return NULL; /* out of step with check_syntax's count */
+    cJSON *n = &b->doc->node_block[b->count];
     n->type = type;
     value_pos *v = &b->doc->values[b->count];
     v->line = b->line;
     v->column = column_at(b, b->at);
     v->key_line = key_line;
     v->key_column = key_column;
-    b->order[b->count++] = n;
+    b->count++;
     return n;
 }
 
@@ -684,21 +682,10 @@ static cJSON *build_tree(tree_builder *b, int max_depth)
 
 /* ---- the node -> position map ------------------------------------------------- */
 
-static size_t address_slots(size_t values) { return values + values / 2 + 16; }
-
-static size_t address_slot(const kp_json_doc *doc, const cJSON *node)
-{
-    uint64_t h = (uint64_t)(uintptr_t)node * 0x9E3779B97F4A7C15ULL;
-    size_t at = (size_t)(((h >> 32) * (uint64_t)doc->slot_count) >> 32);
-    while (doc->by_address[at] && doc->by_address[at] != node) at = at + 1 == doc->slot_count ? 0 : at + 1;
-    return at;
-}
-
 static const value_pos *map_get(const kp_json_doc *doc, const cJSON *node)
 {
-    if (!doc || !node || !doc->by_address) return NULL;
-    size_t at = address_slot(doc, node);
-    return doc->by_address[at] ? &doc->values[doc->index_of[at]] : NULL;
+    if (!doc || !node || !doc->node_block || node < doc->node_block || node >= doc->node_block + doc->value_count) return NULL;
+    return &doc->values[node - doc->node_block];
 }
 
 static int compare_names(const void *a, const void *b)
@@ -755,8 +742,6 @@ void kp_json_free(kp_json_doc *doc)
     free(doc->values);
     free(doc->numbers);
     free(doc->number_text);
-    free(doc->by_address);
-    free(doc->index_of);
     free(doc->file);
     free(doc);
 }
@@ -799,9 +784,7 @@ int kp_json_parse(const char *file, const char *text, size_t len, const kp_json_
     size_t count = sizes.values, numbers = sizes.numbers, number_bytes = sizes.number_bytes, string_bytes = sizes.string_bytes;
     /* what the parse will hold: the position index, the numbers' text, and cJSON's
      * nodes and strings in the arena (its limit enforces the rest exactly) */
-    size_t slots = address_slots(count);
-    size_t index_bytes = count * sizeof(value_pos) + slots * (sizeof(cJSON *) + sizeof(uint32_t)) +
-                         numbers * sizeof(number_span) + number_bytes + 1;
+    size_t index_bytes = count * sizeof(value_pos) + numbers * sizeof(number_span) + number_bytes + 1;
     size_t need = index_bytes + count * sizeof(cJSON) + string_bytes;
     size_t budget = limits->memory_factor * len;
     if (budget < limits->memory_floor) budget = limits->memory_floor;
@@ -823,20 +806,12 @@ int kp_json_parse(const char *file, const char *text, size_t len, const kp_json_
     }
     doc->value_count = count;
     doc->number_count = numbers;
-    const cJSON **order = malloc((count ? count : 1) * sizeof *order);
-    slots = address_slots(count);
-    doc->slot_count = slots;
-    doc->by_address = calloc(slots, sizeof *doc->by_address);
-    doc->index_of = malloc(slots * sizeof *doc->index_of);
-    if (!order || !doc->by_address || !doc->index_of) {
-        free(order);
-        kp_json_free(doc);
-        return kp_error_set(err, KP_ERR_NOMEM, file, 0, 0, "out of memory");
-    }
     doc->nodes.chunk_size = len * 4 < 1024 ? 1024 : len * 4 > 65536 ? 65536 : len * 4;
     doc->nodes.limit = budget > index_bytes ? budget - index_bytes : 1;
-    tree_builder b = {.text = text, .len = len, .line = 1, .mark_column = 1, .doc = doc, .order = order};
-    doc->root = build_tree(&b, limits->max_depth);
+    /* every node in one block, in the order they are made */
+    doc->node_block = kp_arena_alloc(&doc->nodes, (count ? count : 1) * sizeof *doc->node_block);
+    tree_builder b = {.text = text, .len = len, .line = 1, .mark_column = 1, .doc = doc};
+    doc->root = doc->node_block ? build_tree(&b, limits->max_depth) : NULL;
     int status = 0;
     if (!doc->root && b.fail_why) {
         kp_pos p = kp_pos_of_offset(text, len, b.fail_at);
@@ -851,17 +826,9 @@ int kp_json_parse(const char *file, const char *text, size_t len, const kp_json_
                               "position index out of step with the parser (%zu vs %zu values); please report this",
                               b.count, count);
     }
-    if (status == 0) {
-        for (size_t i = 0; i < count; i++) {
-            size_t at = address_slot(doc, order[i]);
-            doc->by_address[at] = order[i];
-            doc->index_of[at] = (uint32_t)i;
-        }
-    }
     /* duplicate keys, object by object */
     for (size_t i = 0; status == 0 && i < doc->value_count; i++)
-        if (cJSON_IsObject(order[i])) status = check_duplicates(doc, order[i], err);
-    free(order);
+        if (cJSON_IsObject(&doc->node_block[i])) status = check_duplicates(doc, &doc->node_block[i], err);
     if (status) { kp_json_free(doc); return -1; }
     *out = doc;
     return 0;
