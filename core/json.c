@@ -1061,6 +1061,32 @@ static void out_string(out_buf *b, const char *s)
     out_char(b, '"');
 }
 
+/* A number with at most six decimals and fifteen digits in all (4.05, 0.7, 1234.5): the
+ * double nearest r / 10^k is d for the fewest such k, so %1.15g, which rounds d to fifteen
+ * significant digits and drops trailing zeros, prints exactly those digits, in fixed
+ * notation from 1e-4 on. Their length, or 0 for any other number (then printf). */
+static int few_decimals(double d, char *text)
+{
+    static const double tens[] = {1, 10, 100, 1000, 10000, 100000, 1000000};
+    double m = fabs(d);
+    if (!(m >= 1e-4 && m < 1e14)) return 0;
+    for (int k = 1; k <= 6; k++) {
+        double scaled = m * tens[k], r = floor(scaled + 0.5);
+        if (r >= 1e15 || r / tens[k] != m) continue;
+        unsigned long long whole = (unsigned long long)r / (unsigned long long)tens[k];
+        unsigned long long frac = (unsigned long long)r % (unsigned long long)tens[k];
+        char buf[40], *end = buf + sizeof buf, *p = end;
+        for (int i = 0; i < k; i++) { *--p = (char)('0' + frac % 10); frac /= 10; }
+        if (end[-1] == '0') return 0; /* never with the fewest decimals; printf decides then */
+        *--p = '.';
+        p = kp_digits(p, whole, signbit(d) != 0);
+        int n = (int)(end - p);
+        memcpy(text, p, (size_t)n);
+        return n;
+    }
+    return 0;
+}
+
 static void out_number(out_buf *b, const cJSON *item)
 {
     double d = item->valuedouble;
@@ -1073,6 +1099,8 @@ static void out_number(out_buf *b, const cJSON *item)
         char *digits = kp_digits(text + sizeof text, (unsigned long long)fabs(d), signbit(d) != 0);
         n = (int)(text + sizeof text - digits);
         memmove(text, digits, (size_t)n);
+    } else if ((n = few_decimals(d, text)) > 0) {
+        /* as %1.15g prints it */
     } else {
         /* shortest of 15 significant digits when it reads back as the same double
          * (within cJSON's epsilon), else 17 */

@@ -454,6 +454,33 @@ static void test_printing_gives_the_bytes_cjson_gives(void **state)
     }
 }
 
+/* Numbers with a few decimals (what costs and sizes are: 4.05, 0.7, 1234.5), printed
+ * without printf: the bytes cJSON prints, over every count of decimals, magnitudes from
+ * 1e-5 to 1e15, both signs, the ends of the fixed notation and doubles that are not short. */
+static void test_numbers_with_few_decimals_print_as_cjson_prints_them(void **state)
+{
+    (void)state;
+    cJSON *numbers = cJSON_CreateArray();
+    uint64_t x = 88172645463325252ULL;
+    static const double tens[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int k = (int)(x % 8), digits = 1 + (int)((x >> 8) % 16);
+        double r = (double)((x >> 16) % 1000000000000000ULL);
+        while (r >= 1 && floor(log10(r)) + 1 > digits) r = floor(r / 10);
+        double d = r / tens[k];
+        if (x & (1ULL << 60)) d = -d;
+        cJSON_AddItemToArray(numbers, cJSON_CreateNumber(d));
+        /* a double that is not a short decimal, beside it */
+        if (i % 8 == 0) cJSON_AddItemToArray(numbers, cJSON_CreateNumber(d / 3.0 + 1e-7));
+    }
+    const double ends[] = {1e-4, 0.00011, 0.000099, 99999999999999.9, 100000000000000.5, 0.1 + 0.2, 1.005, 2.675,
+                           1e14 - 0.5, 123456789012.345, 0.000123456, -0.5};
+    for (size_t i = 0; i < sizeof ends / sizeof *ends; i++) cJSON_AddItemToArray(numbers, cJSON_CreateNumber(ends[i]));
+    assert_prints_like_cjson(numbers);
+    cJSON_Delete(numbers);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -472,6 +499,7 @@ int main(void)
         cmocka_unit_test(test_formatting_without_libc_gives_vsnprintf_s_bytes),
         cmocka_unit_test(test_string_map_finds_every_key_through_growth),
         cmocka_unit_test(test_printing_gives_the_bytes_cjson_gives),
+        cmocka_unit_test(test_numbers_with_few_decimals_print_as_cjson_prints_them),
         cmocka_unit_test(test_writing_streams_the_printed_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
