@@ -6,6 +6,7 @@
  */
 #include "core/arena.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -92,6 +93,35 @@ char *kp_digits(char *end, unsigned long long v, int is_negative)
     return p;
 }
 
+/* What printf's "%.0f" (decimals 0) or "%.1f" (1) writes of v, into out; its length, or 0
+ * where this could differ from printf (a value at a half, a negative that rounds to zero,
+ * a large one, NaN): then printf decides. The whole: v rounded to nearest, ties to even,
+ * as printf rounds the double's exact value. The tenths: from v * 10 where that product is
+ * far from a half (its rounding error is under 1e-6 there, so the nearest tenth is printf's). */
+static int fixed_decimals(double v, int decimals, char *out)
+{
+    double r = decimals ? v * 10 : v;
+    if (!(fabs(r) < 1e15)) return 0;
+    double low = floor(r), frac = r - low, units;
+    if (decimals) {
+        if (fabs(frac - 0.5) < 1e-6) return 0;
+        units = low + (frac > 0.5);
+    } else {
+        units = frac == 0.5 ? (fmod(low, 2) == 0 ? low : low + 1) : floor(r + 0.5);
+    }
+    if (units == 0 && (v < 0 || signbit(v))) return 0;
+    unsigned long long u = (unsigned long long)fabs(units);
+    char digits[32], *end = digits + sizeof digits, *p = end;
+    if (decimals) {
+        *--p = (char)('0' + u % 10);
+        *--p = '.';
+        u /= 10;
+    }
+    p = kp_digits(p, u, units < 0);
+    memcpy(out, p, (size_t)(end - p));
+    return (int)(end - p);
+}
+
 int kp_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 {
     /* one pass; a conversion it does not copy itself hands the whole format to vsnprintf,
@@ -107,6 +137,19 @@ int kp_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
         if (!*c) break;
         c++;
         if (*c == '%') { PUT("%", 1); c++; continue; }
+        if (c[0] == '.' && (c[1] == '0' || c[1] == '1') && c[2] == 'f') {
+            /* "%.0f", "%.1f": from the digits where printf's rounding is certain */
+            char fixed[48];
+            int len = fixed_decimals(va_arg(ap, double), c[1] - '0', fixed);
+            if (len <= 0) {
+                int r = vsnprintf(buf, size, fmt, start);
+                va_end(start);
+                return r;
+            }
+            PUT(fixed, (size_t)len);
+            c += 3;
+            continue;
+        }
         int longs = 0, is_size = 0;
         if (*c == 'l') { longs = c[1] == 'l' ? 2 : 1; c += longs; }
         else if (*c == 'z') { is_size = 1; c++; }

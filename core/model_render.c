@@ -103,7 +103,12 @@ void kp_shape_describe(const kp_shape *shape, char *buf, size_t size)
 
 static void outline(sbuf *b, const kp_shape *s, int depth);
 
-static void indent(sbuf *b, int depth) { put(b, "\n%*s", depth * 2, ""); }
+static void indent(sbuf *b, int depth)
+{
+    /* what put(b, "\n%*s", depth * 2, "") writes, cut the same way */
+    for (int i = 0; i <= depth * 2 && b->len + 1 < b->size; i++) b->p[b->len++] = i ? ' ' : '\n';
+    if (b->size) b->p[b->len < b->size ? b->len : b->size - 1] = '\0';
+}
 
 static void outline_members(sbuf *b, const kp_shape *s, int depth)
 {

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -320,6 +321,23 @@ static void test_formatting_without_libc_gives_vsnprintf_s_bytes(void **state)
     }
     char big[8];
     assert_int_equal(both(big, big, 0, "%s", "a longer text than the buffer"), 29);
+    /* "%.0f" and "%.1f" from digits: halves (ties to even), near-halves, negatives that
+     * round to zero, large values and ordinary ones */
+    const double edge[] = {0, -0.0, 0.5, 1.5, 2.5, -2.5, -0.5, -0.3, 0.05, 0.15, 0.25, 0.35, -0.05, 1.45, 2.675, 1e15, 1e16,
+                           -1e15 + 0.5, 999999999999999.4, 123.449999999, 123.45, 123.55, 7.0, -7.25, NAN, INFINITY};
+    for (size_t i = 0; i < sizeof edge / sizeof *edge; i++) {
+        char a[64], b[64];
+        both(a, b, sizeof a, "%.0f|%.1f|%.0f%%", edge[i], edge[i], edge[i] * 100);
+    }
+    uint64_t x = 0x9E3779B97F4A7C15ULL;
+    for (int i = 0; i < 300000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        double v = (double)(int64_t)(x % 2000000001ULL - 1000000000LL) / (double)(1ULL << (x >> 58));
+        if (i % 3 == 0) v = (double)(int64_t)(x % 20001 - 10000) / 20.0; /* exact halves and tenths */
+        char a[64], b[64];
+        both(a, b, sizeof a, "%.0f %.1f", v, v);
+        both(a, b, 6, "x%.1fy", v);
+    }
 }
 
 /* kp_strmap (core/arena.h): every key found after many growths, a replaced value, and
