@@ -40,6 +40,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -822,8 +823,7 @@ const mg_extref *mg_two_hop_extref(builder *B, const kp_shape *s)
  * and sorted them in the client. Taken where the finds saved (the middle records a call
  * reads) outweigh the documents the writes that change the reference rewrite. */
 typedef struct two_hop_ctx {
-    const kp_shape *seen[64];
-    size_t seen_count;
+    kp_strmap decided;          /* subject -> its decision's index + 1: one decision per copy */
 } two_hop_ctx;
 
 static void collect_two_hop(builder *B, const kp_pattern *p, const mg_hop_use *u, void *ctx)
@@ -832,13 +832,18 @@ static void collect_two_hop(builder *B, const kp_pattern *p, const mg_hop_use *u
     const kp_shape *s = u->node;
     if (u->is_cond || u->index != 1 || u->count != 2 || !s) return;
     const kp_rel *h = mg_two_hop_listing(B, s);
-    if (!h || c->seen_count == 64) return;
-    for (size_t i = 0; i < c->seen_count; i++)
-        if (c->seen[i] == s) return;
-    c->seen[c->seen_count++] = s;
+    if (!h) return;
     const kp_relation *outer = s->hops[0]->relation;
     extref_ctx x = {.rel = h};
     for (size_t k = 0; k < outer->fk_count && x.attr_count < 16; k++) x.attrs[x.attr_count++] = outer->fk_attrs[k];
+    const char *fields = fields_text(B, &x);
+    const char *subject = mg_bprintf(B, "%s.%s.{%s}", h->source->name, h->name ? h->name : "?", fields);
+    size_t seen = (size_t)(uintptr_t)kp_strmap_get(&c->decided, subject);
+    if (seen && seen <= B->d->decision_count && mg_two_hop_extref(B, s)) {
+        /* taken for an earlier listing: this one reads the same copy */
+        kp_decision_add_pattern(B->d, &B->d->decisions[seen - 1], p);
+        return;
+    }
     kp_copy_need need = copy_need(h, &x);
     double cost = kp_copy_write_rate(B->m, B->mix, &need);
     double middles = s->hops[0]->fanout ? s->hops[0]->fanout->avg : 1;
@@ -865,9 +870,8 @@ static void collect_two_hop(builder *B, const kp_pattern *p, const mg_hop_use *u
             have->attr_count = n;
         }
     }
-    const char *fields = fields_text(B, &x);
     kp_decision *d = kp_design_decide(
-        B->d, mg_bprintf(B, "%s.%s.{%s}", h->source->name, h->name ? h->name : "?", fields),
+        B->d, subject,
         take ? mg_bprintf(B, "extended reference: copy %s.{%s} into '%s' of each %s document", h->target->name, fields,
                           h->name ? h->name : "?", h->source->name)
              : mg_bprintf(B, "reference: find the %s, then their %s", h->target->name, h->source->name),
@@ -878,12 +882,16 @@ static void collect_two_hop(builder *B, const kp_pattern *p, const mg_hop_use *u
                    p->name, h->source->name, s->hops[0]->source->name, h->target->name, fields, h->source->name,
                    h->target->name, h->source->name, h->target->name, benefit, take ? "outweigh" : "do not outweigh",
                    h->source->name, fields, cost));
-    if (d) kp_decision_add_pattern(B->d, d, p);
+    if (d) {
+        kp_decision_add_pattern(B->d, d, p);
+        if (take && kp_strmap_put(B->arena, &c->decided, subject, (void *)(uintptr_t)B->d->decision_count))
+            B->is_out_of_memory = 1;
+    }
 }
 
 static void decide_two_hop_extrefs(builder *B)
 {
-    two_hop_ctx c = {.seen_count = 0};
+    two_hop_ctx c = {.decided = {0}};
     for (size_t i = 0; i < B->m->pattern_count; i++) mg_walk_pattern(B, B->m->patterns[i], collect_two_hop, &c);
 }
 
