@@ -130,6 +130,16 @@ static double record_bytes(const kp_entity *e, int at_max)
 
 /* ---- tables ----------------------------------------------------------------------------------- */
 
+/* A column's names and type, as add_col made them for its attribute. */
+static void take_names(cq_column *to, const cq_column *from)
+{
+    to->name = from->name;
+    to->quoted = from->quoted;
+    to->cql_type = from->cql_type;
+    to->type = from->type;
+    to->is_json = from->is_json;
+}
+
 static cq_column *add_col(builder *B, cq_table *t, const kp_attr *a, const kp_entity *owner, cq_role role, int desc)
 {
     for (size_t i = 0; a && i < t->col_count; i++)
@@ -145,11 +155,7 @@ static cq_column *add_col(builder *B, cq_table *t, const kp_attr *a, const kp_en
         if (!*of) *of = kp_arena_alloc(B->A, sizeof **of * (a->entity->attr_count ? a->entity->attr_count : 1));
         made = *of ? &(*of)[a->index] : NULL;
         if (made && made->name) {
-            c->name = made->name;
-            c->quoted = made->quoted;
-            c->cql_type = made->cql_type;
-            c->type = made->type;
-            c->is_json = made->is_json;
+            take_names(c, made);
             return c;
         }
     }
@@ -170,13 +176,7 @@ static cq_column *add_col(builder *B, cq_table *t, const kp_attr *a, const kp_en
     }
     c->quoted = quoted(B->A, c->name);
     kp_cql_type_parse(c->cql_type, B->A, &c->type, B->err);
-    if (made) {
-        made->name = c->name;
-        made->quoted = c->quoted;
-        made->cql_type = c->cql_type;
-        made->type = c->type;
-        made->is_json = c->is_json;
-    }
+    if (made) take_names(made, c);
     return c;
 }
 
