@@ -41,7 +41,11 @@ for db in dynamodb mongodb cassandra; do
     prefix=sh$$_
     live=(--db "$db" --data "$work/data" --scale $scale --target "$db=$url" --prefix "$prefix")
     seed() { "$keyplan" seed "$model" "${live[@]}" --format json "$@"; }
-    teardown() { "$keyplan" teardown "$model" --db "$db" --scale $scale --target "$db=$url" --prefix "$prefix" >/dev/null 2>&1; }
+    # a teardown that fails is named (the checks after it would fail for its reason)
+    teardown() {
+        "$keyplan" teardown "$model" --db "$db" --scale $scale --target "$db=$url" --prefix "$prefix" >"$work/$db.teardown.log" 2>&1 ||
+            bad "$db: teardown: $(tail -3 "$work/$db.teardown.log")"
+    }
     verify() { "$keyplan" verify "$model" "${live[@]}" --samples 20 --quiet >"$work/$db.verify.log" 2>&1; }
     teardown
 
