@@ -836,8 +836,9 @@ static void held_conds(pctx *P, kp_rel *const *hops, size_t n, const kp_shape *s
         held[count++] = on_holder;
     }
     if (!held || !fields) return;
-    /* a bounded page: each document the find returns holds a line that passes every test */
-    if (owns == 1 && own && held_page(P, s, last, holder_hop, holder)) {
+    /* a bounded page: each document the find returns holds a line that passes every test
+     * (not when that test can be left out: an optional parameter drops it) */
+    if (owns == 1 && own && !is_optional_param(own) && held_page(P, s, last, holder_hop, holder)) {
         fields[count] = mg_bprintf(B, "%s.%s", lines->field, own->attr->name);
         held[count++] = own;
     } else {

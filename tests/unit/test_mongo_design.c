@@ -15,6 +15,7 @@
 
 #include "backends/mongodb/client.h"
 #include "backends/mongodb/mongo.h"
+#include "support.h"
 #include "core/data.h"
 
 extern const kp_backend kp_mongodb_backend;
@@ -178,6 +179,44 @@ static void test_the_reference_design_reads_a_users_lines_by_a_copy_of_the_user(
     /* the design that embeds the lines does not copy it */
     assert_null(decision_of(list.items[0], "OrderItem.order.{userId}"));
     kp_design_list_free(&list);
+    kp_model_free(m);
+}
+
+/* The same listing whose test on the lines is an optional parameter: left out, an order
+ * the find returns may hold no line of the page, so 50 orders do not bound it: every order
+ * placed after the instant is read, as before. */
+static void test_an_optional_line_test_does_not_bound_the_orders_read(void **state)
+{
+    (void)state;
+    size_t len = 0;
+    char *text = kp_test_read_file("examples/order-response/model.json", &len);
+    assert_non_null(text);
+    const char *from[] = {"\"name\": \"buy-again\",", "\":after\" }, \"status\": { \"=\": \"SHIPPED\" }"};
+    const char *to[] = {"\"name\": \"buy-again\", \"params\": { \"status\": { \"optional\": true } },",
+                        "\":after\" }, \"status\": { \"=\": \":status\" }"};
+    for (size_t i = 0; i < 2; i++) {
+        char *at = strstr(text, from[i]);
+        assert_non_null(at);
+        size_t head = (size_t)(at - text);
+        char *edited = malloc(strlen(text) + strlen(to[i]) + 1);
+        assert_non_null(edited);
+        memcpy(edited, text, head);
+        strcpy(edited + head, to[i]);
+        strcat(edited, text + head + strlen(from[i]));
+        free(text);
+        text = edited;
+    }
+    kp_model *m = NULL;
+    kp_error err;
+    if (kp_model_parse("order-response-optional.json", text, strlen(text), NULL, &m, &err)) fail_msg("%s", err.message);
+    free(text);
+    kp_design *d = propose(m);
+    const kp_plan *again = plan_of(d, "buy-again");
+    assert_int_equal(again->op_count, 2);
+    assert_null(strstr(again->ops[1].condition, "items.status"));
+    assert_null(strstr(again->ops[1].condition, ".limit("));
+    assert_true(again->items_max > 1000);
+    kp_design_free(d);
     kp_model_free(m);
 }
 
@@ -641,6 +680,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_the_order_embeds_its_items_and_lists_by_user_newest_first),
         cmocka_unit_test(test_the_reference_design_reads_a_users_lines_by_a_copy_of_the_user),
+        cmocka_unit_test(test_an_optional_line_test_does_not_bound_the_orders_read),
         cmocka_unit_test(test_the_workspace_references_its_projects),
         cmocka_unit_test(test_no_index_is_a_prefix_of_another),
         cmocka_unit_test(test_the_subset_rule_follows_the_workload_mix),
