@@ -185,6 +185,18 @@ static size_t fmt_attr_count(const ddb_format *f)
     return n;
 }
 
+/* Does the key format hold these attributes and no other (a Query can name it from them)? */
+static int keyed_by_only(const ddb_format *f, kp_attr *const *attrs, size_t n)
+{
+    if (fmt_attr_count(f) != n) return 0;
+    for (size_t i = 0; i < f->count; i++) {
+        int in = !f->segs[i].attr;
+        for (size_t k = 0; k < n && !in; k++) in = f->segs[i].attr == attrs[k];
+        if (!in) return 0;
+    }
+    return 1;
+}
+
 /* ---- placements ------------------------------------------------------------------- */
 
 /* Placements never move (fetches point at them): room for the base table, every LSI
@@ -1245,12 +1257,19 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
              * list its targets write instead */
             return element_listing(B, p, r, s, entity_of(B, r->target));
         const ddb_placement *copy_ordered = unkeyed ? NULL : copy_ordered_index(B, p, r, s, join);
+        kp_attr *const *near = r->is_inverse ? rel->through_to : rel->through_from;
+        kp_attr *const *far = r->is_inverse ? rel->through_from : rel->through_to;
+        size_t near_count = r->is_inverse ? rel->through_to_count : rel->through_from_count;
+        size_t far_count = r->is_inverse ? rel->through_from_count : rel->through_to_count;
         if (copy_ordered) {
             pl = copy_ordered;
-        } else if (r->is_inverse) {
-            ddb_format pk = fmt_keyed(B, kp_ddb_entity_prefix(B->arena, B->m, rel->to), (const kp_attr *const *)rel->through_to,
-                                      rel->through_to_count);
-            ddb_format sk = fmt_keyed(B, join->prefix, (const kp_attr *const *)rel->through_from, rel->through_from_count);
+        } else if (r->is_inverse || !keyed_by_only(&pl->pk, near, near_count)) {
+            /* the join items by this side's key: the inverse walk, or a forward one where the
+             * join items have partitions of their own (the normalised design) */
+            const kp_entity *near_side = r->is_inverse ? rel->to : rel->from;
+            ddb_format pk = fmt_keyed(B, kp_ddb_entity_prefix(B->arena, B->m, near_side), (const kp_attr *const *)near,
+                                      near_count);
+            ddb_format sk = fmt_keyed(B, join->prefix, (const kp_attr *const *)far, far_count);
             int is_new = 0;
             ddb_placement *gp = secondary(B, join, 0, pk, sk, NULL, 0, p, &is_new);
             if (!gp) return NULL;
@@ -1258,10 +1277,10 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
             if (is_new) {
                 kp_decision *x = kp_design_decide(
                     B->d, kp_design_printf(B->d, "%s %s", gp->index->name, rel->through->name),
-                    kp_design_printf(B->d, "inverted index on the join items: %s=%s", gp->index->pk_attr,
-                                     kp_ddb_format_describe(B->arena, &pk)),
+                    kp_design_printf(B->d, "%s on the join items: %s=%s", r->is_inverse ? "inverted index" : "index",
+                                     gp->index->pk_attr, kp_ddb_format_describe(B->arena, &pk)),
                     kp_design_printf(B->d, "'%s' walks %s.%s from the %s side; the join items are indexed by that side's key",
-                                     p->name, rel->to->name, r->name, rel->to->name));
+                                     p->name, near_side->name, r->name, near_side->name));
                 kp_decision_add_pattern(B->d, x, p);
             }
         }
@@ -1272,8 +1291,8 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
         f->sk_prefix = join->prefix;
         /* the partition value is the source's key, held by the join items' side of it: a
          * source read by the parameters' key need not answer first (mark_independent) */
-        kp_attr *const *side = r->is_inverse ? rel->through_to : rel->through_from;
-        size_t side_count = r->is_inverse ? rel->through_to_count : rel->through_from_count, n = fmt_attr_count(&pl->pk), k = 0;
+        kp_attr *const *side = near;
+        size_t side_count = near_count, n = fmt_attr_count(&pl->pk), k = 0;
         f->pk_from = kp_arena_alloc(B->arena, sizeof *f->pk_from * (n ? n : 1));
         for (size_t i = 0; f->pk_from && i < pl->pk.count; i++) {
             if (!pl->pk.segs[i].attr) continue;

@@ -1382,6 +1382,34 @@ static void test_a_listing_through_a_join_entity_reads_an_adjacency_list(void **
     kp_model_free(m);
 }
 
+/* compare's normalised alternative gives the join items partitions of their own, so a
+ * forward N:M walk (the players a player follows) cannot Query them by the follower alone:
+ * it reads an index keyed by the follower, as the inverse walk does by the followee. */
+static void test_the_normalised_design_indexes_join_items_by_the_side_it_walks_from(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/leaderboard/model.json");
+    kp_design_list list;
+    kp_error err;
+    kp_propose_options o = {.all_candidates = 1};
+    if (kp_dynamodb_backend.propose(m, &o, &list, &err)) fail_msg("propose failed: %s", err.message);
+    const kp_design *d = NULL;
+    for (size_t i = 0; i < list.count; i++)
+        if (strcmp(list.items[i]->candidate, "normalised") == 0) d = list.items[i];
+    assert_non_null(d);
+    for (int dir = 0; dir < 2; dir++) {
+        const kp_plan *p = plan_of(d, dir ? "followers" : "following");
+        assert_int_equal(p->op_count, 2);
+        assert_int_equal(p->sequential_steps, 1);
+        assert_string_equal(p->ops[1].op, "Query");
+        assert_non_null(p->ops[1].index);
+        assert_non_null(strstr(p->ops[1].condition, dir ? "= PLAYER#<followeeId>" : "= PLAYER#<followerId>"));
+        assert_true(p->items_max <= 101);
+    }
+    kp_design_list_free(&list);
+    kp_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1419,6 +1447,7 @@ int main(void)
         cmocka_unit_test(test_a_referenced_attribute_is_copied_into_the_referencing_items),
         cmocka_unit_test(test_two_bounds_on_the_sort_key_are_one_between),
         cmocka_unit_test(test_a_listing_through_a_join_entity_reads_an_adjacency_list),
+        cmocka_unit_test(test_the_normalised_design_indexes_join_items_by_the_side_it_walks_from),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
