@@ -98,3 +98,14 @@ kp_dataset *kp_test_order_lines(const kp_model *m, const char *lines)
     if (kp_dataset_finish(data, &err)) fail_msg("%s", err.message);
     return data;
 }
+
+const kp_design *kp_test_candidate(const kp_backend *backend, const kp_model *m, const char *candidate, kp_design_list *list)
+{
+    kp_error err;
+    kp_propose_options o = {.all_candidates = 1};
+    if (backend->propose(m, &o, list, &err)) fail_msg("propose failed: %s", err.message);
+    for (size_t i = 0; i < list->count; i++)
+        if (strcmp(list->items[i]->candidate, candidate) == 0) return list->items[i];
+    fail_msg("no candidate named %s", candidate);
+    return NULL;
+}

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "backends/backend.h"
 #include "core/data.h"
 
 /* Reads a whole file (relative paths are taken from the source tree). Returns a
@@ -27,5 +28,9 @@ int kp_test_stale(void *ctx, const kp_record *record, const cJSON *next, kp_erro
  * listed with their statuses ("SKU-A:SHIPPED,SKU-C:PENDING"), and a product per SKU. The
  * caller frees it; fails the test when it does not load. */
 kp_dataset *kp_test_order_lines(const kp_model *m, const char *lines);
+
+/* Every candidate `backend` proposes for m into *list (the caller frees it) and the one
+ * named `candidate` among them; fails the test when propose fails or none has that name. */
+const kp_design *kp_test_candidate(const kp_backend *backend, const kp_model *m, const char *candidate, kp_design_list *list);
 
 #endif

@@ -1390,13 +1390,7 @@ static void test_the_normalised_design_indexes_join_items_by_the_side_it_walks_f
     (void)state;
     kp_model *m = load("examples/leaderboard/model.json");
     kp_design_list list;
-    kp_error err;
-    kp_propose_options o = {.all_candidates = 1};
-    if (kp_dynamodb_backend.propose(m, &o, &list, &err)) fail_msg("propose failed: %s", err.message);
-    const kp_design *d = NULL;
-    for (size_t i = 0; i < list.count; i++)
-        if (strcmp(list.items[i]->candidate, "normalised") == 0) d = list.items[i];
-    assert_non_null(d);
+    const kp_design *d = kp_test_candidate(&kp_dynamodb_backend, m, "normalised", &list);
     for (int dir = 0; dir < 2; dir++) {
         const kp_plan *p = plan_of(d, dir ? "followers" : "following");
         assert_int_equal(p->op_count, 2);

@@ -158,13 +158,7 @@ static void test_the_reference_design_reads_a_users_lines_by_a_copy_of_the_user(
     (void)state;
     kp_model *m = load("examples/order-response/model.json");
     kp_design_list list;
-    kp_error err;
-    kp_propose_options o = {.all_candidates = 1};
-    if (kp_mongodb_backend.propose(m, &o, &list, &err)) fail_msg("propose failed: %s", err.message);
-    const kp_design *d = NULL;
-    for (size_t i = 0; i < list.count; i++)
-        if (strcmp(list.items[i]->candidate, "reference") == 0) d = list.items[i];
-    assert_non_null(d);
+    const kp_design *d = kp_test_candidate(&kp_mongodb_backend, m, "reference", &list);
     const kp_decision *x = decision_of(d, "OrderItem.order.{userId}");
     assert_non_null(x);
     assert_non_null(strstr(x->choice, "extended reference: copy Order.{userId} into 'order' of each OrderItem document"));
