@@ -692,13 +692,15 @@ static int read_held_ties(run *R, const mg_fetch *f, kp_frec *parent, kp_frec *o
         cJSON_AddItemToObject(c, f->sort[i].path, v);
         cJSON_AddItemToArray(clauses, c);
     }
-    cJSON *filter = conjunction(clauses), *options = cJSON_CreateObject(), *ties = NULL;
-    cJSON_AddNumberToObject(options, "batchSize", 100000);
-    char name[512];
-    snprintf(name, sizeof name, "%s", kp_mg_conn_collection(R->conn, f->coll->name));
-    int rc = kp_mg_find(kp_mg_conn_client(R->conn), name, filter, options, &ties, R->err);
+    /* the same find, without its order and limit */
+    mg_fetch every = *f;
+    every.sort_count = 0;
+    every.limit = 0;
+    every.reads_ties = 0;
+    cJSON *filter = conjunction(clauses), *ties = NULL;
+    int64_t limit;
+    int rc = run_find(R, &every, filter, &limit, &ties);
     cJSON_Delete(filter);
-    cJSON_Delete(options);
     R->tied = 1;
     for (const cJSON *d = ties ? ties->child : NULL; rc == 0 && d; d = d->next) {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(d, "_id");

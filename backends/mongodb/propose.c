@@ -740,14 +740,27 @@ static void collect_extref(builder *B, const kp_pattern *p, const mg_hop_use *u,
  * name); -1 when out of memory. */
 static int push_extref(builder *B, mg_entity *me, const kp_rel *h, const extref_ctx *c)
 {
-    mg_extref *x = kp_arena_push(B->arena, (void **)&me->extrefs, &me->extref_count, &me->extref_cap, sizeof *me->extrefs);
-    if (!x) { B->is_out_of_memory = 1; return -1; }
-    x->rel = h;
-    x->field = h->name;
-    x->attr_count = c->attr_count;
-    x->attrs = kp_arena_alloc(B->arena, sizeof *x->attrs * (c->attr_count ? c->attr_count : 1));
-    if (!x->attrs) { B->is_out_of_memory = 1; return -1; }
-    memcpy(x->attrs, c->attrs, sizeof *x->attrs * c->attr_count);
+    /* h's extended reference, or a new one; c's attributes it lacks added to it */
+    mg_extref *x = NULL;
+    for (size_t i = 0; i < me->extref_count && !x; i++)
+        if (me->extrefs[i].rel == h) x = &me->extrefs[i];
+    if (!x) {
+        x = kp_arena_push(B->arena, (void **)&me->extrefs, &me->extref_count, &me->extref_cap, sizeof *me->extrefs);
+        if (!x) { B->is_out_of_memory = 1; return -1; }
+        x->rel = h;
+        x->field = h->name;
+    }
+    const kp_attr **attrs = kp_arena_alloc(B->arena, sizeof *attrs * (x->attr_count + c->attr_count + 1));
+    if (!attrs) { B->is_out_of_memory = 1; return -1; }
+    if (x->attr_count) memcpy(attrs, x->attrs, sizeof *attrs * x->attr_count);
+    size_t n = x->attr_count;
+    for (size_t k = 0; k < c->attr_count; k++) {
+        int dup = 0;
+        for (size_t a = 0; a < x->attr_count; a++) dup |= attrs[a] == c->attrs[k];
+        if (!dup) attrs[n++] = c->attrs[k];
+    }
+    x->attrs = attrs;
+    x->attr_count = n;
     return 0;
 }
 
@@ -849,27 +862,7 @@ static void collect_two_hop(builder *B, const kp_pattern *p, const mg_hop_use *u
     double middles = s->hops[0]->fanout ? s->hops[0]->fanout->avg : 1;
     double benefit = mg_pattern_rate(B, p) * middles;
     int take = benefit > cost;
-    mg_entity *me = mg_entity_of(B, h->source);
-    if (take && !mg_two_hop_extref(B, s)) {
-        mg_extref *have = NULL;
-        for (size_t i = 0; i < me->extref_count; i++)
-            if (me->extrefs[i].rel == h) have = &me->extrefs[i];
-        if (!have) {
-            if (push_extref(B, me, h, &x)) return;
-        } else {
-            const kp_attr **attrs = kp_arena_alloc(B->arena, sizeof *attrs * (have->attr_count + x.attr_count));
-            if (!attrs) { B->is_out_of_memory = 1; return; }
-            memcpy(attrs, have->attrs, sizeof *attrs * have->attr_count);
-            size_t n = have->attr_count;
-            for (size_t k = 0; k < x.attr_count; k++) {
-                int dup = 0;
-                for (size_t a = 0; a < have->attr_count; a++) dup |= attrs[a] == x.attrs[k];
-                if (!dup) attrs[n++] = x.attrs[k];
-            }
-            have->attrs = attrs;
-            have->attr_count = n;
-        }
-    }
+    if (take && !mg_two_hop_extref(B, s) && push_extref(B, mg_entity_of(B, h->source), h, &x)) return;
     kp_decision *d = kp_design_decide(
         B->d, subject,
         take ? mg_bprintf(B, "extended reference: copy %s.{%s} into '%s' of each %s document", h->target->name, fields,
