@@ -1590,6 +1590,20 @@ static void add_step_requests(builder *B, write_sum *S, const kp_write_effect *f
     kp_write_plan_requests(B->d, S->wp, fx, rows / KP_MG_WRITE_BATCH);
 }
 
+/* Whether the records a step reaches with for_each sit in one document of the parent that
+ * embeds them: every hop to-one (one record), or, for an update or a delete, a last hop that
+ * is the parent's own array of them after to-one hops. A to-many hop before that reaches
+ * records in as many documents: share-match's feed items, inserted in every follower's
+ * Player document, are one write per follower, not one. */
+static int for_each_in_one_document(const kp_write_step *st, const mg_entity *me)
+{
+    size_t n = st->for_each_len;
+    if (n && st->op != KP_WRITE_INSERT && st->for_each[n - 1]->source == me->parent->entity) n--;
+    for (size_t k = 0; k < n; k++)
+        if (st->for_each[k]->is_many) return 0;
+    return 1;
+}
+
 /* The step's own document (or the one that embeds its record), its index entries and the
  * subsets that copy it. */
 static void price_records(builder *B, write_sum *S, const kp_write_effect *fx, const kp_index_list *subsets)
@@ -1609,6 +1623,7 @@ static void price_records(builder *B, write_sum *S, const kp_write_effect *fx, c
         const char *doc_id = kp_design_printf(B->d, "%s", me->parent->entity->name);
         if (!S->only_doc) S->only_doc = doc_id;
         else if (strcmp(S->only_doc, doc_id) != 0) S->one_doc = 0;
+        if (!for_each_in_one_document(st, me)) S->one_doc = 0;
         /* embedded children inserted with their parent in the same write go in its insertOne */
         int with_parent = 0;
         for (size_t k = 0; k < fx->step_index; k++)

@@ -176,6 +176,26 @@ static void test_the_reference_design_reads_a_users_lines_by_a_copy_of_the_user(
     kp_model_free(m);
 }
 
+/* leaderboard's embed design holds a player's feed items in the Player document: share-match
+ * pushes one into every follower's document, one write per follower, where a write whose
+ * steps all land in one document is one (the match's own update alone would be). */
+static void test_a_write_into_every_followers_document_is_not_one_write(void **state)
+{
+    (void)state;
+    kp_model *m = load("examples/leaderboard/model.json");
+    kp_design_list list;
+    const kp_design *d = kp_test_candidate(&kp_mongodb_backend, m, "embed", &list);
+    const kp_write_plan *wp = NULL;
+    for (size_t i = 0; i < d->write_plan_count; i++)
+        if (strcmp(d->write_plans[i].write->name, "share-match") == 0) wp = &d->write_plans[i];
+    assert_non_null(wp);
+    assert_null(strstr(wp->mechanism, "one write to one"));
+    assert_true(wp->items > 50);  /* the match's player and the followers' documents (50 expected) */
+    assert_true(wp->requests >= 2);
+    kp_design_list_free(&list);
+    kp_model_free(m);
+}
+
 /* The same listing whose test on the lines is an optional parameter: left out, an order
  * the find returns may hold no line of the page, so 50 orders do not bound it: every order
  * placed after the instant is read, as before. */
@@ -675,6 +695,7 @@ int main(void)
         cmocka_unit_test(test_the_order_embeds_its_items_and_lists_by_user_newest_first),
         cmocka_unit_test(test_the_reference_design_reads_a_users_lines_by_a_copy_of_the_user),
         cmocka_unit_test(test_an_optional_line_test_does_not_bound_the_orders_read),
+        cmocka_unit_test(test_a_write_into_every_followers_document_is_not_one_write),
         cmocka_unit_test(test_the_workspace_references_its_projects),
         cmocka_unit_test(test_no_index_is_a_prefix_of_another),
         cmocka_unit_test(test_the_subset_rule_follows_the_workload_mix),
