@@ -398,8 +398,9 @@ typedef struct kp_result {
     char *next_page;            /* the backend's continuation (malloc'd), NULL on the last page */
     int requests;               /* every request sent */
     int sequential_steps;       /* round trips */
-    int is_cut_short;           /* a read found nothing to follow on: the reads after it were not
-                                   needed, so fewer round trips than the plan's deepest chain */
+    int is_cut_short;           /* a read found nothing to follow on, or a read the plan expects
+                                   only when the data asks for it (Cassandra's tie read) was not
+                                   needed: fewer round trips than the plan's deepest chain */
     long items_returned;
     long items_read;            /* items / documents / rows the server read for this page (DynamoDB
                                    ScannedCount and the items a Get returned; the documents a find

@@ -125,7 +125,7 @@ static void judge_claims(kp_verify_pattern *vp)
     o = strlen(vp->note);
     if (all_cut && !steps_bad && !requests_bad)
         snprintf(vp->note + o, sizeof vp->note - o, "%sno sample reached the plan's %d sequential steps: every one ran out "
-                 "of records to follow first (measured %s)", o ? "; " : "", vp->claimed_steps, steps);
+                 "of records to follow first, or needed no read of ties (measured %s)", o ? "; " : "", vp->claimed_steps, steps);
 }
 
 static const kp_plan *plan_of(const kp_design *d, const kp_pattern *p)

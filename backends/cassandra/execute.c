@@ -60,6 +60,8 @@ typedef struct run {
     int statics_only;           /* build: the static columns alone (no range, LIMIT 1) */
     const cJSON *tie;           /* build: the rows whose first clustering column is this cell */
     int tied;                   /* read_ties sent its round trip: what follows is one step later */
+    int untied;                 /* a read to the order's first part needed no tie read: its page's
+                                   last rows did not tie (kp_result.is_cut_short) */
     int walked;                 /* the round trips a walk over range buckets added (walk_on) */
     struct pending *pending;    /* the SELECTs sent with the root's, answered at their own level */
     size_t pending_count;
@@ -608,6 +610,8 @@ static int read_ties(run *R, const cq_fetch *f, reqs *Q, int depth)
         R->tied = 1;
     } else if (rc) {
         drain(R);
+    } else {
+        R->untied = 1;
     }
     for (size_t j = 0; j < T.count && rc == 0; j++) {
         req *tq = T.items[j], *q = tq->joins;
@@ -1055,7 +1059,7 @@ int kp_cq_execute(kp_conn *conn, const kp_design *d, const kp_pattern *p, const 
     }
     out->requests = R.requests;
     out->sequential_steps = walk.max_step;
-    out->is_cut_short = walk.is_cut_short;
+    out->is_cut_short = walk.is_cut_short || R.untied;
     out->items_returned = R.items;
     out->items_read = R.items_read;
     out->bytes_read = R.bytes_read;
