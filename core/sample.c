@@ -173,10 +173,13 @@ static const cJSON *cond_value(const draw *d, const kp_cond *c, const kp_record 
     return at ? kp_record_get(at, c->attr) : NULL;
 }
 
-static cJSON *prefix_of(const cJSON *v)
+/* A prefix of the anchor's value: its first half, or one time in four its first character
+ * (a prefix many records share: its pages run long and cross the bounds of range buckets). */
+static cJSON *prefix_of(draw *d, const cJSON *v)
 {
     if (!cJSON_IsString(v)) return kp_data_copy(v, NULL);
     size_t len = strlen(v->valuestring), cut = len / 2 ? len / 2 : len;
+    if (len > 1 && kp_rng_below(&d->s->rng, 4) == 0) cut = 1;
     while (cut < len && ((unsigned char)v->valuestring[cut] & 0xC0) == 0x80) cut++; /* whole UTF-8 characters */
     char *text = malloc(cut + 1);
     if (!text) return NULL;
@@ -206,7 +209,7 @@ static int bind_cond(draw *d, const kp_cond *c, const kp_record *from)
                                 p->name, d->pattern->name);
         return 0;
     }
-    if (c->op == KP_OP_BEGINS_WITH) return p && !is_decided(d, p) ? set_param(d, p, prefix_of(v)) : 0;
+    if (c->op == KP_OP_BEGINS_WITH) return p && !is_decided(d, p) ? set_param(d, p, prefix_of(d, v)) : 0;
     if (c->op != KP_OP_BETWEEN) return p && !is_decided(d, p) ? set_param(d, p, kp_data_copy(v, NULL)) : 0;
     /* between: the anchor's value and another record's, in order */
     const kp_record *other = any_with(d, c->attr);

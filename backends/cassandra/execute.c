@@ -478,6 +478,13 @@ static void walk_span(run *R, const cq_fetch *f, int *first, int *last, int *ste
     /* a later page starts where the token's row is: its value of the order's part the
      * first clustering column holds */
     const cJSON *tv = token_first(R, f);
+    /* a prefix's rows end before the prefix followed by the last code point */
+    cJSON prefix_end = {0};
+    if (lo && !hi && f->range && f->range->op == KP_OP_BEGINS_WITH && cJSON_IsString(lo)) {
+        prefix_end.type = cJSON_String;
+        prefix_end.valuestring = kp_arena_printf(&R->arena, "%s\xf4\x8f\xbf\xbf", lo->valuestring);
+        hi = &prefix_end;
+    }
     if (tv && ascending) lo = tv;
     else if (tv) hi = tv;
     int b_lo = lo ? kp_cq_range_bucket(t, lo) : 0, b_hi = hi ? kp_cq_range_bucket(t, hi) : t->buckets - 1;

@@ -225,6 +225,45 @@ static void cause(builder *B, cq_table *t, const kp_pattern *p)
     *slot = p;
 }
 
+/* Whether a pattern searches an attribute by its prefix (begins_with), in its own conditions
+ * or its listing's. */
+static int prefix_searched(const kp_pattern *p, const kp_attr *a)
+{
+    const kp_shape *each = p ? kp_pattern_page_listing(p) : NULL;
+    for (int pass = 0; p && pass < 2; pass++) {
+        const kp_cond *w = pass ? (each ? each->where : NULL) : p->where;
+        size_t n = pass ? (each ? each->where_count : 0) : p->where_count;
+        for (size_t k = 0; k < n; k++)
+            if (!w[k].path_len && w[k].op == KP_OP_BEGINS_WITH && w[k].attr == a) return 1;
+    }
+    return 0;
+}
+
+/* Range buckets of a string a pattern searches by prefix (leaderboard's handle-autocomplete):
+ * the buckets cut the two-letter prefixes "aa" to "zz" in equal runs (a string that sorts
+ * before "a", a digit or a capital first, falls in the first bucket; after the "z" run, in the
+ * last), twice as many as the size needs since initial letters do not spread evenly. A prefix's
+ * rows then lie in the bucket it falls in (in two where a bound splits a short prefix), and a
+ * search reads that partition with its LIMIT where hash buckets are all read and merged. Only
+ * for a prefix search: a listing ordered by a string alone (ids "player-000123") may have the
+ * same leading letters in every row, and hash buckets keep those partitions even. */
+static void prefix_bounds(builder *B, cq_table *t)
+{
+    int buckets = 2 * t->buckets > KP_CQ_MAX_BUCKETS ? KP_CQ_MAX_BUCKETS : 2 * t->buckets;
+    const cJSON **bounds = kp_arena_alloc(B->A, sizeof *bounds * (size_t)(buckets - 1));
+    for (int k = 1; k < buckets; k++) {
+        int at = (26 * 26 * k + buckets / 2) / buckets; /* a two-letter prefix, "aa" = 0 */
+        char text[3] = {(char)('a' + at / 26), (char)('a' + at % 26), 0};
+        if (at % 26 == 0) text[1] = 0; /* "b" rather than "ba": every string that starts with b after it */
+        cJSON *b = kp_arena_alloc(B->A, sizeof *b);
+        b->type = cJSON_String;
+        b->valuestring = kp_arena_strdup(B->A, text);
+        bounds[k - 1] = b;
+    }
+    t->buckets = buckets;
+    t->bounds = bounds;
+}
+
 /* Range buckets (cq_table.bounds) for a table its size splits: where the first clustering
  * column is a timestamp, date or int with a declared min and max, the buckets cut that range
  * into equal runs (whole days where a run spans days), so a read in the clustering order
@@ -232,12 +271,17 @@ static void cause(builder *B, cq_table *t, const kp_pattern *p)
  * out, where hash buckets are read all at once. Not where a partition column is itself a
  * date or time (a day's partition: its rows would share one run of a range drawn over all
  * days). */
-static void range_bounds(builder *B, cq_table *t)
+static void range_bounds(builder *B, cq_table *t, const kp_pattern *p)
 {
     if (t->buckets <= 1 || !t->ck_count) return;
     const cq_column *c0 = &t->cols[t->pk_count];
     const kp_attr *a = c0->attr;
-    if (!a || c0->is_element || !a->min || !a->max) return;
+    if (!a || c0->is_element) return;
+    if (a->type.kind == KP_T_STRING && prefix_searched(p, a)) {
+        prefix_bounds(B, t);
+        return;
+    }
+    if (!a->min || !a->max) return;
     kp_type_kind kind = a->type.kind;
     if (kind != KP_T_TIMESTAMP && kind != KP_T_DATE && kind != KP_T_INT) return;
     for (size_t i = 0; i < t->pk_count; i++)
@@ -310,7 +354,7 @@ static cq_table *finish_table(builder *B, cq_table *t, const kp_pattern *p, doub
     for (size_t i = 0; i < n; i++)
         if (old[i].role == CQ_CLUSTERING) *(cq_column *)kp_arena_push(B->A, (void **)&t->cols, &t->col_count, &t->col_cap, sizeof *old) = old[i];
     t->ck_count = t->col_count - t->pk_count;
-    range_bounds(B, t);
+    range_bounds(B, t, p);
     for (size_t i = 0; i < n; i++)
         if (old[i].role == CQ_STATIC) *(cq_column *)kp_arena_push(B->A, (void **)&t->cols, &t->col_count, &t->col_cap, sizeof *old) = old[i];
     for (size_t i = 0; i < e->attr_count; i++) {
@@ -1161,7 +1205,7 @@ static cq_fetch *plan_pattern(builder *B, const kp_pattern *p)
         }
         if (!neq) {
             const char *why = kp_arena_printf(B->A, "%s has no equality condition: its rows live in %s partition%s of one "
-                                              "table keyed by a %s", p->name, root->table->buckets > 1 ? "the hash-bucket" : "a single",
+                                              "table keyed by a %s", p->name, root->table->buckets <= 1 ? "a single" : root->table->bounds ? "the range-bucket" : "the hash-bucket",
                                               root->table->buckets > 1 ? "s" : "", root->table->buckets > 1 ? "bucket" : "constant");
             kp_decision *dc = kp_design_decide(B->d, root->table->name, "rows of the whole set under a bucketed partition key", why);
             kp_decision_add_pattern(B->d, dc, p);
@@ -2408,6 +2452,14 @@ static void describe(builder *B)
                     const cJSON *b0 = t->bounds[0], *bn = t->bounds[t->buckets - 2];
                     choice = kp_arena_printf(B->A, "bucket in the partition key (%d range buckets of %s: before %s, %sfrom %s on)",
                                              t->buckets, c0->name, b0->valuestring, t->buckets > 2 ? "..., " : "", bn->valuestring);
+                    if (c0->attr->type.kind == KP_T_STRING)
+                        reads = kp_arena_printf(B->A, "each bucket holds one run of %s's leading letters (the two-letter prefixes aa "
+                                                "to zz cut in equal runs, twice as many buckets as the size needs since initial "
+                                                "letters do not spread evenly; one that sorts before \"a\" in the first, after the "
+                                                "z run in the last), so a prefix search reads the bucket its prefix falls in, and "
+                                                "the next only while a bound splits the prefix and the page is not full, where "
+                                                "hash buckets would all be read and merged", c0->name);
+                    else
                     reads = kp_arena_printf(B->A, "each bucket holds one run of %s (its declared %s to %s cut in equal parts), so a read "
                                             "in the clustering order starts in the bucket its range starts in and goes on to the next "
                                             "only when one runs out, where hash buckets would all be read and merged; the rows of one "

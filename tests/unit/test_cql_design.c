@@ -918,6 +918,25 @@ static void test_range_buckets_follow_the_clustering_order_and_a_read_walks_them
         cJSON_Delete(v);
     }
     assert_int_equal((int)plan_of(d, "season-top")->requests, 1);
+    /* a string searched by prefix: leaderboard's handles, 2 million players, in 40 runs of
+     * their two leading letters (twice the 20 the size needs); a prefix is one SELECT of its
+     * bucket, with the page's LIMIT. A string listing without a prefix search (followers, by
+     * follower id) keeps hash buckets */
+    t = first_table(d, "handle-autocomplete");
+    assert_int_equal(t->buckets, 40);
+    assert_non_null(t->bounds);
+    const char *handles[] = {"0day", "Zed", "aaron", "ar", "bob", "n", "nora", "zz_top", "~x"};
+    const int handle_bucket[] = {0, 0, 0, 1, 2, 20, 20, 39, 39};
+    for (size_t i = 0; i < sizeof handles / sizeof *handles; i++) {
+        cJSON *v = cJSON_CreateString(handles[i]);
+        assert_int_equal(kp_cq_range_bucket(t, v), handle_bucket[i]);
+        cJSON_Delete(v);
+    }
+    p = plan_of(d, "handle-autocomplete");
+    assert_int_equal((int)p->requests, 1);
+    assert_true(p->items_max <= 2 * 8 - 1);
+    assert_non_null(strstr(p->ops[0].why, "range buckets (40) read in order"));
+    assert_null(kp_cq_table(d, plan_of(d, "followers")->ops[1].container)->bounds);
     kp_design_free(d);
     kp_model_free(m);
     m = load("examples/auction-mixes/model.json", 1);
