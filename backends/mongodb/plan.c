@@ -1644,6 +1644,9 @@ static void price_records(builder *B, write_sum *S, const kp_write_effect *fx, c
         kp_write_plan_items(B->d, S->wp, fx, rows);
         add_step_requests(B, S, fx, rows);
     }
+    /* a condition or an insert-if-absent is tested against the document on the server: the
+     * write reads its collection (place-order's stock test keeps Product needed) */
+    if (home && (st->condition_count || st->is_if_absent)) kp_write_plan_read(B->d, S->wp, home->name);
     /* index entries */
     if (home) {
         size_t live = 0;
@@ -1664,6 +1667,7 @@ static void price_records(builder *B, write_sum *S, const kp_write_effect *fx, c
         kp_write_plan_items(B->d, S->wp, fx, rows);
         S->requests += 1; /* the re-read */
         S->reads += 1;
+        if (home) kp_write_plan_read(B->d, S->wp, home->name);
         add_requests(B, S, fx, 1);
         S->one_doc = 0;
     }
