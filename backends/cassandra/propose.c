@@ -239,21 +239,36 @@ static int prefix_searched(const kp_pattern *p, const kp_attr *a)
     return 0;
 }
 
+/* The first letter of a string whose format says its leading letters spread over the
+ * alphabet: 'a' for lowercase words (handle, email, word), 'A' for capitalised ones (names,
+ * titles, cities); 0 for any other (an id, a SKU, a URL may share their first letters in every
+ * record: hash buckets keep those partitions even). */
+static char leading_letter(const kp_attr *a)
+{
+    static const char *const lower[] = {"handle", "email", "word", NULL};
+    static const char *const capital[] = {"name", "first_name", "last_name", "title", "text", "city", NULL};
+    for (size_t i = 0; a->format && lower[i]; i++)
+        if (strcmp(a->format, lower[i]) == 0) return 'a';
+    for (size_t i = 0; a->format && capital[i]; i++)
+        if (strcmp(a->format, capital[i]) == 0) return 'A';
+    return 0;
+}
+
 /* Range buckets of a string a pattern searches by prefix (leaderboard's handle-autocomplete):
- * the buckets cut the two-letter prefixes "aa" to "zz" in equal runs (a string that sorts
- * before "a", a digit or a capital first, falls in the first bucket; after the "z" run, in the
- * last), twice as many as the size needs since initial letters do not spread evenly. A prefix's
- * rows then lie in the bucket it falls in (in two where a bound splits a short prefix), and a
- * search reads that partition with its LIMIT where hash buckets are all read and merged. Only
- * for a prefix search: a listing ordered by a string alone (ids "player-000123") may have the
- * same leading letters in every row, and hash buckets keep those partitions even. */
-static void prefix_bounds(builder *B, cq_table *t)
+ * the buckets cut the two-letter prefixes ("aa" to "zz", or "Aa" to "Zz" for a capitalised
+ * format) in equal runs (a string that sorts before the first, a digit first, falls in the
+ * first bucket; after the last run, in the last), twice as many as the size needs since
+ * initial letters do not spread evenly. A prefix's rows then lie in the bucket it falls in (in
+ * two where a bound splits a short prefix), and a search reads that partition with its LIMIT
+ * where hash buckets are all read and merged. Only for a prefix search on a string whose
+ * format spreads its leading letters (leading_letter). */
+static void prefix_bounds(builder *B, cq_table *t, char first)
 {
     int buckets = 2 * t->buckets > KP_CQ_MAX_BUCKETS ? KP_CQ_MAX_BUCKETS : 2 * t->buckets;
     const cJSON **bounds = kp_arena_alloc(B->A, sizeof *bounds * (size_t)(buckets - 1));
     for (int k = 1; k < buckets; k++) {
         int at = (26 * 26 * k + buckets / 2) / buckets; /* a two-letter prefix, "aa" = 0 */
-        char text[3] = {(char)('a' + at / 26), (char)('a' + at % 26), 0};
+        char text[3] = {(char)(first + at / 26), (char)('a' + at % 26), 0};
         if (at % 26 == 0) text[1] = 0; /* "b" rather than "ba": every string that starts with b after it */
         cJSON *b = kp_arena_alloc(B->A, sizeof *b);
         b->type = cJSON_String;
@@ -278,7 +293,8 @@ static void range_bounds(builder *B, cq_table *t, const kp_pattern *p)
     const kp_attr *a = c0->attr;
     if (!a || c0->is_element) return;
     if (a->type.kind == KP_T_STRING && prefix_searched(p, a)) {
-        prefix_bounds(B, t);
+        int first = leading_letter(a);
+        if (first) prefix_bounds(B, t, first);
         return;
     }
     if (!a->min || !a->max) return;
@@ -2453,12 +2469,14 @@ static void describe(builder *B)
                     choice = kp_arena_printf(B->A, "bucket in the partition key (%d range buckets of %s: before %s, %sfrom %s on)",
                                              t->buckets, c0->name, b0->valuestring, t->buckets > 2 ? "..., " : "", bn->valuestring);
                     if (c0->attr->type.kind == KP_T_STRING)
-                        reads = kp_arena_printf(B->A, "each bucket holds one run of %s's leading letters (the two-letter prefixes aa "
-                                                "to zz cut in equal runs, twice as many buckets as the size needs since initial "
-                                                "letters do not spread evenly; one that sorts before \"a\" in the first, after the "
-                                                "z run in the last), so a prefix search reads the bucket its prefix falls in, and "
-                                                "the next only while a bound splits the prefix and the page is not full, where "
-                                                "hash buckets would all be read and merged", c0->name);
+                        reads = kp_arena_printf(B->A, "each bucket holds one run of %s's leading letters (its format '%s': the "
+                                                "two-letter prefixes %s to %s cut in equal runs, twice as many buckets as the size "
+                                                "needs since initial letters do not spread evenly; one that sorts before them in the "
+                                                "first bucket, after them in the last), so a prefix search reads the bucket its "
+                                                "prefix falls in, and the next only while a bound splits the prefix and the page is "
+                                                "not full, where hash buckets would all be read and merged", c0->name,
+                                                c0->attr->format, leading_letter(c0->attr) == 'A' ? "Aa" : "aa",
+                                                leading_letter(c0->attr) == 'A' ? "Zz" : "zz");
                     else
                     reads = kp_arena_printf(B->A, "each bucket holds one run of %s (its declared %s to %s cut in equal parts), so a read "
                                             "in the clustering order starts in the bucket its range starts in and goes on to the next "

@@ -109,3 +109,26 @@ const kp_design *kp_test_candidate(const kp_backend *backend, const kp_model *m,
     fail_msg("no candidate named %s", candidate);
     return NULL;
 }
+
+kp_model *kp_test_edited_model(const char *path, const char *const *from, const char *const *to, size_t n)
+{
+    char *text = kp_test_read_file(path, NULL);
+    if (!text) fail_msg("%s: cannot read", path);
+    for (size_t i = 0; i < n; i++) {
+        char *at = strstr(text, from[i]);
+        if (!at) fail_msg("%s: no %s to replace", path, from[i]);
+        size_t head = (size_t)(at - text);
+        char *edited = malloc(strlen(text) - strlen(from[i]) + strlen(to[i]) + 1);
+        if (!edited) fail_msg("out of memory");
+        memcpy(edited, text, head);
+        strcpy(edited + head, to[i]);
+        strcat(edited, at + strlen(from[i]));
+        free(text);
+        text = edited;
+    }
+    kp_model *m = NULL;
+    kp_error err;
+    if (kp_model_parse(path, text, strlen(text), NULL, &m, &err)) fail_msg("%s: %s", path, err.message);
+    free(text);
+    return m;
+}

@@ -33,4 +33,8 @@ kp_dataset *kp_test_order_lines(const kp_model *m, const char *lines);
  * named `candidate` among them; fails the test when propose fails or none has that name. */
 const kp_design *kp_test_candidate(const kp_backend *backend, const kp_model *m, const char *candidate, kp_design_list *list);
 
+/* The model at `path` with each of the n texts from[i] replaced, once, by to[i], parsed;
+ * fails the test when a text is not there or the edited model does not parse. */
+kp_model *kp_test_edited_model(const char *path, const char *const *from, const char *const *to, size_t n);
+
 #endif

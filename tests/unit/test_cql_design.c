@@ -939,6 +939,26 @@ static void test_range_buckets_follow_the_clustering_order_and_a_read_walks_them
     assert_null(kp_cq_table(d, plan_of(d, "followers")->ops[1].container)->bounds);
     kp_design_free(d);
     kp_model_free(m);
+    /* the format says how the leading letters spread: capitalised names run "Aa" to "Zz";
+     * a string of no such format (an id, a SKU: every record may share its first letters)
+     * keeps hash buckets */
+    const char *const from[] = {"\"handle\": { \"type\": \"string\", \"format\": \"handle\","};
+    const char *const to[][1] = {{"\"handle\": { \"type\": \"string\", \"format\": \"name\","},
+                                 {"\"handle\": { \"type\": \"string\","}};
+    for (size_t i = 0; i < 2; i++) {
+        m = kp_test_edited_model("examples/leaderboard/model.json", from, to[i], 1);
+        d = propose(m);
+        t = first_table(d, "handle-autocomplete");
+        if (i == 0) {
+            assert_string_equal(t->bounds[0]->valuestring, "Ar");
+            assert_string_equal(t->bounds[t->buckets - 2]->valuestring, "Zj");
+        } else {
+            assert_null(t->bounds);
+            assert_int_equal(t->buckets, 20);
+        }
+        kp_design_free(d);
+        kp_model_free(m);
+    }
     m = load("examples/auction-mixes/model.json", 1);
     d = propose(m);
     t = first_table(d, "list-category-items");

@@ -202,28 +202,10 @@ static void test_a_write_into_every_followers_document_is_not_one_write(void **s
 static void test_an_optional_line_test_does_not_bound_the_orders_read(void **state)
 {
     (void)state;
-    size_t len = 0;
-    char *text = kp_test_read_file("examples/order-response/model.json", &len);
-    assert_non_null(text);
-    const char *from[] = {"\"name\": \"buy-again\",", "\":after\" }, \"status\": { \"=\": \"SHIPPED\" }"};
-    const char *to[] = {"\"name\": \"buy-again\", \"params\": { \"status\": { \"optional\": true } },",
-                        "\":after\" }, \"status\": { \"=\": \":status\" }"};
-    for (size_t i = 0; i < 2; i++) {
-        char *at = strstr(text, from[i]);
-        assert_non_null(at);
-        size_t head = (size_t)(at - text);
-        char *edited = malloc(strlen(text) + strlen(to[i]) + 1);
-        assert_non_null(edited);
-        memcpy(edited, text, head);
-        strcpy(edited + head, to[i]);
-        strcat(edited, text + head + strlen(from[i]));
-        free(text);
-        text = edited;
-    }
-    kp_model *m = NULL;
-    kp_error err;
-    if (kp_model_parse("order-response-optional.json", text, strlen(text), NULL, &m, &err)) fail_msg("%s", err.message);
-    free(text);
+    const char *const from[] = {"\"name\": \"buy-again\",", "\":after\" }, \"status\": { \"=\": \"SHIPPED\" }"};
+    const char *const to[] = {"\"name\": \"buy-again\", \"params\": { \"status\": { \"optional\": true } },",
+                              "\":after\" }, \"status\": { \"=\": \":status\" }"};
+    kp_model *m = kp_test_edited_model("examples/order-response/model.json", from, to, 2);
     kp_design *d = propose(m);
     const kp_plan *again = plan_of(d, "buy-again");
     assert_int_equal(again->op_count, 2);
