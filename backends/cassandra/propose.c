@@ -2468,7 +2468,7 @@ static void describe(builder *B)
                     const cJSON *b0 = t->bounds[0], *bn = t->bounds[t->buckets - 2];
                     choice = kp_arena_printf(B->A, "bucket in the partition key (%d range buckets of %s: before %s, %sfrom %s on)",
                                              t->buckets, c0->name, b0->valuestring, t->buckets > 2 ? "..., " : "", bn->valuestring);
-                    if (c0->attr->type.kind == KP_T_STRING)
+                    if (c0->attr->type.kind == KP_T_STRING) {
                         reads = kp_arena_printf(B->A, "each bucket holds one run of %s's leading letters (its format '%s': the "
                                                 "two-letter prefixes %s to %s cut in equal runs, twice as many buckets as the size "
                                                 "needs since initial letters do not spread evenly; one that sorts before them in the "
@@ -2477,13 +2477,15 @@ static void describe(builder *B)
                                                 "not full, where hash buckets would all be read and merged", c0->name,
                                                 c0->attr->format, leading_letter(c0->attr) == 'A' ? "Aa" : "aa",
                                                 leading_letter(c0->attr) == 'A' ? "Zz" : "zz");
-                    else
-                    reads = kp_arena_printf(B->A, "each bucket holds one run of %s (its declared %s to %s cut in equal parts), so a read "
-                                            "in the clustering order starts in the bucket its range starts in and goes on to the next "
-                                            "only when one runs out, where hash buckets would all be read and merged; the rows of one "
-                                            "run share a partition, so writes that all fall in one run (the newest times) meet there",
-                                            c0->name, cJSON_IsString(c0->attr->min) ? c0->attr->min->valuestring : "min",
-                                            cJSON_IsString(c0->attr->max) ? c0->attr->max->valuestring : "max");
+                    } else {
+                        reads = kp_arena_printf(B->A, "each bucket holds one run of %s (its declared %s to %s cut in equal parts), so a "
+                                                "read in the clustering order starts in the bucket its range starts in and goes on to "
+                                                "the next only when one runs out, where hash buckets would all be read and merged; the "
+                                                "rows of one run share a partition, so writes that all fall in one run (the newest "
+                                                "times) meet there",
+                                                c0->name, cJSON_IsString(c0->attr->min) ? c0->attr->min->valuestring : "min",
+                                                cJSON_IsString(c0->attr->max) ? c0->attr->max->valuestring : "max");
+                    }
                 } else {
                     choice = kp_arena_printf(B->A, "bucket in the partition key (%d hash buckets)", t->buckets);
                     reads = "reads span every bucket and merge in the client";
