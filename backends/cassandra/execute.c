@@ -97,6 +97,13 @@ static void on_rows(void *ctx, const kp_cql_response *response, const kp_cql_fai
 
 static const cJSON *param_value(run *R, const kp_param *p) { return p ? kp_params_get(R->params, p->name) : NULL; }
 
+/* Where the strings that start with a prefix end: the prefix followed by the last code point
+ * (a begins_with range's exclusive upper end, in the run's arena; NULL when out of memory). */
+static char *prefix_end_text(run *R, const cJSON *prefix)
+{
+    return kp_arena_printf(&R->arena, "%s\xf4\x8f\xbf\xbf", cJSON_IsString(prefix) ? prefix->valuestring : "");
+}
+
 static int64_t int_of(const cJSON *v, int64_t fallback)
 {
     char buf[64];
@@ -236,7 +243,7 @@ static int build(run *R, const cq_fetch *f, const kp_frec *parent, int bucket, c
                     lo_op = ">=", lo_v = lo, hi_op = "<=";
                     break;
                 case KP_OP_BEGINS_WITH:
-                    prefix_end = cJSON_CreateString(kp_arena_printf(&R->arena, "%s\xf4\x8f\xbf\xbf", cJSON_IsString(lo) ? lo->valuestring : ""));
+                    prefix_end = cJSON_CreateString(prefix_end_text(R, lo));
                     if (!prefix_end) return nomem(R);
                     lo_op = ">=", lo_v = lo, hi_op = "<", hi_v = prefix_end;
                     break;
@@ -480,9 +487,9 @@ static void walk_span(run *R, const cq_fetch *f, int *first, int *last, int *ste
     const cJSON *tv = token_first(R, f);
     /* a prefix's rows end before the prefix followed by the last code point */
     cJSON prefix_end = {0};
-    if (lo && !hi && f->range && f->range->op == KP_OP_BEGINS_WITH && cJSON_IsString(lo)) {
+    if (lo && !hi && f->range && f->range->op == KP_OP_BEGINS_WITH && cJSON_IsString(lo) &&
+        (prefix_end.valuestring = prefix_end_text(R, lo)) != NULL) {
         prefix_end.type = cJSON_String;
-        prefix_end.valuestring = kp_arena_printf(&R->arena, "%s\xf4\x8f\xbf\xbf", lo->valuestring);
         hi = &prefix_end;
     }
     if (tv && ascending) lo = tv;

@@ -225,6 +225,19 @@ static void cause(builder *B, cq_table *t, const kp_pattern *p)
     *slot = p;
 }
 
+/* A range bucket's bound: a value node in the design's arena (freed with it), its canonical
+ * text, a number as Raw; NULL when out of memory (then the builder says so). */
+static const cJSON *bound_node(builder *B, int type, const char *text)
+{
+    cJSON *b = kp_arena_alloc(B->A, sizeof *b);
+    if (b) {
+        b->type = type;
+        b->valuestring = kp_arena_strdup(B->A, text);
+    }
+    if (!b || !b->valuestring) B->is_out_of_memory = 1;
+    return b && b->valuestring ? b : NULL;
+}
+
 /* Whether a pattern searches an attribute by its prefix (begins_with), in its own conditions
  * or its listing's. */
 static int prefix_searched(const kp_pattern *p, const kp_attr *a)
@@ -266,14 +279,12 @@ static void prefix_bounds(builder *B, cq_table *t, char first)
 {
     int buckets = 2 * t->buckets > KP_CQ_MAX_BUCKETS ? KP_CQ_MAX_BUCKETS : 2 * t->buckets;
     const cJSON **bounds = kp_arena_alloc(B->A, sizeof *bounds * (size_t)(buckets - 1));
+    if (!bounds) { B->is_out_of_memory = 1; return; }
     for (int k = 1; k < buckets; k++) {
         int at = (26 * 26 * k + buckets / 2) / buckets; /* a two-letter prefix, "aa" = 0 */
         char text[3] = {(char)(first + at / 26), (char)('a' + at % 26), 0};
         if (at % 26 == 0) text[1] = 0; /* "b" rather than "ba": every string that starts with b after it */
-        cJSON *b = kp_arena_alloc(B->A, sizeof *b);
-        b->type = cJSON_String;
-        b->valuestring = kp_arena_strdup(B->A, text);
-        bounds[k - 1] = b;
+        if (!(bounds[k - 1] = bound_node(B, cJSON_String, text))) return;
     }
     t->buckets = buckets;
     t->bounds = bounds;
@@ -321,18 +332,15 @@ static void range_bounds(builder *B, cq_table *t, const kp_pattern *p)
     if (width < 1) return;
     if (kind == KP_T_TIMESTAMP && width >= day) width -= width % day;
     const cJSON **bounds = kp_arena_alloc(B->A, sizeof *bounds * (size_t)(t->buckets - 1));
+    if (!bounds) { B->is_out_of_memory = 1; return; }
     for (int k = 1; k < t->buckets; k++) {
         int64_t v = lo + width * k;
         if (kind == KP_T_TIMESTAMP && width >= day) v -= ((v % day) + day) % day; /* midnight UTC */
-        /* a value node in the design's arena (freed with it): canonical text, a number as Raw */
-        cJSON *b = kp_arena_alloc(B->A, sizeof *b);
         char text[32];
         if (kind == KP_T_TIMESTAMP) kp_timestamp_format(v, text);
         else if (kind == KP_T_DATE) kp_date_format((int32_t)v, text);
         else snprintf(text, sizeof text, "%lld", (long long)v);
-        b->type = kind == KP_T_INT ? cJSON_Raw : cJSON_String;
-        b->valuestring = kp_arena_strdup(B->A, text);
-        bounds[k - 1] = b;
+        if (!(bounds[k - 1] = bound_node(B, kind == KP_T_INT ? cJSON_Raw : cJSON_String, text))) return;
     }
     t->bounds = bounds;
 }
@@ -2469,14 +2477,14 @@ static void describe(builder *B)
                     choice = kp_arena_printf(B->A, "bucket in the partition key (%d range buckets of %s: before %s, %sfrom %s on)",
                                              t->buckets, c0->name, b0->valuestring, t->buckets > 2 ? "..., " : "", bn->valuestring);
                     if (c0->attr->type.kind == KP_T_STRING) {
+                        int capital = leading_letter(c0->attr) == 'A';
                         reads = kp_arena_printf(B->A, "each bucket holds one run of %s's leading letters (its format '%s': the "
                                                 "two-letter prefixes %s to %s cut in equal runs, twice as many buckets as the size "
                                                 "needs since initial letters do not spread evenly; one that sorts before them in the "
                                                 "first bucket, after them in the last), so a prefix search reads the bucket its "
                                                 "prefix falls in, and the next only while a bound splits the prefix and the page is "
                                                 "not full, where hash buckets would all be read and merged", c0->name,
-                                                c0->attr->format, leading_letter(c0->attr) == 'A' ? "Aa" : "aa",
-                                                leading_letter(c0->attr) == 'A' ? "Zz" : "zz");
+                                                c0->attr->format, capital ? "Aa" : "aa", capital ? "Zz" : "zz");
                     } else {
                         reads = kp_arena_printf(B->A, "each bucket holds one run of %s (its declared %s to %s cut in equal parts), so a "
                                                 "read in the clustering order starts in the bucket its range starts in and goes on to "
