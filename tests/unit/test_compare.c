@@ -245,22 +245,11 @@ static void test_saas_cassandra_costs_by_hand(void **state)
 
 static kp_model *saas_with_shards(int shards)
 {
-    size_t len;
-    char *text = kp_test_read_file("examples/saas-control-plane/model.json", &len);
-    assert_non_null(text);
-    const char *needle = "\"list-active-projects\": 10";
-    char *at = strstr(text, needle);
-    assert_non_null(at);
-    char *edited = malloc(len + 16);
-    assert_non_null(edited);
-    int head = (int)(at - text);
-    int n = snprintf(edited, len + 16, "%.*s\"list-active-projects\": %d%s", head, text, shards, at + strlen(needle));
-    kp_model *m = NULL;
-    kp_error err;
-    if (kp_model_parse("saas.json", edited, (size_t)n, NULL, &m, &err)) fail_msg("%s", err.message);
-    free(text);
-    free(edited);
-    return m;
+    const char *const from[] = {"\"list-active-projects\": 10"};
+    char shard_count[64];
+    snprintf(shard_count, sizeof shard_count, "\"list-active-projects\": %d", shards);
+    const char *const to[] = {shard_count};
+    return kp_test_edited_model("examples/saas-control-plane/model.json", from, to, 1);
 }
 
 static void test_saas_active_listing_is_hot_without_shards(void **state)

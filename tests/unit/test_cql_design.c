@@ -61,6 +61,21 @@ static const cq_table *first_table(const kp_design *d, const char *pattern)
     return t;
 }
 
+/* t is cut into `buckets` range buckets, and each of n values (made from their text by `make`)
+ * falls in the one expected. */
+static void assert_range_buckets(const cq_table *t, int buckets, cJSON *(*make)(const char *), const char *const *values,
+                                 const int *expected, size_t n)
+{
+    assert_int_equal(t->buckets, buckets);
+    assert_non_null(t->bounds);
+    for (size_t i = 0; i < n; i++) {
+        cJSON *v = make(values[i]);
+        assert_non_null(v);
+        assert_int_equal(kp_cq_range_bucket(t, v), expected[i]);
+        cJSON_Delete(v);
+    }
+}
+
 static const char *create_text(const kp_design *d, const cq_table *t, kp_arena *A)
 {
     const cq_layout *L = d->layout;
@@ -908,30 +923,18 @@ static void test_range_buckets_follow_the_clustering_order_and_a_read_walks_them
     m = load("examples/leaderboard/model.json", 1);
     d = propose(m);
     t = first_table(d, "season-top");
-    assert_int_equal(t->buckets, 20);
-    assert_non_null(t->bounds);
     const char *ratings[] = {"-5", "0", "149", "150", "1499", "1500", "2850", "3000", "99999"};
     const int rating_bucket[] = {0, 0, 0, 1, 9, 10, 19, 19, 19};
-    for (size_t i = 0; i < sizeof ratings / sizeof *ratings; i++) {
-        cJSON *v = kp_data_number(ratings[i]);
-        assert_int_equal(kp_cq_range_bucket(t, v), rating_bucket[i]);
-        cJSON_Delete(v);
-    }
+    assert_range_buckets(t, 20, kp_data_number, ratings, rating_bucket, 9);
     assert_int_equal((int)plan_of(d, "season-top")->requests, 1);
     /* a string searched by prefix: leaderboard's handles, 2 million players, in 40 runs of
      * their two leading letters (twice the 20 the size needs); a prefix is one SELECT of its
      * bucket, with the page's LIMIT. A string listing without a prefix search (followers, by
      * follower id) keeps hash buckets */
     t = first_table(d, "handle-autocomplete");
-    assert_int_equal(t->buckets, 40);
-    assert_non_null(t->bounds);
     const char *handles[] = {"0day", "Zed", "aaron", "ar", "bob", "n", "nora", "zz_top", "~x"};
     const int handle_bucket[] = {0, 0, 0, 1, 2, 20, 20, 39, 39};
-    for (size_t i = 0; i < sizeof handles / sizeof *handles; i++) {
-        cJSON *v = cJSON_CreateString(handles[i]);
-        assert_int_equal(kp_cq_range_bucket(t, v), handle_bucket[i]);
-        cJSON_Delete(v);
-    }
+    assert_range_buckets(t, 40, cJSON_CreateString, handles, handle_bucket, 9);
     p = plan_of(d, "handle-autocomplete");
     assert_int_equal((int)p->requests, 1);
     assert_true(p->items_max <= 2 * 8 - 1);
