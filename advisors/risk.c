@@ -512,7 +512,7 @@ static void check_page_bounds(const kp_design *d, kp_risks *out)
             if (n > m) most = &p->ops[k];
             if (p->ops[k].is_tie_read) ties += n;
         }
-        char cause[600] = "";
+        char cause[800] = "";
         size_t at = 0;
         const kp_attr *range = range_apart_from_order(p->pattern, each);
         if (range)
@@ -526,7 +526,8 @@ static void check_page_bounds(const kp_design *d, kp_risks *out)
             at += (size_t)snprintf(cause, sizeof cause, "only its read of what ties with the page's last on the order's first "
                                    "field passes it (at the model's maxima every one it reads may tie); a page reads past the "
                                    "bound only as far as values tie");
-        if (!at) snprintf(cause, sizeof cause, "keyplan's plan reads past the page (it serves this shape no better yet)");
+        if (!at && most && most->bound_cause) snprintf(cause, sizeof cause, "%s", most->bound_cause);
+        else if (!at) snprintf(cause, sizeof cause, "keyplan's plan reads past the page (it serves this shape no better yet)");
         add(out, "page-bound", KP_RISK_WARNING, p->pattern->name,
             "'%s' may read up to %.0f items for a page of %.0f, where an expert's plan reads at most %.0f%s%s%s%s%s: %s",
             p->pattern->name, items, limit, bound, most ? " (most of them in " : "", most ? most->op : "",

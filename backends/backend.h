@@ -160,6 +160,9 @@ typedef struct kp_operation {
     double bytes_max;
     int more_steps_max;         /* a walk that reads on only while a page is not full (Cassandra's range
                                    buckets): up to this many more round trips, each a request of its own */
+    const char *bound_cause;    /* why it reads more than a page where the model leaves the design no better
+                                   layout, and the model change that would (risk.c's page-bound warning
+                                   names it); NULL: none */
     int is_tie_read;            /* reads what ties with a page's last on the order's first part: at the
                                    model's maxima every item may tie (risk.c says so) */
     const char *why;

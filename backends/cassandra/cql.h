@@ -71,6 +71,8 @@ typedef struct cq_table {
     const cJSON **bounds;       /* range buckets: buckets - 1 ascending values of the first clustering
                                    column; a row's bucket is how many of them are <= its value, so the
                                    buckets hold consecutive runs of the clustering order (NULL: hash) */
+    const char *hash_why;       /* hash buckets where a page reads in the first clustering column's order:
+                                   why no range could be cut and what model change would let one (NULL: none) */
     int has_bucket;             /* a bucket column (buckets > 1, or a constant 0 for a table without equality) */
     const char *signature;      /* what makes two tables the same */
     const kp_pattern **causes;

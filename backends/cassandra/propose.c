@@ -290,6 +290,47 @@ static void prefix_bounds(builder *B, cq_table *t, char first)
     t->bounds = bounds;
 }
 
+/* Does a pattern page through a listing in an order (a LIMIT on an ordered $each)? Its
+ * table's first clustering column is then where its pages start. */
+static int pages_in_order(const kp_pattern *p)
+{
+    const kp_shape *each = p ? kp_pattern_page_listing(p) : NULL;
+    return each && each->order_count > 0;
+}
+
+/* Range buckets of a uuid (random: version 4 uuids spread evenly over their hex digits):
+ * the buckets cut the first eight hex digits in equal runs. */
+static void uuid_bounds(builder *B, cq_table *t)
+{
+    const cJSON **bounds = kp_arena_alloc(B->A, sizeof *bounds * (size_t)(t->buckets - 1));
+    if (!bounds) { B->is_out_of_memory = 1; return; }
+    for (int k = 1; k < t->buckets; k++) {
+        char text[48];
+        unsigned lead = (unsigned)((0x100000000ULL * (uint64_t)k) / (uint64_t)t->buckets); /* below 2^32 */
+        snprintf(text, sizeof text, "%08x-0000-0000-0000-000000000000", lead);
+        if (!(bounds[k - 1] = bound_node(B, cJSON_String, text))) return;
+    }
+    t->bounds = bounds;
+}
+
+/* Why a table that pages in its first clustering column's order gets hash buckets: nothing
+ * in the model says how that column's values spread, so no range can be cut; what would let
+ * it (a page then reads one bucket, where it reads every hash bucket). */
+static const char *hash_why(builder *B, const cq_table *t, const kp_pattern *p)
+{
+    const kp_attr *a = t->cols[t->pk_count].attr;
+    const char *name = kp_arena_printf(B->A, "%s.%s", a->entity ? a->entity->name : t->entity->name, a->name);
+    const char *lack = a->type.kind == KP_T_STRING ? "a string with no format that spreads its leading letters"
+                                                   : "no declared min and max";
+    const char *change = a->type.kind == KP_T_STRING
+        ? "declare it a uuid (random ids spread evenly) or give it a format that spreads its leading letters (handle, "
+          "email, word, name, title, city, ...)"
+        : "declare its min and max";
+    return kp_arena_printf(B->A, "hash buckets, since %s's values do not say how they spread (%s): a page of %s reads "
+                           "every bucket (at most a page from each) and merges them; %s, and range buckets let a page read "
+                           "the bucket where it starts", name, lack, p->name, change);
+}
+
 /* Range buckets (cq_table.bounds) for a table its size splits: where the first clustering
  * column is a timestamp, date or int with a declared min and max, the buckets cut that range
  * into equal runs (whole days where a run spans days), so a read in the clustering order
@@ -303,14 +344,19 @@ static void range_bounds(builder *B, cq_table *t, const kp_pattern *p)
     const cq_column *c0 = &t->cols[t->pk_count];
     const kp_attr *a = c0->attr;
     if (!a || c0->is_element) return;
-    if (a->type.kind == KP_T_STRING && prefix_searched(p, a)) {
-        int first = leading_letter(a);
-        if (first) prefix_bounds(B, t, first);
+    kp_type_kind kind = a->type.kind;
+    if ((kind == KP_T_STRING || kind == KP_T_UUID) && (prefix_searched(p, a) || pages_in_order(p))) {
+        int first = kind == KP_T_UUID ? '0' : leading_letter(a);
+        if (first == '0') uuid_bounds(B, t);
+        else if (first) prefix_bounds(B, t, first);
+        else t->hash_why = hash_why(B, t, p);
         return;
     }
-    if (!a->min || !a->max) return;
-    kp_type_kind kind = a->type.kind;
     if (kind != KP_T_TIMESTAMP && kind != KP_T_DATE && kind != KP_T_INT) return;
+    if (!a->min || !a->max) {
+        if (pages_in_order(p)) t->hash_why = hash_why(B, t, p);
+        return;
+    }
     for (size_t i = 0; i < t->pk_count; i++)
         if (t->cols[i].attr && (t->cols[i].attr->type.kind == KP_T_TIMESTAMP || t->cols[i].attr->type.kind == KP_T_DATE)) return;
     int64_t lo = 0, hi = 0, day = kind == KP_T_TIMESTAMP ? 86400000 : 1;
@@ -1856,8 +1902,10 @@ static void price_fetch(void *ctx, const kp_fetch *node, const kp_fetch_load *in
             why = kp_arena_printf(&B->d->arena, "%s; LIMIT %s", why, n);
         }
         if (f->client_cond_count) why = kp_arena_printf(&B->d->arena, "%s; %zu condition%s no key serves, tested by the client on the rows of the partition (no ALLOW FILTERING)", why, f->client_cond_count, f->client_cond_count == 1 ? "" : "s");
-        if (f->is_merged && buckets > 1 && !walks)
+        if (f->is_merged && buckets > 1 && !walks) {
             why = kp_arena_printf(&B->d->arena, "%s; the client merges the buckets and cuts the page before reading on", why);
+            o->bound_cause = f->table->hash_why;
+        }
         else if (walks) why = kp_arena_printf(&B->d->arena, "%s; the client cuts the page", why);
         else if (f->is_merged && f->reads_ties)
             why = kp_arena_printf(&B->d->arena, "%s; the clustering holds the order's first part: the client orders the rows "
@@ -2476,15 +2524,23 @@ static void describe(builder *B)
                     const cJSON *b0 = t->bounds[0], *bn = t->bounds[t->buckets - 2];
                     choice = kp_arena_printf(B->A, "bucket in the partition key (%d range buckets of %s: before %s, %sfrom %s on)",
                                              t->buckets, c0->name, b0->valuestring, t->buckets > 2 ? "..., " : "", bn->valuestring);
+                    int searched = 0;
+                    for (size_t k = 0; k < t->cause_count && !searched; k++) searched = prefix_searched(t->causes[k], c0->attr);
+                    const char *walk_text = searched ? "so a prefix search reads the bucket its prefix falls in, and the next only while "
+                                                  "a bound splits the prefix and the page is not full"
+                                                : "so a page in the clustering order starts in the bucket where it starts and reads "
+                                                  "the next only while the page is not full";
                     if (c0->attr->type.kind == KP_T_STRING) {
                         int capital = leading_letter(c0->attr) == 'A';
                         reads = kp_arena_printf(B->A, "each bucket holds one run of %s's leading letters (its format '%s': the "
                                                 "two-letter prefixes %s to %s cut in equal runs, twice as many buckets as the size "
                                                 "needs since initial letters do not spread evenly; one that sorts before them in the "
-                                                "first bucket, after them in the last), so a prefix search reads the bucket its "
-                                                "prefix falls in, and the next only while a bound splits the prefix and the page is "
-                                                "not full, where hash buckets would all be read and merged", c0->name,
-                                                c0->attr->format, capital ? "Aa" : "aa", capital ? "Zz" : "zz");
+                                                "first bucket, after them in the last), %s, where hash buckets would all be read and "
+                                                "merged", c0->name, c0->attr->format, capital ? "Aa" : "aa", capital ? "Zz" : "zz", walk_text);
+                    } else if (c0->attr->type.kind == KP_T_UUID) {
+                        reads = kp_arena_printf(B->A, "each bucket holds one run of %s (random uuids spread evenly: their leading hex "
+                                                "digits cut in equal runs), %s, where hash buckets would all be read and merged",
+                                                c0->name, walk_text);
                     } else {
                         reads = kp_arena_printf(B->A, "each bucket holds one run of %s (its declared %s to %s cut in equal parts), so a "
                                                 "read in the clustering order starts in the bucket its range starts in and goes on to "
@@ -2496,7 +2552,7 @@ static void describe(builder *B)
                     }
                 } else {
                     choice = kp_arena_printf(B->A, "bucket in the partition key (%d hash buckets)", t->buckets);
-                    reads = "reads span every bucket and merge in the client";
+                    reads = t->hash_why ? t->hash_why : "reads span every bucket and merge in the client";
                 }
                 kp_decision *bd = kp_design_decide(B->d, t->name, choice,
                     kp_arena_printf(B->A, "the largest partition would hold about %.0f rows (%.1f MB), past the ~100,000 rows / ~100 MB a "

@@ -68,7 +68,8 @@ counts_match() { # REPORT KEYSPACE
 # bucketed-tags (join rows that copy their posts, clustered by the copied publishedAt,
 # bucketed and merged with a LIMIT per bucket; a write that moves the copy keying them), and
 # range-buckets (range buckets of a date walked in order, both ways, with ties on the date and
-# token pages that start past the token's date; a write that moves a row to another bucket)
+# token pages that start past the token's date; a write that moves a row to another bucket; range
+# buckets of a uuid and of a title, paged in their order)
 examples=(saas-control-plane:0.004 ecommerce-single-table:0.0002 leaderboard:0.00001 order-response:0.00002 auction-mixes:0.0002
           every-feature:0.02 bucketed-follows:1 hotel-reservations:0.0005 product-catalog:0.0008 forum:0.001 join-pages:1 bucketed-tags:1
           range-buckets:1)
