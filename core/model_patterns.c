@@ -177,6 +177,28 @@ static int add_cond(kp_parser *P, kp_cond **list, size_t *count, size_t *cap, kp
     return *out ? 0 : kp_error_set(P->err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
 }
 
+/* A read's condition on another entity's value (author.surname) that ctx holds a copy of
+ * (copy_of over the same hops: Message.authorName) is a condition on that copy: the model
+ * keeps them equal, so every database keys or filters on the record's own attribute and
+ * none follows the hops to test it. The oracle reads the copy too (the neutral data
+ * computes it from its source). */
+static void conditions_on_copies(const kp_entity *ctx, kp_cond *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        kp_cond *c = &list[i];
+        for (size_t a = 0; c->path_len && a < ctx->attr_count; a++) {
+            const kp_copy *cp = ctx->attrs[a]->copy_of;
+            if (!cp || cp->source != c->attr || cp->path_len != c->path_len) continue;
+            size_t k = 0;
+            while (k < cp->path_len && cp->path[k] == c->path[k]) k++;
+            if (k < cp->path_len) continue;
+            c->attr = ctx->attrs[a];
+            c->path = NULL;
+            c->path_len = 0;
+        }
+    }
+}
+
 int kp_parse_conditions(kp_parser *P, const cJSON *node, kp_entity *ctx, kp_param_scope *scope, const char *what,
                         kp_cond **out, size_t *count)
 {
@@ -571,6 +593,7 @@ static int parse_collection(kp_parser *P, shape_ctx *S, const cJSON *node, kp_en
     if (where) {
         if (s->is_root_set) return kp_perr(P, where, 1, "conditions on the root set go in the pattern's \"where\"");
         if (kp_parse_conditions(P, where, s->entity, S->scope, "\"$where\"", &s->where, &s->where_count)) return -1;
+        conditions_on_copies(s->entity, s->where, s->where_count);
     }
     const cJSON *expect = kp_json_get(node, "$expect");
     if (expect && parse_expect(P, expect, &s->expect)) return -1;
@@ -773,6 +796,7 @@ static int parse_pattern(kp_parser *P, const cJSON *node)
     /* optional flags must be known before deciding whether the root is pinned */
     const cJSON *where = kp_json_get(node, "where");
     if (where && kp_parse_conditions(P, where, p->root, &scope, "\"where\"", &p->where, &p->where_count)) return -1;
+    conditions_on_copies(p->root, p->where, p->where_count);
     if (scope.declared)
         for (size_t i = 0; i < scope.count; i++) {
             const cJSON *d = kp_json_get(scope.declared, scope.items[i]->name);

@@ -2321,9 +2321,11 @@ static void index_entries(builder *B, write_sum *S, const kp_write_effect *fx, c
         const ddb_format *parts[2] = {&x->pk, &x->sk};
         for (int f = 0; f < 2; f++)
             for (size_t g = 0; g < parts[f]->count; g++) {
-                /* a key built on a copy moves with the copy the step changes */
+                /* a key built on a copy moves with the copy the step changes: one the items
+                 * reach over a reference, or a copy_of attribute of their own */
                 const ddb_segment *seg = &parts[f]->segs[g];
-                if (fx->kind == KP_EFFECT_RECORDS ? !seg->via : fx->kind == KP_EFFECT_REFERENCE && seg->via == fx->rel)
+                if (fx->kind == KP_EFFECT_COPY) moves |= !seg->via && seg->attr == fx->attr;
+                else if (fx->kind == KP_EFFECT_RECORDS ? !seg->via : fx->kind == KP_EFFECT_REFERENCE && seg->via == fx->rel)
                     moves |= kp_write_step_changes(S->wr, fx->step, seg->attr);
             }
         double count = rows * (x->only_when_count ? 0.5 : 1) * (moves ? 2 : 1);

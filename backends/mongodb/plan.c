@@ -1086,21 +1086,28 @@ static const char *quoted_field(kp_arena *arena, const char *field)
     return strchr(field, '.') ? kp_arena_printf(arena, "\"%s\"", field) : field;
 }
 
-static const char *cond_text(kp_arena *arena, const kp_cond *c, const char *field);
+static const char *cond_text(kp_arena *arena, const kp_cond *c, const char *field, int merged);
 
-/* The conditions of a find as "field: value" parts, several on one field merged. */
+/* The conditions of a find as "field: value" parts, several on one field merged (an
+ * equality then written { $eq: value }). */
+static int cond_shown(const mg_fetch *f, size_t i, int skip_key)
+{
+    return !(skip_key && f->conds[i]->attr->key_index >= 0 && f->conds[i]->op == KP_OP_EQ);
+}
+
 static const char *conds_text(kp_arena *arena, const mg_fetch *f, int skip_key)
 {
     const char *out = "";
     for (size_t i = 0; i < f->cond_count; i++) {
-        if (skip_key && f->conds[i]->attr->key_index >= 0 && f->conds[i]->op == KP_OP_EQ) continue;
-        int seen = 0;
-        for (size_t j = 0; j < i; j++) seen |= strcmp(f->cond_fields[j], f->cond_fields[i]) == 0;
+        if (!cond_shown(f, i, skip_key)) continue;
+        int seen = 0, shared = 0;
+        for (size_t j = 0; j < i; j++) seen |= cond_shown(f, j, skip_key) && strcmp(f->cond_fields[j], f->cond_fields[i]) == 0;
         if (seen) continue;
-        const char *part = cond_text(arena, f->conds[i], f->cond_fields[i]);
+        for (size_t j = i + 1; j < f->cond_count; j++) shared |= cond_shown(f, j, skip_key) && strcmp(f->cond_fields[j], f->cond_fields[i]) == 0;
+        const char *part = cond_text(arena, f->conds[i], f->cond_fields[i], shared);
         for (size_t j = i + 1; j < f->cond_count; j++) {
-            if (strcmp(f->cond_fields[j], f->cond_fields[i]) != 0 || f->conds[j]->op == KP_OP_EQ || f->conds[i]->op == KP_OP_EQ) continue;
-            const char *more = cond_text(arena, f->conds[j], f->cond_fields[j]);
+            if (!cond_shown(f, j, skip_key) || strcmp(f->cond_fields[j], f->cond_fields[i]) != 0) continue;
+            const char *more = cond_text(arena, f->conds[j], f->cond_fields[j], 1);
             const char *a = strstr(part, "{ "), *b = strstr(more, "{ ");
             if (a && b) part = kp_arena_printf(arena, "%.*s, %s", (int)(strlen(part) - 2), part, b + 2);
         }
@@ -1109,14 +1116,14 @@ static const char *conds_text(kp_arena *arena, const mg_fetch *f, int skip_key)
     return out;
 }
 
-static const char *cond_text(kp_arena *arena, const kp_cond *c, const char *field)
+static const char *cond_text(kp_arena *arena, const kp_cond *c, const char *field, int merged)
 {
     const char *v, *u = NULL;
     text_value(arena, &v, &c->value);
     if (c->op == KP_OP_BETWEEN) text_value(arena, &u, &c->upper);
     const char *f = quoted_field(arena, field);
     switch (c->op) {
-    case KP_OP_EQ: return kp_arena_printf(arena, "%s: %s", f, v);
+    case KP_OP_EQ: return kp_arena_printf(arena, merged ? "%s: { $eq: %s }" : "%s: %s", f, v);
     case KP_OP_LT: return kp_arena_printf(arena, "%s: { $lt: %s }", f, v);
     case KP_OP_LE: return kp_arena_printf(arena, "%s: { $lte: %s }", f, v);
     case KP_OP_GT: return kp_arena_printf(arena, "%s: { $gt: %s }", f, v);

@@ -199,6 +199,25 @@ static void test_a_write_into_every_followers_document_is_not_one_write(void **s
 /* The same listing whose test on the lines is an optional parameter: left out, an order
  * the find returns may hold no line of the page, so 50 orders do not bound it: every order
  * placed after the instant is read, as before. */
+/* A condition through a to-one hop that the document holds a copy of (every-feature's
+ * messages-by-surname: author.surname, copied as authorName) is read from the copy: one
+ * find through an index that leads with it and holds the order, sorted and limited by the
+ * server, no read of the authors; both conditions on the copy are in the filter. */
+static void test_a_condition_a_copy_answers_is_an_index_field(void **state)
+{
+    (void)state;
+    kp_model *m = load("tests/fixtures/models/every-feature.json");
+    kp_design *d = propose(m);
+    const kp_plan *p = plan_of(d, "messages-by-surname");
+    assert_int_equal(p->op_count, 1);
+    assert_int_equal((int)p->requests_max, 1);
+    assert_string_equal(p->ops[0].index, "authorName_1_sentAt_-1_roomId_-1_position_-1");
+    assert_non_null(strstr(p->ops[0].condition, "authorName: { $eq: <surname>, $regex: \"^<prefix>\" }"));
+    assert_true(p->items_max <= 11);
+    kp_design_free(d);
+    kp_model_free(m);
+}
+
 static void test_an_optional_line_test_does_not_bound_the_orders_read(void **state)
 {
     (void)state;
@@ -691,6 +710,7 @@ int main(void)
         cmocka_unit_test(test_join_documents_copy_what_their_listing_returns),
         cmocka_unit_test(test_the_opposite_order_walks_one_index_backwards),
         cmocka_unit_test(test_an_array_of_references_carries_the_names_its_page_returns),
+        cmocka_unit_test(test_a_condition_a_copy_answers_is_an_index_field),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
