@@ -22,6 +22,7 @@ trap 'rm -rf "$work"' EXIT
 passed=0 failed=0
 ok() { echo "ok: $*"; passed=$((passed + 1)); }
 bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
+source "$here/page_bound.sh"
 
 "$root/scripts/target-cassandra.sh" install >/dev/null || { echo "FAIL: Cassandra could not be installed"; echo "0 passed, 1 failed"; exit 1; }
 "$root/scripts/target-cassandra.sh" start || { echo "FAIL: Cassandra did not start"; echo "0 passed, 1 failed"; exit 1; }
@@ -93,6 +94,7 @@ for entry in "${examples[@]}"; do
     if "$keyplan" verify "$model" --db cassandra --data "$data" --scale "$scale" "${target[@]}" --prefix "$prefix" \
         --samples 5 --pages 5 --seed "$seed" --writes --junit "$work/$name.xml" >"$work/verify.out" 2>&1; then
         ok "$name: every pattern and write verified, claims met ($(grep -c '<testcase' "$work/$name.xml") cases)"
+        expect_page_bound "$name" "$model" "$work/verify.out"
     else
         bad "$name: verify"; cat "$work/verify.out"
     fi

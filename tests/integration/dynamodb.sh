@@ -14,6 +14,7 @@ trap 'rm -rf "$work"' EXIT
 passed=0 failed=0
 ok() { echo "ok: $*"; passed=$((passed + 1)); }
 bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
+source "$here/page_bound.sh"
 
 "$root/scripts/target-dynalite.sh" install >/dev/null || { echo "FAIL: dynalite could not be installed"; echo "0 passed, 1 failed"; exit 1; }
 "$root/scripts/target-dynalite.sh" start || { echo "FAIL: dynalite did not start"; echo "0 passed, 1 failed"; exit 1; }
@@ -78,6 +79,7 @@ for entry in "${examples[@]}"; do
     if "$keyplan" verify "$model" --db dynamodb --data "$data" --scale "$scale" "${target[@]}" --prefix "$prefix" \
         --samples 5 --pages 5 --seed "$seed" --writes --junit "$work/$name.xml" >"$work/verify.out" 2>&1; then
         ok "$name: every pattern and write verified ($(grep -c '<testcase' "$work/$name.xml") cases)"
+        expect_page_bound "$name" "$model" "$work/verify.out"
     else
         bad "$name: verify"; cat "$work/verify.out"
     fi

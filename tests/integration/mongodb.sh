@@ -20,6 +20,7 @@ trap 'rm -rf "$work"' EXIT
 passed=0 failed=0
 ok() { echo "ok: $*"; passed=$((passed + 1)); }
 bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
+source "$here/page_bound.sh"
 
 "$root/scripts/target-ferretdb.sh" install >/dev/null || { echo "FAIL: FerretDB could not be installed"; echo "0 passed, 1 failed"; exit 1; }
 "$root/scripts/target-ferretdb.sh" start || { echo "FAIL: FerretDB did not start"; echo "0 passed, 1 failed"; exit 1; }
@@ -72,6 +73,7 @@ for entry in "${examples[@]}"; do
     if "$keyplan" verify "$model" --db mongodb --data "$data" --scale "$scale" "${target[@]}" --prefix "$prefix" \
         --samples 5 --pages 5 --seed "$seed" --writes --junit "$work/$name.xml" >"$work/verify.out" 2>&1; then
         ok "$name: every pattern and write verified ($(grep -c '<testcase' "$work/$name.xml") cases)"
+        expect_page_bound "$name" "$model" "$work/verify.out"
     else
         bad "$name: verify"; cat "$work/verify.out"
     fi
