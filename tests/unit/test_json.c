@@ -443,7 +443,7 @@ static void test_printing_gives_the_bytes_cjson_gives(void **state)
     cJSON_Delete(odd);
     /* a character that needs an escape (or looks close to one) at every place of a string
      * read eight bytes at a time: first, inside, straddling and past a word */
-    const char specials[] = {'"', '\\', '\n', '\x01', '\x1f', ' ', '!', '#', '[', ']', '\x7f', (char)0xC3};
+    const char specials[] = {'"', '\\', '\n', '\x01', '\x1f', ' ', '!', '#', '[', ']', '\x7f', (char)0xC3, (char)0xA2, (char)0xDC, (char)0xA0};
     cJSON *strings = cJSON_CreateArray();
     for (size_t k = 0; k < sizeof specials; k++)
         for (size_t at = 0; at < 20; at++)
@@ -451,11 +451,32 @@ static void test_printing_gives_the_bytes_cjson_gives(void **state)
                 char text[24];
                 memset(text, 'a', len);
                 text[at] = specials[k];
-                if (specials[k] == (char)0xC3) text[at + 1 < len ? at + 1 : at] = (char)0xA9;
+                /* a byte from 0x80 on: in a whole two-byte character, as its lead (0xC3, 0xDC)
+                 * or its second byte (0xA2, 0xA0) */
+                if ((unsigned char)specials[k] >= 0x80) {
+                    if (at + 1 >= len) continue;
+                    int lead = (unsigned char)specials[k] >= 0xC0;
+                    text[at] = lead ? specials[k] : (char)0xC3;
+                    text[at + 1] = lead ? (char)0xA9 : specials[k];
+                }
                 text[len] = '\0';
                 cJSON_AddItemToArray(strings, cJSON_CreateString(text));
             }
     assert_prints_like_cjson(strings);
+    /* and read back (escaped by cJSON) to the same strings */
+    char *printed = cJSON_PrintUnformatted(strings);
+    assert_non_null(printed);
+    kp_json_doc *doc = NULL;
+    kp_error perr;
+    assert_int_equal(kp_json_parse("strings.json", printed, strlen(printed), NULL, &doc, &perr), 0);
+    const cJSON *back = kp_json_root(doc)->child;
+    for (const cJSON *x = strings->child; x; x = x->next, back = back->next) {
+        assert_non_null(back);
+        assert_string_equal(back->valuestring, x->valuestring);
+    }
+    assert_null(back);
+    kp_json_free(doc);
+    cJSON_free(printed);
     cJSON_Delete(strings);
     const char *files[] = {"examples/saas-control-plane/model.json", "examples/auction-mixes/model.json",
                            "tests/fixtures/models/every-feature.json"};
