@@ -273,8 +273,9 @@ static char leading_letter(const kp_attr *a)
  * first bucket; after the last run, in the last), twice as many as the size needs since
  * initial letters do not spread evenly. A prefix's rows then lie in the bucket it falls in (in
  * two where a bound splits a short prefix), and a search reads that partition with its LIMIT
- * where hash buckets are all read and merged. Only for a prefix search on a string whose
- * format spreads its leading letters (leading_letter). */
+ * where hash buckets are all read and merged; a page read in the string's order likewise
+ * starts in the bucket where it starts. Only for a string whose format spreads its leading
+ * letters (leading_letter). */
 static void prefix_bounds(builder *B, cq_table *t, char first)
 {
     int buckets = 2 * t->buckets > KP_CQ_MAX_BUCKETS ? KP_CQ_MAX_BUCKETS : 2 * t->buckets;
@@ -337,7 +338,10 @@ static const char *hash_why(builder *B, const cq_table *t, const kp_pattern *p)
  * starts in the bucket where its range starts and goes on to the next only when one runs
  * out, where hash buckets are read all at once. Not where a partition column is itself a
  * date or time (a day's partition: its rows would share one run of a range drawn over all
- * days). */
+ * days). A string a pattern searches by prefix or pages through in its order gets runs of
+ * its two leading letters where its format spreads them (prefix_bounds), a uuid runs of its
+ * leading hex digits (uuid_bounds); where such a pattern's column says nothing of how its
+ * values spread, the table keeps hash buckets and says why (hash_why). */
 static void range_bounds(builder *B, cq_table *t, const kp_pattern *p)
 {
     if (t->buckets <= 1 || !t->ck_count) return;
