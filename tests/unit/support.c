@@ -132,3 +132,15 @@ kp_model *kp_test_edited_model(const char *path, const char *const *from, const 
     free(text);
     return m;
 }
+
+double kp_test_touched(const kp_design *d, const char *write, const char *what)
+{
+    const kp_write_plan *wp = NULL;
+    for (size_t i = 0; i < d->model->write_count && i < d->write_plan_count; i++)
+        if (!strcmp(d->model->writes[i]->name, write)) wp = &d->write_plans[i];
+    if (!wp) fail_msg("no write plan for %s", write);
+    double count = 0;
+    for (size_t i = 0; i < wp->touch_count; i++)
+        if (strstr(wp->touches[i].what, what)) count += wp->touches[i].count;
+    return count;
+}

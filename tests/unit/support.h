@@ -37,4 +37,8 @@ const kp_design *kp_test_candidate(const kp_backend *backend, const kp_model *m,
  * fails the test when a text is not there or the edited model does not parse. */
 kp_model *kp_test_edited_model(const char *path, const char *const *from, const char *const *to, size_t n);
 
+/* The items the write plan of `write` in d claims for the touches whose description holds
+ * `what`, summed; fails the test when d has no plan for that write. */
+double kp_test_touched(const kp_design *d, const char *write, const char *what);
+
 #endif

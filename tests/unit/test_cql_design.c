@@ -179,10 +179,7 @@ static void test_a_write_fanning_out_claims_every_row_and_its_batches(void **sta
     for (size_t i = 0; i < m->write_count; i++)
         if (!strcmp(m->writes[i]->name, "share-match")) wp = &d->write_plans[i];
     assert_non_null(wp);
-    double feed = 0;
-    for (size_t i = 0; i < wp->touch_count; i++)
-        if (strstr(wp->touches[i].what, "FeedItem row")) feed += wp->touches[i].count;
-    assert_int_equal((int)feed, 2 * 50);
+    assert_int_equal((int)kp_test_touched(d, "share-match", "FeedItem row"), 2 * 50);
     assert_int_equal((int)wp->items, 3 + 100);
     /* 103 statements in batches of 20, after reading the Match by its key (its query tables
      * are keyed by player and time, which the update by matchId does not give) and the

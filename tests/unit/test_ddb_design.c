@@ -538,15 +538,8 @@ static void test_a_client_sorted_listing_claims_the_whole_partition_it_reads(voi
      * the author's messages has its entry in that index deleted and put */
     assert_non_null(strstr(query->condition, "GSI2PK = MESSAGE#<authorName>"));
     assert_null(strstr(query->condition, "authorName = "));
-    const kp_write_plan *rename = NULL;
-    for (size_t i = 0; i < m->write_count; i++)
-        if (!strcmp(m->writes[i]->name, "rename")) rename = &d->write_plans[i];
-    assert_non_null(rename);
-    double moved = 0;
-    for (size_t i = 0; i < rename->touch_count; i++)
-        if (strstr(rename->touches[i].what, "GSI2 entry of the copying Message items (its key moves: deleted and put)"))
-            moved = rename->touches[i].count;
-    assert_true(moved == 2 * 20.0); /* User.authored's average fan-out, each deleted and put */
+    /* User.authored's average fan-out, each deleted and put */
+    assert_true(kp_test_touched(d, "rename", "GSI2 entry of the copying Message items (its key moves: deleted and put)") == 2 * 20.0);
     kp_design_free(d);
     kp_model_free(m);
 
@@ -812,14 +805,8 @@ static void test_a_referenced_attribute_is_copied_into_the_referencing_items(voi
 
     m = load("tests/fixtures/models/blog.json");
     d = propose(m);
-    const kp_write_plan *wp = NULL;
-    for (size_t i = 0; i < m->write_count; i++)
-        if (!strcmp(m->writes[i]->name, "rename-author")) wp = &d->write_plans[i];
-    assert_non_null(wp);
-    double copies = 0;
-    for (size_t i = 0; i < wp->touch_count; i++)
-        if (strstr(wp->touches[i].what, "copy of Author.name in the Comment items")) copies = wp->touches[i].count;
-    assert_true(copies == 320.0); /* Author.written's average fan-out */
+    /* Author.written's average fan-out */
+    assert_true(kp_test_touched(d, "rename-author", "copy of Author.name in the Comment items") == 320.0);
     /* a Comment item holds its commenter's name, from the data it is made with */
     kp_dataset *data = NULL;
     kp_error err;
