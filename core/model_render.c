@@ -186,7 +186,15 @@ static void print_conditions(FILE *out, const kp_cond *conds, size_t n)
         const kp_cond *c = &conds[i];
         fprintf(out, "%s", i ? " and " : "");
         for (size_t h = 0; h < c->path_len; h++) fprintf(out, "%s.", c->path[h]->name);
-        fprintf(out, "%s %s ", c->attr->name, kp_op_name(c->op));
+        fprintf(out, "%s", c->attr->name);
+        /* a condition on a copy: also one written through the copy's hops (conditions_on_copies) */
+        const kp_copy *cp = c->path_len ? NULL : c->attr->copy_of;
+        if (cp) {
+            fprintf(out, " (a copy of ");
+            for (size_t h = 0; h < cp->path_len; h++) fprintf(out, "%s.", cp->path[h]->name);
+            fprintf(out, "%s)", cp->source->name);
+        }
+        fprintf(out, " %s ", kp_op_name(c->op));
         const kp_operand *ops[2] = {&c->value, &c->upper};
         for (int k = 0; k < (c->op == KP_OP_BETWEEN ? 2 : 1); k++) {
             if (k) fprintf(out, " and ");

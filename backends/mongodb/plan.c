@@ -1088,12 +1088,15 @@ static const char *quoted_field(kp_arena *arena, const char *field)
 
 static const char *cond_text(kp_arena *arena, const kp_cond *c, const char *field, int merged);
 
-/* The conditions of a find as "field: value" parts, several on one field merged (an
- * equality then written { $eq: value }). */
+/* Is a find's i-th condition in its text (`skip_key`: not an equality on a key field, which
+ * the _id look-up holds)? */
 static int cond_shown(const mg_fetch *f, size_t i, int skip_key)
 {
     return !(skip_key && f->conds[i]->attr->key_index >= 0 && f->conds[i]->op == KP_OP_EQ);
 }
+
+/* The conditions of a find as "field: value" parts, several on one field merged (an
+ * equality then written { $eq: value }). */
 
 static const char *conds_text(kp_arena *arena, const mg_fetch *f, int skip_key)
 {

@@ -260,6 +260,10 @@ static void test_check_prints_a_summary_and_json(void **state)
     assert_non_null(strstr(out, "list-projects-newest"));
     assert_non_null(strstr(out, "ok: the model is valid"));
     free(out);
+    /* a condition written through a copy's hops reads as the copy it is answered by */
+    assert_int_equal(kp_test_run("check tests/fixtures/models/every-feature.json", &out), 0);
+    assert_non_null(strstr(out, "where authorName (a copy of author.surname) = :surname and sentAt between"));
+    free(out);
     assert_int_equal(kp_test_run("check examples/saas-control-plane/model.json --format json", &out), 0);
     cJSON *json = cJSON_Parse(out);
     assert_non_null(json);
