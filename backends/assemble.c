@@ -333,19 +333,6 @@ static const kp_frec *hop(const build *b, const kp_frec *rec, kp_rel *const *pat
     return rec;
 }
 
-/* A copy_of attribute of the entity that holds path.attr, if any. */
-static const kp_attr *copy_for(const kp_entity *e, kp_rel *const *path, size_t n, const kp_attr *attr)
-{
-    for (size_t i = 0; i < e->attr_count; i++) {
-        const kp_copy *c = e->attrs[i]->copy_of;
-        if (!c || c->source != attr || c->path_len != n) continue;
-        int same = 1;
-        for (size_t k = 0; k < n; k++) same &= c->path[k] == path[k];
-        if (same) return e->attrs[i];
-    }
-    return NULL;
-}
-
 static cJSON *leaf(build *b, const kp_shape *s, const kp_frec *rec)
 {
     if (s->kind == KP_SHAPE_PARAM) {
@@ -358,7 +345,7 @@ static cJSON *leaf(build *b, const kp_shape *s, const kp_frec *rec)
     }
     if (!rec) return cJSON_CreateNull();
     if (s->path_len) {
-        const kp_attr *copy = copy_for(rec->entity, s->path, s->path_len, s->attr);
+        const kp_attr *copy = kp_copy_on(rec->entity, s->path, s->path_len, s->attr);
         if (copy) {
             /* the value comes from the denormalised copy, rendered as the source */
             return encode(s->attr, cJSON_GetObjectItemCaseSensitive(rec->object, copy->name));

@@ -36,8 +36,7 @@
 /* As for kept counts: a record written costs about ten read. */
 #define KEEP_WRITE_WEIGHT 10.0
 
-/* The copy of `source` over `path` the root already holds (declared, or kept before). */
-static kp_attr *copy_on(const kp_entity *root, kp_rel *const *path, size_t n, const kp_attr *source)
+kp_attr *kp_copy_on(const kp_entity *root, kp_rel *const *path, size_t n, const kp_attr *source)
 {
     for (size_t a = 0; a < root->attr_count; a++) {
         const kp_copy *c = root->attrs[a]->copy_of;
@@ -253,8 +252,8 @@ int kp_keep_copies(kp_parser *P)
         for (size_t w = 0; p->is_root_set && w < p->where_count; w++) {
             kp_cond *c = &p->where[w];
             if (!c->path_len) continue;
-            if (!copy_on(p->root, c->path, c->path_len, c->attr) && keep_filter(P, p, c)) return -1;
-            kp_attr *copy = copy_on(p->root, c->path, c->path_len, c->attr);
+            if (!kp_copy_on(p->root, c->path, c->path_len, c->attr) && keep_filter(P, p, c)) return -1;
+            kp_attr *copy = kp_copy_on(p->root, c->path, c->path_len, c->attr);
             if (!copy || !copy->is_kept) continue; /* a declared copy: the designs look it up themselves */
             /* the condition tests the copy: the same records, selected by the root's own value */
             c->attr = copy;
@@ -265,8 +264,8 @@ int kp_keep_copies(kp_parser *P)
         for (size_t k = 0; each && k <= each->member_count; k++) {
             kp_shape *f = k < each->member_count ? each->members[k] : each->value;
             if (!f || !wants_field_copy(f)) continue;
-            if (!copy_on(p->root, f->path, f->path_len, f->attr) && keep_field(P, p, each, f)) return -1;
-            kp_attr *copy = copy_on(p->root, f->path, f->path_len, f->attr);
+            if (!kp_copy_on(p->root, f->path, f->path_len, f->attr) && keep_field(P, p, each, f)) return -1;
+            kp_attr *copy = kp_copy_on(p->root, f->path, f->path_len, f->attr);
             if (!copy || !copy->is_kept) continue;
             /* the field reads the copy: the related value, or null when there is none */
             f->attr = copy;

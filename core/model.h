@@ -105,6 +105,9 @@ typedef struct kp_copy {
 /* Does an insert or delete of a record at the end of a copy's path move the copy (the last
  * hop's record holds the link itself: a Shipment naming its order sets the order's copy)? */
 int kp_copy_path_moves_on_insert(kp_rel *const *path, size_t n);
+/* The copy_of attribute of e that holds `source` over exactly these hops (declared, or kept
+ * by keyplan), or NULL. */
+kp_attr *kp_copy_on(const kp_entity *e, kp_rel *const *path, size_t n, const kp_attr *source);
 
 struct kp_attr {
     const char *name;

@@ -186,16 +186,11 @@ static void conditions_on_copies(const kp_entity *ctx, kp_cond *list, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         kp_cond *c = &list[i];
-        for (size_t a = 0; c->path_len && a < ctx->attr_count; a++) {
-            const kp_copy *cp = ctx->attrs[a]->copy_of;
-            if (!cp || cp->source != c->attr || cp->path_len != c->path_len) continue;
-            size_t k = 0;
-            while (k < cp->path_len && cp->path[k] == c->path[k]) k++;
-            if (k < cp->path_len) continue;
-            c->attr = ctx->attrs[a];
-            c->path = NULL;
-            c->path_len = 0;
-        }
+        kp_attr *copy = c->path_len ? kp_copy_on(ctx, c->path, c->path_len, c->attr) : NULL;
+        if (!copy) continue;
+        c->attr = copy;
+        c->path = NULL;
+        c->path_len = 0;
     }
 }
 

@@ -350,8 +350,8 @@ static void range_bounds(builder *B, cq_table *t, const kp_pattern *p)
     if (!a || c0->is_element) return;
     kp_type_kind kind = a->type.kind;
     if ((kind == KP_T_STRING || kind == KP_T_UUID) && (prefix_searched(p, a) || pages_in_order(p))) {
-        int first = kind == KP_T_UUID ? '0' : leading_letter(a);
-        if (first == '0') uuid_bounds(B, t);
+        char first = kind == KP_T_STRING ? leading_letter(a) : 0;
+        if (kind == KP_T_UUID) uuid_bounds(B, t);
         else if (first) prefix_bounds(B, t, first);
         else t->hash_why = hash_why(B, t, p);
         return;

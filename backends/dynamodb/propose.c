@@ -1352,19 +1352,6 @@ static ddb_fetch *plan_listing(builder *B, const kp_pattern *p, const kp_rel *r,
     return NULL;
 }
 
-/* A copy_of attribute of e that equals path.attr, if any. */
-static const kp_attr *copy_for(const kp_entity *e, kp_rel *const *path, size_t n, const kp_attr *attr)
-{
-    for (size_t i = 0; i < e->attr_count; i++) {
-        const kp_copy *c = e->attrs[i]->copy_of;
-        if (!c || c->source != attr || c->path_len != n) continue;
-        int same = 1;
-        for (size_t k = 0; k < n; k++) same &= c->path[k] == path[k];
-        if (same) return e->attrs[i];
-    }
-    return NULL;
-}
-
 /* A listing two 1:N hops away (the order lines of a user's orders) that the last entity's
  * own attributes can order and select: a global index on its items, partitioned
  * by the first hop's reference, which they copy over the second hop's inverse (a line holds
@@ -1491,7 +1478,7 @@ static int plan_shape_children(builder *B, const kp_pattern *p, ddb_fetch *paren
     for (size_t i = 0; i < s->member_count; i++) {
         const kp_shape *m = s->members[i];
         if (m->kind == KP_SHAPE_ATTR && m->path_len > 0) {
-            if (copy_for(ctx->entity, m->path, m->path_len, m->attr)) continue; /* a denormalised copy answers it */
+            if (kp_copy_on(ctx->entity, m->path, m->path_len, m->attr)) continue; /* a denormalised copy answers it */
             if (follows_path(parent, m->path, m->path_len)) continue;      /* read once for every leaf on it */
             if (plan_hops(B, p, parent, NULL, m->path, m->path_len)) return -1;
         } else if (m->kind == KP_SHAPE_EACH || m->kind == KP_SHAPE_ONE) {
@@ -1511,11 +1498,11 @@ static int plan_shape_children(builder *B, const kp_pattern *p, ddb_fetch *paren
         }
     }
     if (s->kind == KP_SHAPE_EACH && s->value && s->value->kind == KP_SHAPE_ATTR && s->value->path_len > 0 &&
-        !copy_for(ctx->entity, s->value->path, s->value->path_len, s->value->attr))
+        !kp_copy_on(ctx->entity, s->value->path, s->value->path_len, s->value->attr))
         return plan_hops(B, p, parent, NULL, s->value->path, s->value->path_len);
     /* where conditions through to-one paths need the related record too */
     for (size_t i = 0; i < s->where_count; i++)
-        if (s->where[i].path_len > 0 && !copy_for(ctx->entity, s->where[i].path, s->where[i].path_len, s->where[i].attr))
+        if (s->where[i].path_len > 0 && !kp_copy_on(ctx->entity, s->where[i].path, s->where[i].path_len, s->where[i].attr))
             kp_design_note(B->d, "'%s' filters %s by %s through a relation; the condition is applied after reading",
                            p->name, ctx->entity->name, s->where[i].attr->name);
     return 0;
@@ -1609,7 +1596,7 @@ static int plan_root(builder *B, const kp_pattern *p, ddb_fetch **out)
     for (size_t i = 0; i < p->where_count; i++) {
         const kp_cond *c = &p->where[i];
         int optional = c->value.param && c->value.param->is_optional;
-        const kp_attr *copy = c->path_len ? copy_for(p->root, c->path, c->path_len, c->attr) : NULL;
+        const kp_attr *copy = c->path_len ? kp_copy_on(p->root, c->path, c->path_len, c->attr) : NULL;
         if (c->path_len && !copy) {
             kp_design_note(B->d, "'%s' filters %s by %s.%s, a value of another entity: every %s the index returns is read "
                                  "with its %s and filtered in the client; a copy (copy_of) of %s.%s on %s would make it "

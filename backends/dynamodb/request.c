@@ -289,15 +289,7 @@ static int key_condition(const ddb_request_ctx *c, const ddb_fetch *f, const cha
 /* The attribute a condition reads on the items (a copy for a path), or NULL. */
 static const kp_attr *filter_attr(const ddb_fetch *f, const kp_cond *c)
 {
-    if (!c->path_len) return c->attr;
-    const kp_entity *e = f->entity->entity;
-    for (size_t a = 0; a < e->attr_count; a++) {
-        const kp_copy *cp = e->attrs[a]->copy_of;
-        if (cp && cp->source == c->attr && cp->path_len == c->path_len &&
-            memcmp(cp->path, c->path, sizeof *cp->path * cp->path_len) == 0)
-            return e->attrs[a];
-    }
-    return NULL;
+    return c->path_len ? kp_copy_on(f->entity->entity, c->path, c->path_len, c->attr) : c->attr;
 }
 
 static void filter_expression(const ddb_request_ctx *ctx, const ddb_fetch *f, expr *x)

@@ -929,25 +929,12 @@ static int plan_path(pctx *P, mg_fetch *parent, const mg_entity *from, const kp_
     return 0;
 }
 
-/* A copy_of attribute of e that answers path.attr. */
-static const kp_attr *copy_for(const kp_entity *e, kp_rel *const *path, size_t n, const kp_attr *attr)
-{
-    for (size_t i = 0; i < e->attr_count; i++) {
-        const kp_copy *c = e->attrs[i]->copy_of;
-        if (!c || c->source != attr || c->path_len != n) continue;
-        int same = 1;
-        for (size_t k = 0; k < n; k++) same &= c->path[k] == path[k];
-        if (same) return e->attrs[i];
-    }
-    return NULL;
-}
-
 static int plan_children(pctx *P, mg_fetch *parent, const kp_shape *s, const mg_entity *ctx)
 {
     for (size_t i = 0; i < s->member_count; i++) {
         const kp_shape *m = s->members[i];
         if (m->kind == KP_SHAPE_ATTR && m->path_len > 0) {
-            if (copy_for(ctx->entity, m->path, m->path_len, m->attr)) continue;
+            if (kp_copy_on(ctx->entity, m->path, m->path_len, m->attr)) continue;
             if (plan_path(P, parent, ctx, NULL, m->path, m->path_len)) return -1;
         } else if (m->kind == KP_SHAPE_EACH || m->kind == KP_SHAPE_ONE) {
             if (plan_path(P, parent, ctx, m, m->hops, m->hop_count)) return -1;
@@ -965,7 +952,7 @@ static int plan_children(pctx *P, mg_fetch *parent, const kp_shape *s, const mg_
         }
     }
     if (s->kind == KP_SHAPE_EACH && s->value && s->value->kind == KP_SHAPE_ATTR && s->value->path_len > 0 &&
-        !copy_for(ctx->entity, s->value->path, s->value->path_len, s->value->attr))
+        !kp_copy_on(ctx->entity, s->value->path, s->value->path_len, s->value->attr))
         return plan_path(P, parent, ctx, NULL, s->value->path, s->value->path_len);
     return 0;
 }
@@ -1097,7 +1084,6 @@ static int cond_shown(const mg_fetch *f, size_t i, int skip_key)
 
 /* The conditions of a find as "field: value" parts, several on one field merged (an
  * equality then written { $eq: value }). */
-
 static const char *conds_text(kp_arena *arena, const mg_fetch *f, int skip_key)
 {
     const char *out = "";

@@ -185,24 +185,11 @@ static void visit_path(builder *B, const kp_pattern *p, kp_rel *const *path, siz
     }
 }
 
-/* Is a leaf path answered by a copy_of attribute of its context entity? */
-static int answered_by_copy(const kp_entity *e, kp_rel *const *path, size_t n, const kp_attr *attr)
-{
-    for (size_t i = 0; e && i < e->attr_count; i++) {
-        const kp_copy *c = e->attrs[i]->copy_of;
-        if (!c || c->source != attr || c->path_len != n) continue;
-        int same = 1;
-        for (size_t k = 0; k < n; k++) same &= c->path[k] == path[k];
-        if (same) return 1;
-    }
-    return 0;
-}
-
 static void walk_shape(builder *B, const kp_pattern *p, const kp_shape *s, hop_visit fn, void *ctx)
 {
     switch (s->kind) {
     case KP_SHAPE_ATTR:
-        if (s->path_len && !answered_by_copy(s->entity, s->path, s->path_len, s->attr))
+        if (s->path_len && !kp_copy_on(s->entity, s->path, s->path_len, s->attr))
             visit_path(B, p, s->path, s->path_len, NULL, s->attr, 0, fn, ctx);
         return;
     case KP_SHAPE_EACH: case KP_SHAPE_ONE: case KP_SHAPE_COUNT:
