@@ -27,29 +27,19 @@ keyplan=${KP_KEYPLAN:-$build/keyplan}
 work=$(mktemp -d "${TMPDIR:-/tmp}/kp-seeds.XXXXXX")
 echo "verify-seeds: seeds 1-$seeds per example${candidate:+, design $candidate}${writes:+, with writes}; failed reports kept in $work"
 
-# the examples and scales each database's integration suite runs (tests/integration/*.sh)
-examples_of() {
-    case $1 in
-        dynamodb) echo "saas-control-plane:0.004 ecommerce-single-table:0.0002 leaderboard:0.00001 order-response:0.00002
-                        auction-mixes:0.0002 every-feature:0.02 bucketed-follows:1 hotel-reservations:0.0005
-                        product-catalog:0.0008 forum:0.001 join-pages:1 bucketed-tags:1" ;;
-        mongodb) echo "saas-control-plane:0.002 ecommerce-single-table:0.0001 leaderboard:0.000005 order-response:0.00001
-                       auction-mixes:0.0001 every-feature:0.02 hotel-reservations:0.0005 product-catalog:0.0004 forum:0.0002
-                       join-pages:1 bucketed-tags:1" ;;
-        cassandra) echo "saas-control-plane:0.004 ecommerce-single-table:0.0002 leaderboard:0.00001 order-response:0.00002
-                         auction-mixes:0.0002 every-feature:0.02 bucketed-follows:1 hotel-reservations:0.0005
-                         product-catalog:0.0008 forum:0.001 join-pages:1 bucketed-tags:1 range-buckets:1" ;;
-    esac
-}
+# the examples and scales each database's integration suite runs
+source "$root/tests/integration/suite_examples.sh"
 
 status=0
 IFS=, read -ra list <<<"$dbs"
 for db in "${list[@]}"; do
+    declare -p "${db}_examples" >/dev/null 2>&1 || { echo "FAIL: $db: no such database (dynamodb, mongodb, cassandra)"; status=1; continue; }
     "$root/scripts/targets.sh" install "$db" >/dev/null 2>&1 && "$root/scripts/targets.sh" start "$db" >/dev/null 2>&1 ||
         { echo "FAIL: $db: the server could not be installed or started"; status=1; continue; }
     url=$("$root/scripts/targets.sh" url "$db" | awk '{print $2}')
     target=(--target "$db=$url") prefix=kpseeds_
-    for entry in $(examples_of "$db"); do
+    examples="${db}_examples[@]"
+    for entry in "${!examples}"; do
         name=${entry%%:*} scale=${entry##*:}
         model=$root/examples/$name/model.json data=$work/$db-$name
         [[ -f $model ]] || model=$root/tests/fixtures/models/$name.json

@@ -23,6 +23,7 @@ passed=0 failed=0
 ok() { echo "ok: $*"; passed=$((passed + 1)); }
 bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
 source "$here/page_bound.sh"
+source "$here/suite_examples.sh"
 
 "$root/scripts/target-cassandra.sh" install >/dev/null || { echo "FAIL: Cassandra could not be installed"; echo "0 passed, 1 failed"; exit 1; }
 "$root/scripts/target-cassandra.sh" start || { echo "FAIL: Cassandra did not start"; echo "0 passed, 1 failed"; exit 1; }
@@ -71,9 +72,7 @@ counts_match() { # REPORT KEYSPACE
 # range-buckets (range buckets of a date walked in order, both ways, with ties on the date and
 # token pages that start past the token's date; a write that moves a row to another bucket; range
 # buckets of a uuid and of a title, paged in their order)
-examples=(saas-control-plane:0.004 ecommerce-single-table:0.0002 leaderboard:0.00001 order-response:0.00002 auction-mixes:0.0002
-          every-feature:0.02 bucketed-follows:1 hotel-reservations:0.0005 product-catalog:0.0008 forum:0.001 join-pages:1 bucketed-tags:1
-          range-buckets:1)
+examples=("${cassandra_examples[@]}")
 for entry in "${examples[@]}"; do
     name=${entry%%:*} scale=${entry##*:}
     model=$root/examples/$name/model.json data=$work/$name prefix=kpcql_it$$_

@@ -15,6 +15,7 @@ passed=0 failed=0
 ok() { echo "ok: $*"; passed=$((passed + 1)); }
 bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
 source "$here/page_bound.sh"
+source "$here/suite_examples.sh"
 
 "$root/scripts/target-dynalite.sh" install >/dev/null || { echo "FAIL: dynalite could not be installed"; echo "0 passed, 1 failed"; exit 1; }
 "$root/scripts/target-dynalite.sh" start || { echo "FAIL: dynalite did not start"; echo "0 passed, 1 failed"; exit 1; }
@@ -57,8 +58,7 @@ fi
 # bucketed-follows (N:M listings of ids, token pages of 3 and 2, answered from the join items), and
 # join-pages (N:M listings of the targets' attributes, pages of 1 and 2 in the join items' order), and
 # bucketed-tags (the posts of a tag newest first, from the join items)
-examples=(saas-control-plane:0.004 ecommerce-single-table:0.0002 leaderboard:0.00001 order-response:0.00002 auction-mixes:0.0002
-          every-feature:0.02 bucketed-follows:1 hotel-reservations:0.0005 product-catalog:0.0008 forum:0.001 join-pages:1 bucketed-tags:1)
+examples=("${dynamodb_examples[@]}")
 for entry in "${examples[@]}"; do
     name=${entry%%:*} scale=${entry##*:}
     model=$root/examples/$name/model.json data=$work/$name prefix=it-$$-

@@ -21,6 +21,7 @@ passed=0 failed=0
 ok() { echo "ok: $*"; passed=$((passed + 1)); }
 bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
 source "$here/page_bound.sh"
+source "$here/suite_examples.sh"
 
 "$root/scripts/target-ferretdb.sh" install >/dev/null || { echo "FAIL: FerretDB could not be installed"; echo "0 passed, 1 failed"; exit 1; }
 "$root/scripts/target-ferretdb.sh" start || { echo "FAIL: FerretDB did not start"; echo "0 passed, 1 failed"; exit 1; }
@@ -54,8 +55,7 @@ counts_match() { # REPORT DATABASE PREFIX
 # and the every-feature fixture (multi-hop and N:M listings the pattern orders by nothing: key order), the
 # three examples from reference designs (hotel-reservations, product-catalog, forum), join-pages (N:M listings paged in the join documents' order) and
 # bucketed-tags (join documents that copy their posts, paged by the copied publishedAt)
-examples=(saas-control-plane:0.002 ecommerce-single-table:0.0001 leaderboard:0.000005 order-response:0.00001 auction-mixes:0.0001
-          every-feature:0.02 hotel-reservations:0.0005 product-catalog:0.0004 forum:0.0002 join-pages:1 bucketed-tags:1)
+examples=("${mongodb_examples[@]}")
 for entry in "${examples[@]}"; do
     name=${entry%%:*} scale=${entry##*:}
     model=$root/examples/$name/model.json data=$work/$name prefix=it-$$-
