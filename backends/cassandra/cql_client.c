@@ -120,6 +120,13 @@ struct kp_cql_client {
     conn conns[KP_CQL_MAX_CONNECTIONS];
     int conn_count;
     int per_conn_limit, max_in_flight, max_retries;
+    /* Requests on the wire at most now: max_in_flight, halved when the server or the
+     * network fails requests (a broken connection, a timeout, an overloaded node; once
+     * per round of requests sent since the last cut), then grown by one for every
+     * window's worth of answers — so a failing path is not flooded and every failure
+     * costs the few requests on the wire their attempt, not max_in_flight of them. */
+    int window, window_answers;
+    int64_t window_cut_ms;
     long connect_timeout_ms, request_timeout_ms;
     uint16_t consistency;
     uint32_t max_frame;
@@ -878,9 +885,30 @@ int kp_cql_pending(const kp_cql_client *c)
 }
 
 /* Hands a finished request to whoever waits for it. */
+/* The server answered: one more answer towards a wider window. */
+static void window_grow(kp_cql_client *c)
+{
+    if (c->window < c->max_in_flight && ++c->window_answers >= c->window) {
+        c->window++;
+        c->window_answers = 0;
+    }
+}
+
+/* A request failed on the wire or by overload: half the window, once for the requests
+ * sent since the last cut (those sent before were sent into the wider one). */
+static void window_cut(kp_cql_client *c, int64_t sent_ms)
+{
+    if (sent_ms < c->window_cut_ms) return;
+    c->window = c->window > 1 ? c->window / 2 : 1;
+    c->window_answers = 0;
+    c->stats.window_cuts++;
+    c->window_cut_ms = now_ms();
+}
+
 static void complete(kp_cql_client *c, request *rq, kp_cql_response *response, const kp_cql_failure *failure)
 {
     c->completed++;
+    if (response && !failure) window_grow(c);
     if (rq->hook) {
         rq->hook(c, rq, response, failure);
         if (response) kp_cql_response_free(response);
@@ -956,6 +984,7 @@ static void conn_fail(kp_cql_client *c, int index, const char *why)
     int cap = k->stream_cap;
     k->streams = NULL;          /* conn_close must not clear the table we walk */
     int lost = k->in_flight;
+    if (lost) window_cut(c, c->window_cut_ms);
     conn_close(k);
     k->streams = streams;
     c->in_flight -= lost;
@@ -1053,7 +1082,7 @@ static int pick_conn(kp_cql_client *c, int pinned, int *open_failed, kp_error *e
 /* Moves queued requests onto connections while there is room. */
 static void dispatch(kp_cql_client *c)
 {
-    while (c->queue_head && c->in_flight < c->max_in_flight) {
+    while (c->queue_head && c->in_flight < c->window) {
         request *rq = c->queue_head;
         int open_failed = 0;
         kp_error open_err;
@@ -1255,6 +1284,7 @@ static void handle_error(kp_cql_client *c, request *rq, kp_cql_response *respons
     int32_t code = e->code;
     if (is_retryable_error(rq, e)) {
         kp_cql_response_free(response);
+        window_cut(c, rq->sent_ms);
         retry_or_fail(c, rq, 0, code, &error);
         return;
     }
@@ -1355,6 +1385,7 @@ static void check_timeouts(kp_cql_client *c, int64_t t)
             kp_error e;
             client_error(c, &e, KP_ERR_TARGET, "Cassandra at %s did not answer \"%s\" within %ld ms",
                          where(c, at, sizeof at), rq->snippet[0] ? rq->snippet : "a request", rq->timeout_ms);
+            window_cut(c, rq->sent_ms);
             retry_or_fail(c, rq, 1, -1, &e);
         }
         /* a connection clogged with orphans is replaced */
@@ -1478,6 +1509,7 @@ int kp_cql_client_open(const kp_cql_config *cfg, kp_cql_client **out, kp_error *
     c->max_in_flight = cfg && cfg->max_in_flight > 0 ? cfg->max_in_flight : KP_CQL_DEFAULT_IN_FLIGHT;
     if (c->max_in_flight > KP_CQL_MAX_IN_FLIGHT) c->max_in_flight = KP_CQL_MAX_IN_FLIGHT;
     c->per_conn_limit = (c->max_in_flight + c->conn_count - 1) / c->conn_count;
+    c->window = c->max_in_flight;
     c->max_retries = !cfg || cfg->max_retries == 0 ? KP_CQL_DEFAULT_RETRIES
                      : cfg->max_retries < 0        ? 0 : cfg->max_retries;
     c->connect_timeout_ms = cfg && cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS;
@@ -1571,7 +1603,10 @@ int32_t kp_cql_last_error_code(const kp_cql_client *c) { return c ? c->last_erro
 kp_cql_stats kp_cql_client_stats(const kp_cql_client *c)
 {
     kp_cql_stats none = {0};
-    return c ? c->stats : none;
+    if (!c) return none;
+    kp_cql_stats s = c->stats;
+    s.window = c->window;
+    return s;
 }
 
 /* ---- building requests ---------------------------------------------------------------------------------- */

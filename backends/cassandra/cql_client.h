@@ -123,6 +123,8 @@ typedef struct kp_cql_stats {
     unsigned long reprepares;   /* statements prepared again after an Unprepared answer */
     unsigned long timeouts;     /* attempts the client gave up waiting for */
     unsigned long reconnects;   /* connections opened after the first ones */
+    unsigned long window_cuts;  /* times failures halved the requests let on the wire */
+    int window;                 /* requests let on the wire now (at most max_in_flight) */
 } kp_cql_stats;
 
 kp_cql_stats kp_cql_client_stats(const kp_cql_client *client);

@@ -632,6 +632,45 @@ static void test_overloaded_and_timeouts_are_retried_but_counters_and_syntax_are
     stop_fake_server();
 }
 
+static void test_failures_narrow_the_window_and_answers_widen_it_again(void **state)
+{
+    (void)state;
+    start_fake_server(0);
+    kp_error err;
+    kp_cql_client *c = open_client(0, 3, &err);
+    assert_non_null(c);
+    assert_int_equal(kp_cql_client_stats(c).window, 32);
+    /* an overloaded node: half as many requests on the wire, once per failure */
+    assert_int_equal(kp_cql_query(c, "overloaded 1", NULL, NULL, NULL, &err), 0);
+    assert_int_equal(kp_cql_client_stats(c).window, 16);
+    /* a broken connection: half again */
+    assert_int_equal(kp_cql_query(c, "hangup once", NULL, NULL, NULL, &err), 0);
+    assert_int_equal(kp_cql_client_stats(c).window, 8);
+    assert_int_equal(kp_cql_client_stats(c).window_cuts, 2);
+    /* answers widen it by one per window's worth: 8 + 9 + ... + 15 = 92 answers to reach 16 */
+    echo_state s;
+    memset(&s, 0, sizeof s);
+    echo_ctx ctx[200];
+    char cql[32];
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < 100; i++) {
+            ctx[round * 100 + i] = (echo_ctx){&s, round * 100 + i};
+            snprintf(cql, sizeof cql, "echo %d", round * 100 + i);
+            assert_int_equal(kp_cql_query_async(c, cql, NULL, NULL, on_echo, &ctx[round * 100 + i], &err), 0);
+        }
+        int guard = 0;
+        while (kp_cql_poll(c, 1000, &err) > 0 && guard++ < 1000) {}
+    }
+    assert_int_equal(s.failed, 0);
+    kp_cql_stats st = kp_cql_client_stats(c);
+    assert_true(st.window >= 16 && st.window <= 32);
+    /* never past max_in_flight, however many answers */
+    for (int i = 0; i < 600; i++) assert_int_equal(kp_cql_query(c, "echo 1", NULL, NULL, NULL, &err), 0);
+    assert_int_equal(kp_cql_client_stats(c).window, 32);
+    kp_cql_client_close(c);
+    stop_fake_server();
+}
+
 static void test_a_late_answer_is_dropped_and_the_retry_answers(void **state)
 {
     (void)state;
@@ -903,6 +942,7 @@ int main(void)
         cmocka_unit_test(test_backoff_is_full_jitter_within_the_exponential_ceiling),
         cmocka_unit_test_teardown(test_answers_out_of_order_reach_their_own_requests, reap_fake_server),
         cmocka_unit_test_teardown(test_overloaded_and_timeouts_are_retried_but_counters_and_syntax_are_not, reap_fake_server),
+        cmocka_unit_test_teardown(test_failures_narrow_the_window_and_answers_widen_it_again, reap_fake_server),
         cmocka_unit_test_teardown(test_a_late_answer_is_dropped_and_the_retry_answers, reap_fake_server),
         cmocka_unit_test_teardown(test_unprepared_statements_are_prepared_again_and_resent, reap_fake_server),
         cmocka_unit_test_teardown(test_a_dropped_connection_is_reopened_and_unreadable_answers_fail_alone, reap_fake_server),
