@@ -52,6 +52,8 @@ typedef struct kp_limits {
     double page_bytes;               /* a Query/find page: DynamoDB 1 MB */
     int max_batch_write;             /* items per batch write (DynamoDB 25) */
     int max_batch_get;               /* keys per batch get (DynamoDB 100) */
+    int seed_in_flight;              /* requests in flight when seeding opens its own connection (Cassandra 128);
+                                        0: KP_SEED_DEFAULT_IN_FLIGHT (migrations/seed.h) */
     int max_secondary_indexes;       /* GSIs per table (20), indexes per collection (64) */
     int max_local_indexes;           /* LSIs per table (5) */
     const char *read_unit;           /* "RCU" or NULL when reads are not priced in units */
@@ -438,6 +440,9 @@ typedef int (*kp_read_item_fn)(void *ctx, const char *container, const char *id,
 
 /* Order-independent checksum of one item body (canonical JSON, keys sorted). */
 uint64_t kp_item_hash(const cJSON *body);
+/* kp_item_hash of an object as it would be with its top-level members for which drop
+ * says yes deleted (without copying it). */
+uint64_t kp_item_hash_without(const cJSON *body, int (*drop)(const cJSON *member));
 
 typedef struct kp_propose_options {
     const kp_mix *mix;          /* NULL: the model's default mix */

@@ -415,24 +415,33 @@ static int compare_members(const void *a, const void *b)
     return strcmp((*(const cJSON *const *)a)->string, (*(const cJSON *const *)b)->string);
 }
 
+static uint64_t hash_node(uint64_t h, const cJSON *n);
+
+/* An object's members but those drop says yes to (drop NULL: all), in name order. */
+static uint64_t hash_object(uint64_t h, const cJSON *n, int (*drop)(const cJSON *member))
+{
+    size_t count = 0;
+    for (const cJSON *c = n->child; c; c = c->next) count++;
+    const cJSON *few[32];
+    const cJSON **members = count <= 32 ? few : malloc(count * sizeof *members);
+    if (!members) return h;
+    size_t i = 0;
+    for (const cJSON *c = n->child; c; c = c->next)
+        if (!drop || !drop(c)) members[i++] = c;
+    count = i;
+    qsort(members, count, sizeof *members, compare_members);
+    h = fnv(h, "{", 1);
+    for (i = 0; i < count; i++) {
+        h = fnv(h, members[i]->string, strlen(members[i]->string) + 1);
+        h = hash_node(h, members[i]);
+    }
+    if (members != few) free(members);
+    return fnv(h, "}", 1);
+}
+
 static uint64_t hash_node(uint64_t h, const cJSON *n)
 {
-    if (cJSON_IsObject(n)) {
-        size_t count = 0;
-        for (const cJSON *c = n->child; c; c = c->next) count++;
-        const cJSON **members = malloc((count ? count : 1) * sizeof *members);
-        if (!members) return h;
-        size_t i = 0;
-        for (const cJSON *c = n->child; c; c = c->next) members[i++] = c;
-        qsort(members, count, sizeof *members, compare_members);
-        h = fnv(h, "{", 1);
-        for (i = 0; i < count; i++) {
-            h = fnv(h, members[i]->string, strlen(members[i]->string) + 1);
-            h = hash_node(h, members[i]);
-        }
-        free(members);
-        return fnv(h, "}", 1);
-    }
+    if (cJSON_IsObject(n)) return hash_object(h, n, NULL);
     if (cJSON_IsArray(n)) {
         h = fnv(h, "[", 1);
         for (const cJSON *c = n->child; c; c = c->next) h = hash_node(h, c);
@@ -452,6 +461,11 @@ static uint64_t hash_node(uint64_t h, const cJSON *n)
 uint64_t kp_item_hash(const cJSON *body)
 {
     return hash_node(1469598103934665603ULL, body);
+}
+
+uint64_t kp_item_hash_without(const cJSON *body, int (*drop)(const cJSON *member))
+{
+    return cJSON_IsObject(body) ? hash_object(1469598103934665603ULL, body, drop) : kp_item_hash(body);
 }
 
 void kp_note_add(char *note, size_t size, const char *text)

@@ -413,6 +413,13 @@ typedef struct pipeline {
 } pipeline;
 
 /* Does this run write record k (file order) of an entity? */
+/* Requests in flight: the target's, else the database's for seeding, else the default. */
+static int seed_in_flight(const kp_seed_options *o, const kp_backend *b)
+{
+    if (o->target && o->target->concurrency > 0) return o->target->concurrency;
+    return b->limits && b->limits->seed_in_flight > 0 ? b->limits->seed_in_flight : KP_SEED_DEFAULT_IN_FLIGHT;
+}
+
 static int is_mine(const pipeline *p, long k) { return p->shards <= 1 || p->all_records || k % p->shards == p->shard - 1; }
 
 static int queue_push(pipeline *p, size_t entity, long record, long outstanding, uint64_t *seq)
@@ -621,7 +628,7 @@ static int run_pipeline(pipeline *p, kp_error *err)
     const kp_model *m = o->model;
     int batch_size = o->batch_size > 0 ? o->batch_size
                      : p->b->limits && p->b->limits->max_batch_write > 0 ? p->b->limits->max_batch_write : 25;
-    int in_flight = o->target && o->target->concurrency > 0 ? o->target->concurrency : KP_SEED_DEFAULT_IN_FLIGHT;
+    int in_flight = seed_in_flight(o, p->b);
     long window_items = (long)(o->window > 0 ? o->window : 2 * in_flight) * batch_size;
     kp_item_list items = {0}, batch = {0};
     int rc = 0;
@@ -1051,7 +1058,7 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
     p.conn = o->conn;
     if (!p.conn) {
         kp_target target = *o->target;
-        if (target.concurrency <= 0) target.concurrency = KP_SEED_DEFAULT_IN_FLIGHT;
+        target.concurrency = seed_in_flight(o, b);
         if (b->connect(&target, &p.conn, err)) { if (err->code == KP_OK) err->code = KP_ERR_TARGET; rc = -1; }
         else is_own_conn = 1;
     }

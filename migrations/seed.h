@@ -107,11 +107,11 @@
 
 #define KP_MARKER_SCHEMA_VERSION 1
 
-/* Requests in flight when seeding opens its own connection and the target does not say
- * (kp_target.concurrency 0). Measured on dynalite (bench/README.md, "DynamoDB seeding"):
- * 8 beats the client's general default of 4 when the machine is busy, as the server
- * never waits for the client to be scheduled; against AWS more requests in flight are
- * simply more throughput. */
+/* Requests in flight when seeding opens its own connection and neither the target
+ * (kp_target.concurrency 0) nor the database (kp_limits.seed_in_flight 0) says. Measured
+ * on dynalite (bench/README.md, "DynamoDB seeding"): 8 beats the client's general default
+ * of 4 when the machine is busy, as the server never waits for the client to be
+ * scheduled; against AWS more requests in flight are simply more throughput. */
 #define KP_SEED_DEFAULT_IN_FLIGHT 8
 
 typedef struct kp_seed_options {

@@ -29,6 +29,7 @@ typedef struct kp_cq_conn {
     struct cached_insert { const cq_table *table; int statics; const kp_cql_prepared *prepared; } inserts[256];
     size_t insert_count;
     int is_rewriting;           /* a write ran on this connection: rows submitted now replace whole rows */
+    int is_murmur3;             /* the cluster's partitioner: 1 Murmur3, -1 another, 0 not asked yet */
 } kp_cq_conn;
 
 void kp_cq_conn_rewriting(kp_conn *conn) { ((kp_cq_conn *)conn)->is_rewriting = 1; }
@@ -502,48 +503,166 @@ int kp_cq_poll(kp_conn *conn, int timeout_ms, kp_error *err)
 
 /* ---- read-back, deletes ---------------------------------------------------------------------------------- */
 
-/* Every row of the design's tables as keyplan's items are: a row with its clustering
- * columns, and a partition's static row (once per partition) when its statics are set or
- * when it holds nothing else — what transform writes and read_back counts. */
-static int each_row(kp_cq_conn *c, const kp_design *d,
-                    int (*fn)(void *ctx, const cq_table *t, const cJSON *row, int statics, kp_error *err), void *ctx,
-                    kp_error *err)
+/* ---- scanning every row: token ranges in flight at once ---------------------------------------------- */
+
+/* How many token ranges a table's scan is cut into, each read page by page on its own, all
+ * in flight together: the node serves them on all its cores while the client checks the
+ * pages that came back (bench/README.md, "Cassandra seeding"). Murmur3 tokens only; on a
+ * cluster with another partitioner each table is one range. */
+#define SCAN_RANGES 8
+#define SCAN_PAGE_ROWS 5000
+
+typedef int (*row_fn)(void *ctx, const cq_table *t, const cJSON *row, int statics, kp_error *err);
+
+typedef struct scan {
+    kp_cq_conn *c;
+    row_fn fn;
+    void *ctx;
+    int rc;                     /* the first failure stops every range */
+    kp_error err;
+} scan;
+
+typedef struct scan_range {
+    scan *s;
+    const cq_table *t;
+    const char *cql;            /* SELECT * of the table (and its token range) */
+    cJSON *prev;                /* the last row of the previous page: a partition may go on in the next */
+} scan_range;
+
+static int scan_fail(scan *s, const kp_error *err)
+{
+    if (s->rc == 0) { s->rc = -1; s->err = *err; }
+    return -1;
+}
+
+/* One row of a bucketed table's page: the row with its clustering columns, and its
+ * partition's static row (once per partition) when its statics are set or when it holds
+ * nothing else — what transform writes and read_back counts. */
+static int scan_row(scan_range *r, const cJSON *prev, const cJSON *row, kp_error *err)
+{
+    const cq_table *t = r->t;
+    int has_row = 1, rc = 0;
+    if (t->parent) {
+        for (size_t k = t->pk_count; k < t->pk_count + t->ck_count; k++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, t->cols[k].name);
+            if (!v || cJSON_IsNull(v)) has_row = 0;
+        }
+        if (!prev || !same_partition(t, prev, row)) {
+            int has_static = 0;
+            for (size_t k = 0; k < t->col_count; k++) {
+                const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, t->cols[k].name);
+                if (t->cols[k].role == CQ_STATIC && v && !cJSON_IsNull(v)) has_static = 1;
+            }
+            /* a static row with only null statics still exists when the partition has no rows */
+            if (has_static || !has_row) rc = r->s->fn(r->s->ctx, t, row, 1, err);
+        }
+    }
+    if (has_row && rc == 0) rc = r->s->fn(r->s->ctx, t, row, 0, err);
+    return rc;
+}
+
+static int scan_next(scan_range *r, const uint8_t *state, int32_t state_len, kp_error *err);
+
+static void on_page(void *ctx, const kp_cql_response *response, const kp_cql_failure *failure)
+{
+    scan_range *r = ctx;
+    scan *s = r->s;
+    if (failure) { scan_fail(s, &failure->error); return; }
+    if (s->rc) return;
+    kp_error err;
+    kp_error_clear(&err);
+    if (response->header.opcode != KP_CQL_OP_RESULT || response->result_kind != KP_CQL_RESULT_ROWS) {
+        kp_error_set(&err, KP_ERR_TARGET, NULL, 0, 0, "reading %s back returned no rows result", r->t->name);
+        scan_fail(s, &err);
+        return;
+    }
+    const cJSON *prev = r->prev;
+    for (const cJSON *row = response->rows ? response->rows->child : NULL; row; row = row->next) {
+        if (scan_row(r, prev, row, &err)) { scan_fail(s, &err); return; }
+        prev = row;
+    }
+    if (r->t->parent && prev != r->prev) {
+        /* the page's last row, for the first of the next page */
+        cJSON_Delete(r->prev);
+        if (!(r->prev = cJSON_Duplicate(prev, 1))) {
+            kp_error_set(&err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+            scan_fail(s, &err);
+            return;
+        }
+    }
+    if ((response->metadata.flags & KP_CQL_MD_HAS_MORE_PAGES) && response->metadata.paging_state &&
+        scan_next(r, response->metadata.paging_state, response->metadata.paging_state_len, &err))
+        scan_fail(s, &err);
+}
+
+static int scan_next(scan_range *r, const uint8_t *state, int32_t state_len, kp_error *err)
+{
+    kp_cql_params params = {.page_size = SCAN_PAGE_ROWS, .paging_state = state, .paging_state_len = state_len};
+    return kp_cql_query_async(r->s->c->client, r->cql, NULL, &params, on_page, r, err);
+}
+
+/* Does the cluster place partitions by Murmur3 tokens (Cassandra's default since 1.2)? */
+static int is_murmur3(kp_cq_conn *c)
+{
+    if (c->is_murmur3) return c->is_murmur3 > 0;
+    cJSON *rows = NULL;
+    kp_error ignored;
+    int yes = 0;
+    if (kp_cql_fetch_all(c->client, NULL, "SELECT partitioner FROM system.local", NULL, 10, &rows, NULL, &ignored) == 0) {
+        const cJSON *p = rows && rows->child ? cJSON_GetObjectItemCaseSensitive(rows->child, "partitioner") : NULL;
+        yes = cJSON_IsString(p) && strstr(p->valuestring, "Murmur3Partitioner") != NULL;
+    }
+    cJSON_Delete(rows);
+    c->is_murmur3 = yes ? 1 : -1;
+    return yes;
+}
+
+/* Every row of the tables [from, to) of the design, passed to fn (see scan_row) as pages
+ * come back: each table cut into token ranges, every range of every table in flight at
+ * once. Rows of one range come in token order; ranges and tables interleave. */
+static int scan_tables(kp_cq_conn *c, const kp_design *d, size_t from, size_t to, row_fn fn, void *ctx, kp_error *err)
+{
+    const cq_layout *L = d->layout;
+    int ranges = is_murmur3(c) ? SCAN_RANGES : 1;
+    size_t count = (to - from) * (size_t)ranges;
+    scan s = {c, fn, ctx, 0, {0}};
+    scan_range *r = calloc(count ? count : 1, sizeof *r);
+    if (!r) return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    size_t n = 0;
+    for (size_t i = from; i < to && s.rc == 0; i++) {
+        const cq_table *t = L->tables[i];
+        const char *all = kp_arena_printf(&c->arena, "SELECT * FROM %s", qname(c, t->name));
+        const char *token = "token(";
+        for (size_t k = 0; k < t->pk_count; k++) token = kp_arena_printf(&c->arena, "%s%s%s", token, k ? ", " : "", t->cols[k].quoted);
+        /* (lo, hi] over the whole ring: Murmur3 never gives a key the minimum token */
+        uint64_t step = UINT64_MAX / (uint64_t)ranges;
+        for (int k = 0; k < ranges && s.rc == 0; k++, n++) {
+            r[n] = (scan_range){&s, t, all, NULL};
+            if (ranges > 1) {
+                int64_t lo = (int64_t)((uint64_t)INT64_MIN + (uint64_t)k * step);
+                int64_t hi = k == ranges - 1 ? INT64_MAX : (int64_t)((uint64_t)INT64_MIN + (uint64_t)(k + 1) * step);
+                r[n].cql = kp_arena_printf(&c->arena, "%s WHERE %s) > %lld AND %s) <= %lld", all, token, (long long)lo, token, (long long)hi);
+            }
+            kp_error qerr;
+            if (scan_next(&r[n], NULL, 0, &qerr)) scan_fail(&s, &qerr);
+        }
+    }
+    /* drive every range to its end (after a failure: until what is in flight came back) */
+    kp_error perr;
+    while (kp_cql_pending(c->client) > 0)
+        if (kp_cql_poll(c->client, 100, &perr) < 0) { scan_fail(&s, &perr); break; }
+    for (size_t i = 0; i < n; i++) cJSON_Delete(r[i].prev);
+    free(r);
+    if (s.rc) *err = s.err;
+    return s.rc;
+}
+
+/* Every row of the design's tables (see scan_row), all tables at once. */
+static int each_row(kp_cq_conn *c, const kp_design *d, row_fn fn, void *ctx, kp_error *err)
 {
     kp_cq_conn_keyspace((kp_conn *)c, d);
     const cq_layout *L = d->layout;
-    for (size_t i = 0; i < L->table_count; i++) {
-        const cq_table *t = L->tables[i];
-        cJSON *rows = NULL;
-        if (kp_cql_fetch_all(c->client, NULL, kp_arena_printf(&c->arena, "SELECT * FROM %s", qname(c, t->name)), NULL, 5000, &rows, NULL, err)) {
-            cJSON_Delete(rows);
-            return -1;
-        }
-        int rc = 0;
-        const cJSON *prev = NULL;
-        for (const cJSON *row = rows ? rows->child : NULL; row && rc == 0; row = row->next) {
-            int has_row = 1;
-            if (t->parent) {
-                for (size_t k = t->pk_count; k < t->pk_count + t->ck_count; k++) {
-                    const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, t->cols[k].name);
-                    if (!v || cJSON_IsNull(v)) has_row = 0;
-                }
-                if (!prev || !same_partition(t, prev, row)) {
-                    int has_static = 0;
-                    for (size_t k = 0; k < t->col_count; k++) {
-                        const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, t->cols[k].name);
-                        if (t->cols[k].role == CQ_STATIC && v && !cJSON_IsNull(v)) has_static = 1;
-                    }
-                    /* a static row with only null statics still exists when the partition has no rows */
-                    if (has_static || !has_row) rc = fn(ctx, t, row, 1, err);
-                }
-                prev = row;
-            }
-            if (has_row && rc == 0) rc = fn(ctx, t, row, 0, err);
-        }
-        cJSON_Delete(rows);
-        if (rc) return -1;
-    }
-    return 0;
+    return scan_tables(c, d, 0, L->table_count, fn, ctx, err);
 }
 
 typedef struct items_ctx {
@@ -645,7 +764,13 @@ static int record_of_row(void *p, const cq_table *t, const cJSON *row, int stati
 int kp_cq_read_records(kp_conn *conn, const kp_design *d, kp_read_record_fn on_record, void *ctx, kp_error *err)
 {
     records_ctx r = {on_record, ctx};
-    return each_row((kp_cq_conn *)conn, d, record_of_row, &r, err);
+    kp_cq_conn *c = (kp_cq_conn *)conn;
+    kp_cq_conn_keyspace(conn, d);
+    /* a table at a time: a record held by several tables is first taken from the first */
+    const cq_layout *L = d->layout;
+    for (size_t i = 0; i < L->table_count; i++)
+        if (scan_tables(c, d, i, i + 1, record_of_row, &r, err)) return -1;
+    return 0;
 }
 
 static const cq_table *table_named(const cq_layout *L, const char *name)

@@ -14,6 +14,7 @@
  */
 #include "backends/cassandra/cql.h"
 #include "backends/copies.h"
+#include "backends/emit.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,22 +99,22 @@ int kp_cq_bucket(const cq_table *t, const cJSON *row)
 
 char *kp_cq_item_id(const cq_table *t, const cJSON *body, int statics)
 {
-    char *out = NULL;
+    /* TABLE[#static]:[KEY VALUES AS JSON] */
     size_t n = t->pk_count + (statics ? 0 : t->ck_count);
-    cJSON *key = cJSON_CreateArray();
+    kp_text id = {0};
+    kp_text_append(&id, t->name);
+    kp_text_append(&id, statics ? "#static:[" : ":[");
     for (size_t i = 0; i < n; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, t->cols[i].name);
-        cJSON_AddItemToArray(key, v ? cJSON_Duplicate(v, 1) : cJSON_CreateNull());
+        char *text = v ? cJSON_PrintUnformatted(v) : NULL;
+        if (i) kp_text_append(&id, ",");
+        kp_text_append(&id, text ? text : "null");
+        if (v && !text) id.is_failed = 1;
+        cJSON_free(text);
     }
-    char *text = cJSON_PrintUnformatted(key);
-    cJSON_Delete(key);
-    if (text) {
-        size_t len = strlen(t->name) + strlen(text) + 16;
-        out = malloc(len);
-        if (out) snprintf(out, len, "%s%s:%s", t->name, statics ? "#static" : "", text);
-    }
-    cJSON_free(text);
-    return out;
+    kp_text_append(&id, "]");
+    if (id.is_failed) { free(id.data); return NULL; }
+    return id.data;
 }
 
 static int push_item(kp_item_list *out, const cq_table *t, const kp_record *r, cJSON *body, int statics, kp_error *err)
@@ -268,18 +269,14 @@ cJSON *kp_cq_row_body(const cq_table *t, const cJSON *row, int statics)
     return body;
 }
 
+/* Not a column the node holds: the static-row mark, and nulls (never written, unset,
+ * and read back as absent). */
+static int is_not_stored(const cJSON *member)
+{
+    return cJSON_IsNull(member) || strcmp(member->string, "$static") == 0;
+}
+
 uint64_t kp_cq_item_checksum(const cJSON *body)
 {
-    cJSON *copy = cJSON_Duplicate(body, 1);
-    cJSON_DeleteItemFromObjectCaseSensitive(copy, "$static");
-    /* nulls are never written (unset), and read back as absent */
-    cJSON *c = copy ? copy->child : NULL;
-    while (c) {
-        cJSON *next = c->next;
-        if (cJSON_IsNull(c)) cJSON_Delete(cJSON_DetachItemViaPointer(copy, c));
-        c = next;
-    }
-    uint64_t h = kp_item_hash(copy);
-    cJSON_Delete(copy);
-    return h;
+    return kp_item_hash_without(body, is_not_stored);
 }
