@@ -72,6 +72,8 @@ void *kp_arena_alloc(kp_arena *arena, size_t size)
     return p;
 }
 
+void *kp_arena_alloc_raw(kp_arena *arena, size_t size) { return bump(arena, size); }
+
 char *kp_arena_strndup(kp_arena *arena, const char *s, size_t n)
 {
     if (!s) return NULL;

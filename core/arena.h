@@ -22,6 +22,8 @@ typedef struct kp_arena {
 
 /* Zeroed memory, or NULL when out of memory. */
 void *kp_arena_alloc(kp_arena *arena, size_t size);
+/* Memory as malloc gives it (not cleared), or NULL: for a caller that writes it all. */
+void *kp_arena_alloc_raw(kp_arena *arena, size_t size);
 /* Hands a malloc'd block to the arena, which frees it in kp_arena_free (a large text made
  * elsewhere joins the arena's lifetime without a copy). Returns block, or NULL (then block
  * is freed) when out of memory. */

@@ -135,7 +135,7 @@ static _Thread_local int parse_over_budget;
 static void *hook_malloc(size_t size)
 {
     if (!parse_arena) return malloc(size);
-    void *p = kp_arena_alloc(parse_arena, size);
+    void *p = kp_arena_alloc_raw(parse_arena, size); /* malloc's contract: cJSON clears its nodes itself */
     if (!p) parse_over_budget = 1;
     return p;
 }

@@ -107,6 +107,9 @@ struct mg_entity {
      * already: not stored twice, read and indexed at the embedded field */
     mg_alias *aliases;
     size_t alias_count, alias_cap;
+    /* its sizes once the layout is final (mg_fix_sizes); until then they are computed */
+    int has_sizes;
+    double element_avg, document_avg, document_bound, document_max;
 };
 
 /* The field a kept copy is read at when the document embeds its source, or NULL. */

@@ -142,7 +142,7 @@ static double element_sized(const mg_entity *me, int bound)
     return t;
 }
 
-double mg_element_bytes(const mg_entity *me) { return element_sized(me, 0); }
+double mg_element_bytes(const mg_entity *me) { return me->has_sizes ? me->element_avg : element_sized(me, 0); }
 
 /* An embedded array or object: its elements at the fan-out average or max (`at_max`), each
  * on average or at its bound. */
@@ -162,13 +162,31 @@ static double document_sized(const mg_entity *me, int with_id, int at_max, int b
     return t;
 }
 
-double mg_document_bytes(const mg_entity *me) { return document_sized(me, me->collection != NULL, 0, 0); }
+double mg_document_bytes(const mg_entity *me)
+{
+    return me->has_sizes ? me->document_avg : document_sized(me, me->collection != NULL, 0, 0);
+}
 
-static double document_max_bytes(const mg_entity *me) { return document_sized(me, 1, 1, 0); }
+double mg_document_max_bytes(const mg_entity *me) { return me->has_sizes ? me->document_max : document_sized(me, 1, 1, 0); }
 
-double mg_document_max_bytes(const mg_entity *me) { return document_max_bytes(me); }
+double mg_document_bound_bytes(const mg_entity *me)
+{
+    return me->has_sizes ? me->document_bound : document_sized(me, me->collection != NULL, 1, 1);
+}
 
-double mg_document_bound_bytes(const mg_entity *me) { return document_sized(me, me->collection != NULL, 1, 1); }
+/* The layout is final (no embedding, extended reference or alias changes after this):
+ * every entity's sizes are worked out once, not at each of the plans' many asks. */
+static void fix_sizes(builder *B)
+{
+    for (size_t e = 0; e < B->L->entity_count; e++) {
+        mg_entity *me = &B->L->entities[e];
+        me->element_avg = mg_element_bytes(me);
+        me->document_avg = mg_document_bytes(me);
+        me->document_bound = mg_document_bound_bytes(me);
+        me->document_max = mg_document_max_bytes(me);
+    }
+    for (size_t e = 0; e < B->L->entity_count; e++) B->L->entities[e].has_sizes = 1;
+}
 
 /* ---- walking the patterns' hops ------------------------------------------------------------ */
 
@@ -1071,7 +1089,7 @@ static void make_collections(builder *B)
             for (size_t k = 0; k < ent->key_count; k++) id = mg_bprintf(B, "%s%s<%s>", id, k ? "|" : "", ent->key[k]->name);
             id = mg_bprintf(B, "%s\" (the key parts joined by '|', escaped)", id);
         }
-        double at_max = document_max_bytes(me);
+        double at_max = mg_document_max_bytes(me);
         if (me->nested_count && at_max > KP_MG_MAX_DOC_BYTES / 4)
             kp_design_note(B->d, "a %s document with every embedded array at its maximum fan-out reaches %.1f MB (the limit is 16 MB)",
                            c->name, at_max / 1048576);
@@ -1203,6 +1221,7 @@ static int propose_one(const kp_model *m, const kp_mix *mix, int alternative, kp
     decide_array_extrefs(&B);
     decide_aliases(&B);
     decide_computed(&B);
+    fix_sizes(&B);
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < m->pattern_count; i++) rc = mg_plan_pattern(&B, m->patterns[i], &L->roots[i]);
     if (rc == 0 && B.is_out_of_memory) rc = kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
