@@ -4,9 +4,10 @@
  * One mongoc_client_t per connection, bulk writes sent one after the other. Measured on
  * FerretDB (SQLite, 2 cores, 10,000 documents of ~300 bytes): one client with unordered
  * bulks of 500 inserts 11,000 documents/s (100: 10,500; 1,000: 13,000); two or four
- * clients in parallel 13,500 — the server writes one SQLite file at a time. keyplan's
- * seed then reaches ~5,000 documents/s, its own transform taking the rest, so a client
- * pool would buy at most a fifth: not worth threads. Every command the driver starts is counted through
+ * clients in parallel 13,500 — the server writes one SQLite file at a time, so a client
+ * pool would buy at most a fifth: not worth threads. Seeding sends bulks of KP_MG_BATCH
+ * (5,000: its write phase 20 % shorter than with 500, bench/README.md "MongoDB seeding");
+ * the driver cuts a bulk at the server's message and batch limits. Every command the driver starts is counted through
  * the APM callbacks, so getMores and retries are in the request count verify reports.
  * Transient failures (network errors, a primary stepping down, server selection
  * timeouts) are retried up to 5 times with a growing pause. Writes use w:majority,

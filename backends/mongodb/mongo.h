@@ -24,7 +24,7 @@
 #include "backends/backend.h"
 #include "backends/fetch.h"
 
-#define KP_MG_BATCH 500                 /* documents per unordered bulk insert */
+#define KP_MG_BATCH 5000                /* documents per unordered bulk insert when seeding (client.c) */
 #define KP_MG_IN_BATCH 1000             /* values per $in of a follow-up find */
 #define KP_MG_WRITE_BATCH 500           /* documents per delete or bulk store command (writes.c) */
 #define KP_MG_MAX_DOC_BYTES (16.0 * 1024 * 1024)
