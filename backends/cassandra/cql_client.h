@@ -7,7 +7,8 @@
  * see kp_cql_settings_resolve). It opens 1-8 connections and keeps them; each speaks
  * v4 (STARTUP {"CQL_VERSION":"3.0.0"}, then SASL PLAIN for PasswordAuthenticator).
  * Requests are multiplexed over the connections by stream id, up to max_in_flight at
- * once; more wait in a queue.
+ * once — fewer while requests fail on the wire or by overload (the window, halved on such
+ * a failure and widened by one per window's worth of answers); more wait in a queue.
  *
  * Two ways to send: kp_cql_query / kp_cql_execute / kp_cql_batch_execute wait for
  * their answer; the *_async variants queue a request whose done callback kp_cql_poll
