@@ -960,7 +960,10 @@ static void retry_or_fail(kp_cql_client *c, request *rq, int outcome_unknown, in
         fail_request(c, rq, cql_code, 0, &e);
         return;
     }
-    if (rq->attempts - rq->reprepares <= c->max_retries) {
+    /* a request lost with its connection or timed out is most often the bystander of one
+     * failure among many in flight: twice the retries of one the server refused */
+    int retries = outcome_unknown ? 2 * c->max_retries : c->max_retries;
+    if (rq->attempts - rq->reprepares <= retries) {
         rq->due_ms = now_ms() + kp_cql_backoff_ms(rq->attempts - 1, &c->rng);
         retry_insert(c, rq);
         return;
@@ -1652,7 +1655,9 @@ static int run_sync(kp_cql_client *c, request *rq, kp_cql_response *out, kp_erro
     return rc;
 }
 
-/* CREATE, ALTER, DROP, TRUNCATE (after blanks and comments). */
+enum { SCHEMA_CREATE = 1, SCHEMA_ALTER, SCHEMA_DROP, SCHEMA_TRUNCATE };
+
+/* CREATE, ALTER, DROP, TRUNCATE (after blanks and comments): SCHEMA_*, or 0. */
 static int is_schema_statement(const char *cql)
 {
     const char *p = cql;
@@ -1672,8 +1677,19 @@ static int is_schema_statement(const char *cql)
     static const char *const words[] = {"CREATE", "ALTER", "DROP", "TRUNCATE"};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
         size_t n = strlen(words[i]);
-        if (!strncasecmp(p, words[i], n) && !isalnum((unsigned char)p[n]) && p[n] != '_') return 1;
+        if (!strncasecmp(p, words[i], n) && !isalnum((unsigned char)p[n]) && p[n] != '_') return (int)i + 1;
     }
+    return 0;
+}
+
+/* A schema statement (is_schema_statement's kind) that says it may run twice: CREATE ...
+ * IF NOT EXISTS, DROP ... IF EXISTS. */
+static int may_run_twice(const char *cql, int kind)
+{
+    const char *want = kind == SCHEMA_CREATE ? "IF NOT EXISTS" : kind == SCHEMA_DROP ? "IF EXISTS" : NULL;
+    size_t n = want ? strlen(want) : 0;
+    for (const char *p = cql; want && *p; p++)
+        if (!strncasecmp(p, want, n) && p > cql && isspace((unsigned char)p[-1]) && !isalnum((unsigned char)p[n])) return 1;
     return 0;
 }
 
@@ -1691,11 +1707,13 @@ static request *build_query(kp_cql_client *c, const char *cql, const kp_cql_valu
     }
     kp_cql_params p = effective_params(c, params, values);
     rq->no_retry_after_send = params && params->no_retry_after_send;
-    if (is_schema_statement(cql)) {
+    int kind = is_schema_statement(cql);
+    if (kind) {
         /* a schema change can take long (schema agreement), and sent twice a CREATE says
-         * "already exists": wait longer, and never resend one whose outcome is unknown */
+         * "already exists": wait longer, and never resend one whose outcome is unknown
+         * unless it says it may run twice (IF NOT EXISTS, IF EXISTS) */
         rq->timeout_ms = c->request_timeout_ms > SCHEMA_TIMEOUT_MS ? c->request_timeout_ms : SCHEMA_TIMEOUT_MS;
-        rq->no_retry_after_send = 1;
+        if (!may_run_twice(cql, kind)) rq->no_retry_after_send = 1;
     }
     if (kp_cql_encode_query(&rq->frame, 0, cql, &p, err)) {
         request_free(rq);

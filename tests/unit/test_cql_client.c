@@ -186,6 +186,8 @@ static void test_backoff_is_full_jitter_within_the_exponential_ceiling(void **st
  *   "slow once"       the first time answered after 600 ms, then at once
  *   "never"           never answered
  *   "hangup once"     the first time the connection is closed, then Void
+ *   "hangup K"        the connection closed K times, then Void
+ *   "CREATE ...", "DROP ..."   as "hangup once"
  *   "garbage"         a RESULT whose body is cut short (its length is right)
  * PREPARE x: Prepared with id = 4 bytes of a hash of x and a bind variable v int.
  * EXECUTE: the first EXECUTE of each id gets Unprepared; then Rows [{v: <bound int>}].
@@ -199,15 +201,18 @@ typedef struct fake_conn {
 
 static int fake_auth;
 static SSL_CTX *fake_tls;   /* non-NULL: the server speaks TLS */
-static int counters[16];
+static int counters[1024];
+static char *counted[1024]; /* the statement each counter counts (the last one: all others) */
 static int executed_ids[64];
 static int executed_count;
 
+/* Every statement text has a counter of its own (the server process's). */
 static int counter_for(const char *cql)
 {
-    unsigned h = 7;
-    for (const char *p = cql; *p; p++) h = h * 31 + (unsigned char)*p;
-    return (int)(h % 16);
+    int i = 0;
+    while (i < 1023 && counted[i] && strcmp(counted[i], cql) != 0) i++;
+    if (!counted[i]) counted[i] = strdup(cql);
+    return i;
 }
 
 static void send_frame(fake_conn *fc, kp_cql_buf *b)
@@ -380,6 +385,12 @@ static int serve(const kp_cql_request *rq, kp_cql_buf *out, kp_cql_buf *late, kp
         (*count)++;
     } else if (!strcmp(q, "hangup once")) {
         if ((*count)++ == 0) return -1;
+        send_void(out, s);
+    } else if (!strncmp(q, "CREATE ", 7) || !strncmp(q, "DROP ", 5)) {
+        if ((*count)++ == 0) return -1;
+        send_void(out, s);
+    } else if (sscanf(q, "hangup %d", &k) == 1) {
+        if ((*count)++ < k) return -1;
         send_void(out, s);
     } else if (!strcmp(q, "garbage")) {
         kp_cql_header h = {0x84, 0, s, KP_CQL_OP_RESULT, 6};
@@ -667,6 +678,21 @@ static void test_failures_narrow_the_window_and_answers_widen_it_again(void **st
     /* never past max_in_flight, however many answers */
     for (int i = 0; i < 600; i++) assert_int_equal(kp_cql_query(c, "echo 1", NULL, NULL, NULL, &err), 0);
     assert_int_equal(kp_cql_client_stats(c).window, 32);
+    kp_cql_client_close(c);
+    /* a request lost with its connection gets twice the retries of one the server refuses */
+    c = open_client(0, 1, &err);
+    assert_non_null(c);
+    /* a schema change lost with its connection is sent again only when it may run twice */
+    assert_int_equal(kp_cql_query(c, "CREATE TABLE IF NOT EXISTS ks.t (k int PRIMARY KEY)", NULL, NULL, NULL, &err), 0);
+    assert_int_equal(kp_cql_query(c, "DROP TABLE IF EXISTS ks.t", NULL, NULL, NULL, &err), 0);
+    assert_int_equal(kp_cql_query(c, "CREATE TABLE ks.u (k int PRIMARY KEY)", NULL, NULL, NULL, &err), -1);
+    assert_non_null(strstr(err.message, "not retried"));
+    assert_int_equal(kp_cql_query(c, "DROP TABLE ks.\"if exists\"", NULL, NULL, NULL, &err), -1);
+    assert_int_equal(kp_cql_query(c, "hangup 2", NULL, NULL, NULL, &err), 0);
+    assert_int_equal(kp_cql_query(c, "hangup 3", NULL, NULL, NULL, &err), -1);
+    assert_non_null(strstr(err.message, "after 3 attempts"));
+    assert_int_equal(kp_cql_query(c, "overloaded 2", NULL, NULL, NULL, &err), -1);
+    assert_non_null(strstr(err.message, "after 2 attempts"));
     kp_cql_client_close(c);
     stop_fake_server();
 }
