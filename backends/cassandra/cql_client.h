@@ -18,8 +18,11 @@
  *
  * Retries (bounded, exponential backoff with full jitter): Overloaded, Is
  * bootstrapping, Unavailable, Read timeout, and Write timeout unless its write type is
- * COUNTER or CAS or the statement says it must not run twice (no_retry_after_send);
- * a lost connection is reopened and its in-flight requests retried on the same terms.
+ * COUNTER or CAS or the statement says it must not run twice (no_retry_after_send;
+ * every schema change but CREATE ... IF NOT EXISTS and DROP ... IF EXISTS); a lost
+ * connection is reopened and its in-flight requests retried on the same terms, with
+ * twice the retries (a request lost with its connection or timed out is most often the
+ * bystander of another's failure).
  * A statement the server no longer knows (Unprepared) is prepared again and resent.
  * Everything else comes back at once with Cassandra's message and error code.
  *
