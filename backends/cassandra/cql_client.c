@@ -884,7 +884,6 @@ int kp_cql_pending(const kp_cql_client *c)
     return c ? c->queued + c->in_flight + c->retrying + c->parked : 0;
 }
 
-/* Hands a finished request to whoever waits for it. */
 /* The server answered: one more answer towards a wider window. */
 static void window_grow(kp_cql_client *c)
 {
@@ -905,6 +904,7 @@ static void window_cut(kp_cql_client *c, int64_t sent_ms)
     c->window_cut_ms = now_ms();
 }
 
+/* Hands a finished request to whoever waits for it. */
 static void complete(kp_cql_client *c, request *rq, kp_cql_response *response, const kp_cql_failure *failure)
 {
     c->completed++;
@@ -987,7 +987,7 @@ static void conn_fail(kp_cql_client *c, int index, const char *why)
     int cap = k->stream_cap;
     k->streams = NULL;          /* conn_close must not clear the table we walk */
     int lost = k->in_flight;
-    if (lost) window_cut(c, c->window_cut_ms);
+    if (lost) window_cut(c, c->window_cut_ms); /* one cut for the whole connection, whenever its requests went out */
     conn_close(k);
     k->streams = streams;
     c->in_flight -= lost;
