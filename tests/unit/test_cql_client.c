@@ -579,6 +579,18 @@ static void on_echo(void *ctx, const kp_cql_response *response, const kp_cql_fai
     if (n && atoi(n->valuestring) == e->n) e->state->answered[e->n]++;
 }
 
+/* Queues "echo K" for K in [from, from + n), each answered into s through ctx[K]. */
+static void queue_echoes(kp_cql_client *c, echo_state *s, echo_ctx *ctx, int from, int n)
+{
+    kp_error err;
+    char cql[32];
+    for (int i = from; i < from + n; i++) {
+        ctx[i] = (echo_ctx){s, i};
+        snprintf(cql, sizeof cql, "echo %d", i);
+        assert_int_equal(kp_cql_query_async(c, cql, NULL, NULL, on_echo, &ctx[i], &err), 0);
+    }
+}
+
 static void test_answers_out_of_order_reach_their_own_requests(void **state)
 {
     (void)state;
@@ -590,12 +602,7 @@ static void test_answers_out_of_order_reach_their_own_requests(void **state)
     echo_state s;
     memset(&s, 0, sizeof s);
     echo_ctx ctx[200];
-    char cql[32];
-    for (int i = 0; i < 200; i++) {
-        ctx[i] = (echo_ctx){&s, i};
-        snprintf(cql, sizeof cql, "echo %d", i);
-        assert_int_equal(kp_cql_query_async(c, cql, NULL, NULL, on_echo, &ctx[i], &err), 0);
-    }
+    queue_echoes(c, &s, ctx, 0, 200);
     assert_int_equal(kp_cql_pending(c), 200);
     int guard = 0;
     while (kp_cql_poll(c, 1000, &err) > 0 && guard++ < 1000) {}
@@ -662,13 +669,8 @@ static void test_failures_narrow_the_window_and_answers_widen_it_again(void **st
     echo_state s;
     memset(&s, 0, sizeof s);
     echo_ctx ctx[200];
-    char cql[32];
     for (int round = 0; round < 2; round++) {
-        for (int i = 0; i < 100; i++) {
-            ctx[round * 100 + i] = (echo_ctx){&s, round * 100 + i};
-            snprintf(cql, sizeof cql, "echo %d", round * 100 + i);
-            assert_int_equal(kp_cql_query_async(c, cql, NULL, NULL, on_echo, &ctx[round * 100 + i], &err), 0);
-        }
+        queue_echoes(c, &s, ctx, round * 100, 100);
         int guard = 0;
         while (kp_cql_poll(c, 1000, &err) > 0 && guard++ < 1000) {}
     }
@@ -679,8 +681,15 @@ static void test_failures_narrow_the_window_and_answers_widen_it_again(void **st
     for (int i = 0; i < 600; i++) assert_int_equal(kp_cql_query(c, "echo 1", NULL, NULL, NULL, &err), 0);
     assert_int_equal(kp_cql_client_stats(c).window, 32);
     kp_cql_client_close(c);
-    /* a request lost with its connection gets twice the retries of one the server refuses */
-    c = open_client(0, 1, &err);
+    stop_fake_server();
+}
+
+static void test_a_lost_request_gets_more_retries_and_a_schema_change_only_when_it_may_run_twice(void **state)
+{
+    (void)state;
+    start_fake_server(0);
+    kp_error err;
+    kp_cql_client *c = open_client(0, 1, &err);
     assert_non_null(c);
     /* a schema change lost with its connection is sent again only when it may run twice */
     assert_int_equal(kp_cql_query(c, "CREATE TABLE IF NOT EXISTS ks.t (k int PRIMARY KEY)", NULL, NULL, NULL, &err), 0);
@@ -688,6 +697,7 @@ static void test_failures_narrow_the_window_and_answers_widen_it_again(void **st
     assert_int_equal(kp_cql_query(c, "CREATE TABLE ks.u (k int PRIMARY KEY)", NULL, NULL, NULL, &err), -1);
     assert_non_null(strstr(err.message, "not retried"));
     assert_int_equal(kp_cql_query(c, "DROP TABLE ks.\"if exists\"", NULL, NULL, NULL, &err), -1);
+    /* a request lost with its connection gets twice the retries of one the server refuses */
     assert_int_equal(kp_cql_query(c, "hangup 2", NULL, NULL, NULL, &err), 0);
     assert_int_equal(kp_cql_query(c, "hangup 3", NULL, NULL, NULL, &err), -1);
     assert_non_null(strstr(err.message, "after 3 attempts"));
@@ -969,6 +979,8 @@ int main(void)
         cmocka_unit_test_teardown(test_answers_out_of_order_reach_their_own_requests, reap_fake_server),
         cmocka_unit_test_teardown(test_overloaded_and_timeouts_are_retried_but_counters_and_syntax_are_not, reap_fake_server),
         cmocka_unit_test_teardown(test_failures_narrow_the_window_and_answers_widen_it_again, reap_fake_server),
+        cmocka_unit_test_teardown(test_a_lost_request_gets_more_retries_and_a_schema_change_only_when_it_may_run_twice,
+                                  reap_fake_server),
         cmocka_unit_test_teardown(test_a_late_answer_is_dropped_and_the_retry_answers, reap_fake_server),
         cmocka_unit_test_teardown(test_unprepared_statements_are_prepared_again_and_resent, reap_fake_server),
         cmocka_unit_test_teardown(test_a_dropped_connection_is_reopened_and_unreadable_answers_fail_alone, reap_fake_server),
