@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/json.h"
+
 static int io_error(kp_error *err, const char *what, const char *path)
 {
     return kp_error_set(err, KP_ERR_IO, NULL, 0, 0, "cannot %s '%s': %s; choose an --out directory you can write to", what,
@@ -212,6 +214,11 @@ void kp_text_json(kp_text *t, const cJSON *json)
 {
     json_value(t, json, 0);
     kp_text_append(t, "\n");
+}
+
+void kp_text_json_compact(kp_text *t, const cJSON *json)
+{
+    if (!t->is_failed && kp_json_append_compact(&t->data, &t->len, &t->cap, json)) t->is_failed = 1;
 }
 
 int kp_emit_write_json(const kp_emit_options *options, const char *dir, const char *name, const cJSON *json, kp_error *err)

@@ -42,6 +42,8 @@ void kp_text_repeat(kp_text *t, char c, size_t n);
 /* JSON with two-space indentation, members in tree order, a newline at the end: the
  * layout every emitted .json file has. */
 void kp_text_json(kp_text *t, const cJSON *json);
+/* json as cJSON_PrintUnformatted writes it (kp_json_append_compact), appended. */
+void kp_text_json_compact(kp_text *t, const cJSON *json);
 void kp_text_free(kp_text *t);
 
 /* kp_text_json into dir/name. */

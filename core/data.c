@@ -310,7 +310,7 @@ static int value_text(strbuf *b, const cJSON *v)
     char head[48];
     if (!v || cJSON_IsNull(v)) return -1;
     if (cJSON_IsString(v)) {
-        snprintf(head, sizeof head, "s%zu:", strlen(v->valuestring));
+        kp_snprintf(head, sizeof head, "s%zu:", strlen(v->valuestring));
         sb_str(b, head);
         sb_str(b, v->valuestring);
     } else if (is_number_node(v)) {
@@ -330,7 +330,7 @@ static int value_text(strbuf *b, const cJSON *v)
         } else {
             snprintf(norm, sizeof norm, "%.17g", strtod(t, NULL));
         }
-        snprintf(head, sizeof head, "n%zu:", strlen(norm));
+        kp_snprintf(head, sizeof head, "n%zu:", strlen(norm));
         sb_str(b, head);
         sb_str(b, norm);
     } else if (cJSON_IsBool(v)) {

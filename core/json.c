@@ -990,11 +990,13 @@ typedef struct out_buf {
     size_t len, cap;
     int is_failed;
     FILE *sink;                 /* kp_json_write: a full buffer goes here and starts over */
+    int is_compact;             /* cJSON_PrintUnformatted's layout: no spaces, tabs or newlines */
+    int is_counting;            /* nothing is written: len counts the bytes the text takes */
 } out_buf;
 
 static void out_reserve(out_buf *b, size_t more)
 {
-    if (b->is_failed || b->len + more + 1 <= b->cap) return;
+    if (b->is_failed || b->is_counting || b->len + more + 1 <= b->cap) return;
     if (b->sink && b->len) {
         if (fwrite(b->data, 1, b->len, b->sink) != b->len) { b->is_failed = 1; return; }
         b->len = 0;
@@ -1012,7 +1014,8 @@ static inline void out_bytes(out_buf *b, const char *s, size_t n)
 {
     if (b->len + n + 1 > b->cap) {
         out_reserve(b, n);
-        if (b->is_failed) return;
+        if (b->is_counting) b->len += n;
+        if (b->is_failed || b->is_counting) return;
     }
     memcpy(b->data + b->len, s, n);
     b->len += n;
@@ -1131,11 +1134,22 @@ static int out_value(out_buf *b, const cJSON *item, size_t depth)
         out_char(b, '[');
         for (const cJSON *c = item->child; c; c = c->next) {
             if (out_value(b, c, depth + 1)) return -1;
-            if (c->next) out_bytes(b, ", ", 2);
+            if (c->next) out_bytes(b, ", ", b->is_compact ? 1 : 2);
         }
         out_char(b, ']');
         return 0;
     case cJSON_Object:
+        if (b->is_compact) {
+            out_char(b, '{');
+            for (const cJSON *c = item->child; c; c = c->next) {
+                out_string(b, c->string);
+                out_char(b, ':');
+                if (out_value(b, c, depth + 1)) return -1;
+                if (c->next) out_char(b, ',');
+            }
+            out_char(b, '}');
+            return 0;
+        }
         out_bytes(b, "{\n", 2);
         for (const cJSON *c = item->child; c; c = c->next) {
             out_tabs(b, depth + 1);
@@ -1169,10 +1183,62 @@ char *kp_json_print_at(const cJSON *item, size_t depth)
 
 char *kp_json_print(const cJSON *item) { return kp_json_print_at(item, 0); }
 
+int kp_json_append_compact(char **data, size_t *len, size_t *cap, const cJSON *item)
+{
+    if (!item) return -1;
+    out_buf b = {.data = *data, .len = *len, .cap = *cap, .is_compact = 1};
+    int rc = out_value(&b, item, 0) ? -1 : 0;
+    out_reserve(&b, 0);
+    *data = b.data;
+    *cap = b.cap;
+    if (b.is_failed) rc = -1;
+    if (rc == 0) *len = b.len;
+    if (b.data && *len < b.cap) b.data[*len] = '\0';
+    return rc;
+}
+
+/* The bytes out_string writes of s. */
+static size_t string_size(const char *s)
+{
+    size_t n = 2;
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (!needs_escape[*c]) { n++; continue; }
+        n += (*c == '"' || *c == '\\' || *c == '\b' || *c == '\f' || *c == '\n' || *c == '\r' || *c == '\t') ? 2 : 6;
+    }
+    return n;
+}
+
+long kp_json_compact_size(const cJSON *item)
+{
+    if (!item) return -1;
+    switch (item->type & 0xFF) {
+    case cJSON_NULL: return 4;
+    case cJSON_False: return 5;
+    case cJSON_True: return 4;
+    case cJSON_String: return item->valuestring ? (long)string_size(item->valuestring) : -1;
+    case cJSON_Array:
+    case cJSON_Object: {
+        long n = 2;
+        for (const cJSON *c = item->child; c; c = c->next) {
+            long one = kp_json_compact_size(c);
+            if (one < 0) return -1;
+            n += one + (c->next ? 1 : 0);
+            if ((item->type & 0xFF) == cJSON_Object) n += (long)string_size(c->string ? c->string : "") + 1;
+        }
+        return n;
+    }
+    default: {
+        /* numbers and raw values: as out_value writes them */
+        out_buf b = {.is_compact = 1, .is_counting = 1};
+        return out_value(&b, item, 0) ? -1 : (long)b.len;
+    }
+    }
+}
+
 int kp_json_write(FILE *f, const cJSON *item)
 {
     if (!item) return -1;
-    out_buf b = {malloc(65536), 0, 65536, 0, f};
+    out_buf b = {.data = malloc(65536), .cap = 65536, .sink = f};
     if (!b.data) return -1;
     int rc = out_value(&b, item, 0) || b.is_failed ? -1 : 0;
     if (rc == 0) {

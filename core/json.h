@@ -103,6 +103,14 @@ char *kp_json_print_at(const cJSON *item, size_t depth);
  * megabytes is never held whole). Returns 0, or -1 when the tree cannot be printed, memory
  * ran out or the write failed (part of it may have been written). */
 int kp_json_write(FILE *f, const cJSON *item);
+/* The bytes of cJSON_PrintUnformatted, appended to the malloc'd text *data of *len bytes in
+ * *cap allocated (a zeroed triple is empty; it grows with realloc, and stays NUL-terminated):
+ * a row's key or a hash input written without an allocation per value. Returns 0, or -1
+ * when memory ran out or the tree cannot be printed (then *len is unchanged). */
+int kp_json_append_compact(char **data, size_t *len, size_t *cap, const cJSON *item);
+/* The length of cJSON_PrintUnformatted's text of item, without writing it; -1 when the tree
+ * cannot be printed. */
+long kp_json_compact_size(const cJSON *item);
 
 /* Until kp_json_arena_end, every cJSON allocation of this thread comes from `arena`
  * (and cJSON_Delete frees nothing): for a large tree that is built, printed and dropped

@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/json.h"
+
 static int nomem(kp_error *err) { return kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory"); }
 
 static double now_seconds(void)
@@ -61,6 +63,8 @@ int kp_seed_data_hash(const kp_dataset *data, char out[17], kp_error *err)
 {
     const kp_model *model = kp_dataset_model(data);
     uint64_t h = 1469598103934665603ULL;
+    char *text = NULL;          /* one record's JSON, the buffer reused */
+    size_t len = 0, cap = 0;
     for (size_t e = 0; e < model->entity_count; e++) {
         const kp_entity *entity = model->entities[e];
         h = fnv(h, entity->name, strlen(entity->name));
@@ -68,13 +72,13 @@ int kp_seed_data_hash(const kp_dataset *data, char out[17], kp_error *err)
         size_t n = 0;
         kp_record *const *records = kp_dataset_records(data, entity, &n);
         for (size_t i = 0; i < n; i++) {
-            char *text = cJSON_PrintUnformatted(records[i]->object);
-            if (!text) return nomem(err);
-            h = fnv(h, text, strlen(text));
+            len = 0;
+            if (kp_json_append_compact(&text, &len, &cap, records[i]->object)) { free(text); return nomem(err); }
+            h = fnv(h, text, len);
             h = fnv(h, "\n", 1);
-            free(text);
         }
     }
+    free(text);
     snprintf(out, 17, "%016" PRIx64, h);
     return 0;
 }

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "backends/cassandra/cql.h"
+#include "backends/emit.h"
 
 typedef struct kp_cq_conn {
     kp_cql_client *client;
@@ -412,16 +413,21 @@ static int group_by_partition(kp_cq_conn *c, kp_item_list *batch, kp_error *err)
     for (size_t i = 0; i < n && rc == 0; i++) {
         const kp_item *it = &batch->items[i];
         const cq_table *t = kp_cq_table(c->design, it->container);
-        cJSON *pk = cJSON_CreateArray();
-        cJSON_AddItemToArray(pk, cJSON_CreateString(it->container));
-        cJSON_AddItemToArray(pk, cJSON_CreateBool(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it->body, "$static"))));
+        /* the table (an identifier: nothing to escape), static or not, the partition's values */
+        kp_text key = {0};
+        kp_text_append(&key, "[\"");
+        kp_text_append(&key, it->container);
+        kp_text_append(&key, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it->body, "$static")) ? "\",true" : "\",false");
         for (size_t col = 0; t && col < t->pk_count; col++) {
             const cJSON *v = cJSON_GetObjectItemCaseSensitive(it->body, t->cols[col].name);
-            cJSON_AddItemToArray(pk, v ? cJSON_Duplicate(v, 1) : cJSON_CreateNull());
+            kp_text_append(&key, ",");
+            if (v) kp_text_json_compact(&key, v);
+            else kp_text_append(&key, "null");
         }
-        k[i].key = cJSON_PrintUnformatted(pk);
+        kp_text_append(&key, "]");
+        if (key.is_failed) kp_text_free(&key);
+        k[i].key = key.data;
         k[i].index = i;
-        cJSON_Delete(pk);
         if (!k[i].key) rc = kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
     }
     if (rc == 0) {
@@ -429,7 +435,7 @@ static int group_by_partition(kp_cq_conn *c, kp_item_list *batch, kp_error *err)
         for (size_t i = 0; i < n; i++) sorted[i] = batch->items[k[i].index];
         memcpy(batch->items, sorted, n * sizeof *sorted);
     }
-    for (size_t i = 0; k && i < n; i++) cJSON_free(k[i].key);
+    for (size_t i = 0; k && i < n; i++) free(k[i].key);
     free(k);
     free(sorted);
     return rc;

@@ -87,13 +87,16 @@ int kp_cq_bucket(const cq_table *t, const cJSON *row)
     if (t->buckets <= 1) return 0;
     if (t->bounds) return kp_cq_range_bucket(t, cJSON_GetObjectItemCaseSensitive(row, t->cols[t->pk_count].name));
     uint64_t h = 1469598103934665603ULL;
+    kp_text text = {0};
     for (size_t i = t->pk_count; i < t->pk_count + t->ck_count; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, t->cols[i].name);
-        char *text = v ? cJSON_PrintUnformatted(v) : NULL;
-        h = fnv(text ? text : "null", h);
+        text.len = 0;
+        if (v) kp_text_json_compact(&text, v);
+        h = fnv(v && !text.is_failed ? text.data : "null", h);
         h = fnv("|", h);
-        cJSON_free(text);
+        text.is_failed = 0;
     }
+    kp_text_free(&text);
     return (int)(h % (uint64_t)t->buckets);
 }
 
@@ -106,11 +109,9 @@ char *kp_cq_item_id(const cq_table *t, const cJSON *body, int statics)
     kp_text_append(&id, statics ? "#static:[" : ":[");
     for (size_t i = 0; i < n; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, t->cols[i].name);
-        char *text = v ? cJSON_PrintUnformatted(v) : NULL;
         if (i) kp_text_append(&id, ",");
-        kp_text_append(&id, text ? text : "null");
-        if (v && !text) id.is_failed = 1;
-        cJSON_free(text);
+        if (v) kp_text_json_compact(&id, v);
+        else kp_text_append(&id, "null");
     }
     kp_text_append(&id, "]");
     if (id.is_failed) { free(id.data); return NULL; }
@@ -119,9 +120,8 @@ char *kp_cq_item_id(const cq_table *t, const cJSON *body, int statics)
 
 static int push_item(kp_item_list *out, const cq_table *t, const kp_record *r, cJSON *body, int statics, kp_error *err)
 {
-    char *text = cJSON_PrintUnformatted(body);
-    size_t bytes = text ? strlen(text) : 0;
-    cJSON_free(text);
+    long printed = kp_json_compact_size(body);
+    size_t bytes = printed > 0 ? (size_t)printed : 0;
     if (bytes > 16u * 1024 * 1024) {
         cJSON_Delete(body);
         return kp_error_set(err, KP_ERR_DATA, NULL, (int)r->line, 0,

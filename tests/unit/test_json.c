@@ -366,7 +366,9 @@ static void test_string_map_finds_every_key_through_growth(void **state)
     kp_arena_free(&arena);
 }
 
-/* kp_json_print writes exactly the bytes cJSON_Print writes, for every kind of value. */
+/* kp_json_print writes exactly the bytes cJSON_Print writes, and kp_json_append_compact
+ * (after text already in its buffer) and kp_json_compact_size those of
+ * cJSON_PrintUnformatted, for every kind of value. */
 static void assert_prints_like_cjson(const cJSON *tree)
 {
     char *expected = cJSON_Print(tree);
@@ -376,6 +378,21 @@ static void assert_prints_like_cjson(const cJSON *tree)
     assert_string_equal(actual, expected);
     cJSON_free(expected);
     free(actual);
+    char *compact = cJSON_PrintUnformatted(tree);
+    assert_non_null(compact);
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    cJSON *before = cJSON_CreateString("before");
+    assert_int_equal(kp_json_append_compact(&text, &len, &cap, before), 0);
+    assert_string_equal(text, "\"before\"");
+    assert_int_equal(kp_json_append_compact(&text, &len, &cap, tree), 0);
+    assert_int_equal(len, 8 + strlen(compact));
+    assert_true(len < cap);
+    assert_string_equal(text + 8, compact);
+    assert_int_equal(kp_json_compact_size(tree), (long)strlen(compact));
+    cJSON_Delete(before);
+    cJSON_free(compact);
+    free(text);
 }
 
 /* kp_json_write streams the same bytes (and a newline) through its 64 KB buffer: a tree of
