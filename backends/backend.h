@@ -440,9 +440,9 @@ typedef int (*kp_read_item_fn)(void *ctx, const char *container, const char *id,
 
 /* Order-independent checksum of one item body (canonical JSON, keys sorted). */
 uint64_t kp_item_hash(const cJSON *body);
-/* kp_item_hash of an object as it would be with its top-level members for which drop
- * says yes deleted (without copying it). */
-uint64_t kp_item_hash_without(const cJSON *body, int (*drop)(const cJSON *member));
+/* kp_item_hash of an object as it would be with its top-level members for which
+ * drop(member, ctx) says yes deleted (without copying it). */
+uint64_t kp_item_hash_without(const cJSON *body, int (*drop)(const cJSON *member, const void *ctx), const void *ctx);
 
 typedef struct kp_propose_options {
     const kp_mix *mix;          /* NULL: the model's default mix */

@@ -418,7 +418,7 @@ static int compare_members(const void *a, const void *b)
 static uint64_t hash_node(uint64_t h, const cJSON *n);
 
 /* An object's members but those drop says yes to (drop NULL: all), in name order. */
-static uint64_t hash_object(uint64_t h, const cJSON *n, int (*drop)(const cJSON *member))
+static uint64_t hash_object(uint64_t h, const cJSON *n, int (*drop)(const cJSON *member, const void *ctx), const void *ctx)
 {
     size_t count = 0;
     for (const cJSON *c = n->child; c; c = c->next) count++;
@@ -427,9 +427,18 @@ static uint64_t hash_object(uint64_t h, const cJSON *n, int (*drop)(const cJSON 
     if (!members) return h;
     size_t i = 0;
     for (const cJSON *c = n->child; c; c = c->next)
-        if (!drop || !drop(c)) members[i++] = c;
+        if (!drop || !drop(c, ctx)) members[i++] = c;
     count = i;
-    qsort(members, count, sizeof *members, compare_members);
+    if (members != few) qsort(members, count, sizeof *members, compare_members);
+    else {
+        /* a few members: insertion sort, without qsort's call per comparison (names are unique) */
+        for (size_t j = 1; j < count; j++) {
+            const cJSON *m = members[j];
+            size_t k = j;
+            for (; k > 0 && strcmp(members[k - 1]->string, m->string) > 0; k--) members[k] = members[k - 1];
+            members[k] = m;
+        }
+    }
     h = fnv(h, "{", 1);
     for (i = 0; i < count; i++) {
         h = fnv(h, members[i]->string, strlen(members[i]->string) + 1);
@@ -441,7 +450,7 @@ static uint64_t hash_object(uint64_t h, const cJSON *n, int (*drop)(const cJSON 
 
 static uint64_t hash_node(uint64_t h, const cJSON *n)
 {
-    if (cJSON_IsObject(n)) return hash_object(h, n, NULL);
+    if (cJSON_IsObject(n)) return hash_object(h, n, NULL, NULL);
     if (cJSON_IsArray(n)) {
         h = fnv(h, "[", 1);
         for (const cJSON *c = n->child; c; c = c->next) h = hash_node(h, c);
@@ -450,7 +459,14 @@ static uint64_t hash_node(uint64_t h, const cJSON *n)
     if (cJSON_IsString(n) || cJSON_IsRaw(n)) return fnv(fnv(h, cJSON_IsRaw(n) ? "#" : "\"", 1), n->valuestring, strlen(n->valuestring));
     if (cJSON_IsNumber(n)) {
         char buf[64];
-        snprintf(buf, sizeof buf, "#%.17g", n->valuedouble);
+        double d = n->valuedouble;
+        if (d == floor(d) && fabs(d) < 1e17) {
+            /* a whole number: "%.17g" prints its digits */
+            char *p = kp_digits(buf + sizeof buf, (unsigned long long)fabs(d), signbit(d) != 0);
+            *--p = '#';
+            return fnv(h, p, (size_t)(buf + sizeof buf - p));
+        }
+        snprintf(buf, sizeof buf, "#%.17g", d);
         return fnv(h, buf, strlen(buf));
     }
     if (cJSON_IsTrue(n)) return fnv(h, "t", 1);
@@ -463,9 +479,9 @@ uint64_t kp_item_hash(const cJSON *body)
     return hash_node(1469598103934665603ULL, body);
 }
 
-uint64_t kp_item_hash_without(const cJSON *body, int (*drop)(const cJSON *member))
+uint64_t kp_item_hash_without(const cJSON *body, int (*drop)(const cJSON *member, const void *ctx), const void *ctx)
 {
-    return cJSON_IsObject(body) ? hash_object(1469598103934665603ULL, body, drop) : kp_item_hash(body);
+    return cJSON_IsObject(body) ? hash_object(1469598103934665603ULL, body, drop, ctx) : kp_item_hash(body);
 }
 
 void kp_note_add(char *note, size_t size, const char *text)

@@ -212,6 +212,8 @@ uint64_t kp_cq_item_checksum(const cJSON *body);
 const cq_table *kp_cq_table(const kp_design *d, const char *name);
 /* A row body as read back: the cells of one row (statics apart, nulls dropped). */
 cJSON *kp_cq_row_body(const cq_table *t, const cJSON *row, int statics);
+/* kp_cq_item_checksum(kp_cq_row_body(t, row, statics)), without making the body. */
+uint64_t kp_cq_row_checksum(const cq_table *t, const cJSON *row, int statics);
 
 /* live.c */
 int kp_cq_connect(const kp_target *t, kp_conn **out, kp_error *err);

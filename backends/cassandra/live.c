@@ -680,11 +680,10 @@ typedef struct items_ctx {
 static int pass_row(void *p, const cq_table *t, const cJSON *row, int statics, kp_error *err)
 {
     items_ctx *x = p;
-    cJSON *body = kp_cq_row_body(t, row, statics);
-    char *id = body ? kp_cq_item_id(t, body, statics) : NULL;
-    int rc = id ? x->fn(x->ctx, t->name, id, kp_cq_item_checksum(body), err) : kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
+    /* the key columns are in the row body of either part: the row gives the same id */
+    char *id = kp_cq_item_id(t, row, statics);
+    int rc = id ? x->fn(x->ctx, t->name, id, kp_cq_row_checksum(t, row, statics), err) : kp_error_set(err, KP_ERR_NOMEM, NULL, 0, 0, "out of memory");
     free(id);
-    cJSON_Delete(body);
     return rc;
 }
 

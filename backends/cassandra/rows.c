@@ -271,12 +271,37 @@ cJSON *kp_cq_row_body(const cq_table *t, const cJSON *row, int statics)
 
 /* Not a column the node holds: the static-row mark, and nulls (never written, unset,
  * and read back as absent). */
-static int is_not_stored(const cJSON *member)
+static int is_not_stored(const cJSON *member, const void *ctx)
 {
+    (void)ctx;
     return cJSON_IsNull(member) || strcmp(member->string, "$static") == 0;
 }
 
 uint64_t kp_cq_item_checksum(const cJSON *body)
 {
-    return kp_item_hash_without(body, is_not_stored);
+    return kp_item_hash_without(body, is_not_stored, NULL);
+}
+
+typedef struct row_part {
+    const cq_table *t;
+    int statics;
+} row_part;
+
+/* Not in the body kp_cq_row_body makes of the row: a null, or no column of that part. */
+static int is_not_in_part(const cJSON *member, const void *ctx)
+{
+    const row_part *part = ctx;
+    if (cJSON_IsNull(member)) return 1;
+    for (size_t i = 0; i < part->t->col_count; i++) {
+        const cq_column *c = &part->t->cols[i];
+        if (strcmp(c->name, member->string) == 0)
+            return part->statics ? i >= part->t->pk_count && c->role != CQ_STATIC : c->role == CQ_STATIC;
+    }
+    return 1;
+}
+
+uint64_t kp_cq_row_checksum(const cq_table *t, const cJSON *row, int statics)
+{
+    row_part part = {t, statics};
+    return kp_item_hash_without(row, is_not_in_part, &part);
 }

@@ -1695,6 +1695,40 @@ static void test_diff_compares_numbers_exactly_not_through_doubles(void **state)
     cJSON_Delete(n);
 }
 
+/* kp_item_hash, which seeding and read-back compare: an object's members hash in name order
+ * whatever their order (few members and more than 32), and a number hashes as the text
+ * "%.17g" writes of it (a raw value of that text hashes the same). */
+static void test_item_hash_sorts_members_and_writes_numbers_as_printf(void **state)
+{
+    (void)state;
+    const double numbers[] = {0, -0.0, 1, -1, 42, -7e3, 1e15, 1e16, 99999999999999984.0, 1e17, -1e17, 123456789012345678.0,
+                              0.5, -2.25, 1.0 / 3, 1e300, -1e-300, 9007199254740993.0, 4.05};
+    for (size_t i = 0; i < sizeof numbers / sizeof *numbers; i++) {
+        char text[64];
+        snprintf(text, sizeof text, "%.17g", numbers[i]);
+        cJSON *n = cJSON_CreateNumber(numbers[i]), *raw = cJSON_CreateRaw(text);
+        assert_true(kp_item_hash(n) == kp_item_hash(raw));
+        cJSON_Delete(n);
+        cJSON_Delete(raw);
+    }
+    for (int count = 3; count <= 40; count += 37) {
+        cJSON *forward = cJSON_CreateObject(), *backward = cJSON_CreateObject(), *changed = cJSON_CreateObject();
+        for (int i = 0; i < count; i++) {
+            char name[16];
+            snprintf(name, sizeof name, "m%02d", i);
+            cJSON_AddNumberToObject(forward, name, i);
+            cJSON_AddNumberToObject(changed, name, i == count / 2 ? -1 : i);
+            snprintf(name, sizeof name, "m%02d", count - 1 - i);
+            cJSON_AddNumberToObject(backward, name, count - 1 - i);
+        }
+        assert_true(kp_item_hash(forward) == kp_item_hash(backward));
+        assert_true(kp_item_hash(forward) != kp_item_hash(changed));
+        cJSON_Delete(forward);
+        cJSON_Delete(backward);
+        cJSON_Delete(changed);
+    }
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -1730,6 +1764,7 @@ int main(void)
         T(test_verify_writes_that_fail_half_way_are_still_undone),
         cmocka_unit_test(test_commands_check_their_arguments_and_dry_run_without_a_server),
         cmocka_unit_test(test_diff_reports_the_first_difference_as_a_json_path),
+        cmocka_unit_test(test_item_hash_sorts_members_and_writes_numbers_as_printf),
         cmocka_unit_test(test_diff_compares_numbers_exactly_not_through_doubles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
