@@ -412,8 +412,29 @@ static void canonical_numbers(cJSON *av)
     }
 }
 
+/* Would canonical_numbers change av: a number with a fraction ending in a zero or a point? */
+static int has_uncanonical_numbers(const cJSON *av)
+{
+    if (!cJSON_IsObject(av)) return 0;
+    for (const cJSON *m = av->child; m; m = m->next) {
+        if (m->string && strcmp(m->string, "N") == 0 && cJSON_IsString(m)) {
+            const char *t = m->valuestring;
+            size_t n = strlen(t);
+            if (n > 0 && strchr(t, '.') && (t[n - 1] == '0' || t[n - 1] == '.')) return 1;
+        } else if (cJSON_IsObject(m) || cJSON_IsArray(m)) {
+            for (const cJSON *e = m->child; e; e = e->next)
+                if (has_uncanonical_numbers(e)) return 1;
+            if (has_uncanonical_numbers(m)) return 1;
+        }
+    }
+    return 0;
+}
+
 uint64_t kp_ddb_item_checksum(const cJSON *body)
 {
+    int is_canonical = 1;
+    for (const cJSON *a = body ? body->child : NULL; a && is_canonical; a = a->next) is_canonical = !has_uncanonical_numbers(a);
+    if (is_canonical) return kp_item_hash(body);   /* what the copy would hash: nothing to change */
     cJSON *copy = cJSON_Duplicate(body, 1);
     for (cJSON *a = copy ? copy->child : NULL; a; a = a->next) canonical_numbers(a);
     uint64_t h = kp_item_hash(copy);

@@ -853,10 +853,14 @@ uint64_t kp_mg_item_checksum(const cJSON *body)
     kp_error err;
     kp_error_clear(&err);
     if (kp_mg_ejson_to_bson(body, &b, &err)) return kp_item_hash(body);
+    /* the document as the server gives it back, made in a scratch arena and dropped with it */
+    kp_arena scratch = {.chunk_size = 16384};
+    kp_arena *outer = kp_json_arena_swap(&scratch);
     cJSON *round = kp_mg_bson_to_ejson(&b);
-    bson_destroy(&b);
     uint64_t h = kp_item_hash(round ? round : body);
-    cJSON_Delete(round);
+    kp_json_arena_swap(outer);
+    kp_arena_free(&scratch);
+    bson_destroy(&b);
     return h;
 }
 

@@ -14,6 +14,7 @@
 
 #include "backends/assemble.h"
 #include "core/json.h"
+#include "backends/dynamodb/conn.h"
 #include "backends/dynamodb/ddb.h"
 #include "backends/dynamodb/request.h"
 #include "core/data.h"
@@ -1405,6 +1406,29 @@ static void test_the_normalised_design_indexes_join_items_by_the_side_it_walks_f
     kp_model_free(m);
 }
 
+/* An item's checksum does not depend on how the service writes numbers back ("1.50" and
+ * "1.5", "2." and "2"), at any depth; an item already canonical hashes as it is. */
+static void test_an_item_checksum_reads_numbers_canonically(void **state)
+{
+    (void)state;
+    cJSON *plain = cJSON_Parse("{\"PK\": {\"S\": \"a\"}, \"n\": {\"N\": \"1.5\"}, \"m\": {\"M\": {\"x\": {\"N\": \"2\"}}}, "
+                               "\"l\": {\"L\": [{\"N\": \"10\"}, {\"N\": \"0.25\"}]}}");
+    cJSON *written = cJSON_Parse("{\"PK\": {\"S\": \"a\"}, \"n\": {\"N\": \"1.50\"}, \"m\": {\"M\": {\"x\": {\"N\": \"2.\"}}}, "
+                                 "\"l\": {\"L\": [{\"N\": \"10\"}, {\"N\": \"0.2500\"}]}}");
+    cJSON *other = cJSON_Parse("{\"PK\": {\"S\": \"a\"}, \"n\": {\"N\": \"1.5\"}, \"m\": {\"M\": {\"x\": {\"N\": \"2\"}}}, "
+                               "\"l\": {\"L\": [{\"N\": \"1\"}, {\"N\": \"0.25\"}]}}");
+    assert_non_null(plain);
+    assert_non_null(written);
+    assert_non_null(other);
+    assert_true(kp_ddb_item_checksum(plain) == kp_item_hash(plain));
+    assert_true(kp_ddb_item_checksum(written) == kp_ddb_item_checksum(plain));
+    assert_true(kp_ddb_item_checksum(written) != kp_item_hash(written));
+    assert_true(kp_ddb_item_checksum(other) != kp_ddb_item_checksum(plain));
+    cJSON_Delete(plain);
+    cJSON_Delete(written);
+    cJSON_Delete(other);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1443,6 +1467,7 @@ int main(void)
         cmocka_unit_test(test_two_bounds_on_the_sort_key_are_one_between),
         cmocka_unit_test(test_a_listing_through_a_join_entity_reads_an_adjacency_list),
         cmocka_unit_test(test_the_normalised_design_indexes_join_items_by_the_side_it_walks_from),
+        cmocka_unit_test(test_an_item_checksum_reads_numbers_canonically),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
