@@ -345,8 +345,81 @@ static int export_item(const kp_seed_options *o, const kp_item *it, kp_error *er
     return 0;
 }
 
+/* The items the pre-scan made, kept for the writes (within kept_bytes, KP_SEED_KEPT_BYTES by
+ * default): the records of a prefix of the fixed order (entities in model order, records in
+ * file order). */
+typedef struct kept_items {
+    int is_keeping;             /* the pre-scan still keeps what it makes */
+    kp_item_list items;         /* the kept records' items, in order; a taken item's body is NULL */
+    size_t *first;              /* per kept record (in order): its first item in items; one more at the end */
+    size_t records, cap;        /* kept records; first's room */
+    size_t *base;               /* per entity: the order's number of its record 0 */
+    size_t bytes, budget;
+} kept_items;
+
+static void kept_free(kept_items *k)
+{
+    kp_item_list_free(&k->items);
+    free(k->first);
+    free(k->base);
+    memset(k, 0, sizeof *k);
+}
+
+/* Keeps a record's items (moved out of items) as the next record of the order; once the
+ * budget is passed, or memory runs out, nothing more is kept (those are transformed again). */
+static void kept_add(kept_items *k, kp_item_list *items)
+{
+    if (!k->is_keeping) return;
+    size_t bytes = 0;
+    for (size_t i = 0; i < items->count; i++) bytes += items->items[i].bytes;
+    if (k->bytes + bytes > k->budget) { k->is_keeping = 0; return; }
+    if (k->records + 2 > k->cap) {
+        size_t cap = k->cap ? 2 * k->cap : 1024;
+        size_t *bigger = realloc(k->first, cap * sizeof *bigger);
+        if (!bigger) { k->is_keeping = 0; return; }
+        k->first = bigger;
+        k->cap = cap;
+    }
+    size_t at = k->items.count;
+    for (size_t i = 0; i < items->count; i++) {
+        kp_item *slot = kp_item_list_push(&k->items);
+        if (!slot) {
+            /* give back what this record moved: it is not kept */
+            for (size_t j = at; j < k->items.count; j++) items->items[j - at] = k->items.items[j];
+            k->items.count = at;
+            k->is_keeping = 0;
+            return;
+        }
+        *slot = items->items[i];
+        memset(&items->items[i], 0, sizeof items->items[i]);
+    }
+    k->first[k->records] = at;
+    k->first[++k->records] = k->items.count;
+    k->bytes += bytes;
+    items->count = 0;
+}
+
+/* Record i of entity e's kept items, moved into items (emptied first): 1, or 0 when they
+ * were not kept or were taken already. */
+static int kept_take(kept_items *k, size_t e, size_t i, kp_item_list *items)
+{
+    if (!k || !k->base) return 0;
+    size_t g = k->base[e] + i;
+    if (g >= k->records) return 0;
+    size_t from = k->first[g], to = k->first[g + 1];
+    if (from < to && !k->items.items[from].body) return 0;
+    kp_item_list_clear(items);
+    for (size_t j = from; j < to; j++) {
+        kp_item *slot = kp_item_list_push(items);
+        if (!slot) return 0;   /* the rest stay kept; transform makes them all again */
+        *slot = k->items.items[j];
+        memset(&k->items.items[j], 0, sizeof k->items.items[j]);
+    }
+    return 1;
+}
+
 static int prescan(const kp_seed_options *o, const kp_backend *b, kp_seed_report *r, size_t *largest, kp_exporter *exporter,
-                   kp_error *err)
+                   kept_items *kept, kp_error *err)
 {
     kp_item_list items = {0};
     int is_export = o->dry_run && o->export_items;
@@ -355,6 +428,15 @@ static int prescan(const kp_seed_options *o, const kp_backend *b, kp_seed_report
     static_limit(b, &limit);
     bad_records bad = {0};
     *largest = 0;
+    if (kept && !o->dry_run && (kept->base = calloc(m->entity_count ? m->entity_count : 1, sizeof *kept->base))) {
+        kept->is_keeping = 1;
+        kept->budget = o->kept_bytes ? o->kept_bytes : KP_SEED_KEPT_BYTES;
+        size_t order = 0;
+        for (size_t e = 0; e < m->entity_count; e++) {
+            kept->base[e] = order;
+            order += kp_dataset_count(o->data, m->entities[e]);
+        }
+    }
     for (size_t e = 0; e < m->entity_count; e++) {
         size_t n = 0;
         kp_record *const *records = kp_dataset_records(o->data, m->entities[e], &n);
@@ -362,6 +444,7 @@ static int prescan(const kp_seed_options *o, const kp_backend *b, kp_seed_report
         for (size_t i = 0; i < n; i++) {
             kp_error one;
             if (transform_record(o, b, records[i], &items, &limit, &one)) {
+                if (kept) kept->is_keeping = 0;
                 if (note_bad_record(&bad, &one, err)) { kp_item_list_free(&items); return -1; }
                 continue;
             }
@@ -379,6 +462,7 @@ static int prescan(const kp_seed_options *o, const kp_backend *b, kp_seed_report
                 if (is_export && export_item(o, it, err)) { kp_item_list_free(&items); return -1; }
                 if (exporter && b->export_item(exporter, it, err)) { kp_item_list_free(&items); return -1; }
             }
+            if (kept) kept_add(kept, &items);
         }
     }
     kp_item_list_free(&items);
@@ -414,6 +498,7 @@ typedef struct pipeline {
     int is_tty;
     int shard, shards;          /* seed --shard I/N (shards 0: not sharded) */
     int all_records;            /* write every record, the shard's own or not (the final replay) */
+    kept_items *kept;           /* what the pre-scan made, taken once */
 } pipeline;
 
 /* Does this run write record k (file order) of an entity? */
@@ -626,6 +711,13 @@ static int submit_batch(pipeline *p, kp_item_list *batch, kp_error *err)
     return 0;
 }
 
+/* Record i of entity e's items: the pre-scan's, else transformed again. */
+static int record_items(pipeline *p, size_t e, size_t i, const kp_record *rec, kp_item_list *items, kp_error *err)
+{
+    if (kept_take(p->kept, e, i, items)) return 0;
+    return transform_record(p->o, p->b, rec, items, NULL, err);
+}
+
 static int run_pipeline(pipeline *p, kp_error *err)
 {
     const kp_seed_options *o = p->o;
@@ -643,7 +735,7 @@ static int run_pipeline(pipeline *p, kp_error *err)
         for (long i = 0; i < skip && rc == 0; i++) {
             if (!is_mine(p, i)) continue;
             p->r->records_skipped++;
-            rc = transform_record(o, p->b, records[i], &items, NULL, err);
+            rc = record_items(p, e, (size_t)i, records[i], &items, err);
             for (size_t k = 0; rc == 0 && k < items.count; k++) {
                 kp_seed_container *c = container_of(p->r, items.items[k].container);
                 if (!c) rc = nomem(err);
@@ -659,7 +751,7 @@ static int run_pipeline(pipeline *p, kp_error *err)
             }
             if (p->has_failed) break;
             if (!is_mine(p, (long)i)) continue;
-            if ((rc = transform_record(o, p->b, records[i], &items, NULL, err))) break;
+            if ((rc = record_items(p, e, i, records[i], &items, err))) break;
             uint64_t seq;
             if (queue_push(p, e, (long)i, (long)items.count, &seq)) { rc = nomem(err); break; }
             p->r->records_read++;
@@ -977,7 +1069,7 @@ static int load_shard_checkpoint(pipeline *p, int *is_resumed, int *is_done, kp_
     return 0;
 }
 
-int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
+static int seed_run(const kp_seed_options *o, kp_seed_report *r, kept_items *kept, kp_error *err)
 {
     memset(r, 0, sizeof *r);
     kp_error_clear(err);
@@ -1004,7 +1096,7 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
         if (b->export_open(o->design, o->export_dir, o->target && o->target->prefix ? o->target->prefix : "", &exporter, err))
             return -1;
     }
-    if (prescan(o, b, r, &largest, exporter, err)) {
+    if (prescan(o, b, r, &largest, exporter, kept, err)) {
         if (exporter) b->export_close(exporter, NULL, 0, NULL, 0, NULL);
         r->seconds = r->prepare_seconds = now_seconds() - started;
         return -1;
@@ -1038,6 +1130,7 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
     p.o = o;
     p.b = b;
     p.r = r;
+    p.kept = kept;
     p.watermark = calloc(entities ? entities : 1, sizeof *p.watermark);
     p.totals = calloc(entities ? entities : 1, sizeof *p.totals);
     if (!p.watermark || !p.totals) { free(p.watermark); free(p.totals); return nomem(err); }
@@ -1244,6 +1337,14 @@ int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
     free(p.queue);
     free(p.watermark);
     free(p.totals);
+    return rc;
+}
+
+int kp_seed_run(const kp_seed_options *o, kp_seed_report *r, kp_error *err)
+{
+    kept_items kept = {0};
+    int rc = seed_run(o, r, &kept, err);
+    kept_free(&kept);
     return rc;
 }
 

@@ -5,7 +5,8 @@
  * Steps of kp_seed_run:
  *   1. pre-scan: every record of every entity is transformed once, before anything
  *      is written. Items are counted per container (items, bytes, write units) and
- *      thrown away; a record the design cannot hold (transform's KP_ERR_DATA, e.g. an
+ *      kept for step 4 while their bytes fit KP_SEED_KEPT_BYTES (the records after
+ *      that are transformed again in step 4); a record the design cannot hold (transform's KP_ERR_DATA, e.g. an
  *      item above the size limit) stops the run here with DIR/<Entity>.ndjson:LINE,
  *      so a target is never left half-seeded by bad data. A dry run stops after this
  *      step and prints what it would create and write; with export_items it also
@@ -22,7 +23,8 @@
  *   3. apply_schema (fresh targets only), then write the marker (status "seeding")
  *      before the first item.
  *   4. records in a fixed order — entities in model order, each entity's records in
- *      file order — are transformed again, their items packed into batches of
+ *      file order — take their items from step 1 (or are transformed again: the same
+ *      items, transform being a function of design, data and record), packed into batches of
  *      `batch_size` and submitted; poll drives them; acks feed the checkpoint.
  *   5. when everything is acknowledged: marker status "complete" with totals, then
  *      read_back; per container, the items read back must equal the items transform
@@ -114,6 +116,13 @@
  * scheduled; against AWS more requests in flight are simply more throughput. */
 #define KP_SEED_DEFAULT_IN_FLIGHT 8
 
+/* The pre-scan keeps the items it made for the writes while their bytes (kp_item.bytes,
+ * as the database counts them) add up to at most this: a record is transformed once
+ * instead of twice (bench/README.md, "Cassandra seeding", round 3). The trees take about
+ * four times their bytes (78 MB for Cassandra's 18.6 MB of rows), so about 70 MB at most;
+ * a larger data set transforms the records after that again. */
+#define KP_SEED_KEPT_BYTES (16u << 20)
+
 typedef struct kp_seed_options {
     const kp_model *model;
     const kp_dataset *data;
@@ -128,6 +137,7 @@ typedef struct kp_seed_options {
     int window;                     /* batches submitted and not yet acknowledged, at most; 0: twice the
                                        requests in flight, so the next requests wait in the client while
                                        those on the wire are answered */
+    size_t kept_bytes;              /* the pre-scan's items kept for the writes; 0: KP_SEED_KEPT_BYTES */
     double checkpoint_seconds;      /* marker rewrite interval; 0: 5 s; < 0: at every advance */
     FILE *progress;                 /* progress bar (when a TTY) and the final summary line; NULL: silent */
     FILE *export_items;             /* dry run only: every item transform makes, as NDJSON lines

@@ -69,6 +69,7 @@ static struct fake_store {
     enum fake_mode mode;
     const char *mode_pattern;
     int writes_applied;         /* apply_write calls */
+    int transforms;             /* transform calls */
     cJSON *first_pages;         /* when not NULL: "writes_applied pattern params" of every first page asked */
     struct kp_conn conn;
 } S;
@@ -135,6 +136,7 @@ static int fake_transform(const kp_design *d, const kp_dataset *data, const kp_r
                           kp_error *err)
 {
     char id[256];
+    S.transforms++;
     size_t o = (size_t)snprintf(id, sizeof id, "%s", rec->entity->name);
     for (size_t k = 0; k < rec->entity->key_count; k++) {
         const cJSON *v = kp_record_get(rec, rec->entity->key[k]);
@@ -576,6 +578,8 @@ static void test_seed_writes_every_item_once_and_reads_back_equal(void **state)
     assert_int_equal(kp_seed_run(&o, &r, &err), 0);
     long n = total_records(f);
     assert_int_equal(n, 32);
+    /* every record transformed once: the writes take the pre-scan's items */
+    assert_int_equal(S.transforms, n);
     assert_int_equal(r.action, KP_SEED_FRESH);
     assert_int_equal(r.records, n);
     assert_int_equal(r.records_read, n);
@@ -602,6 +606,27 @@ static void test_seed_writes_every_item_once_and_reads_back_equal(void **state)
     assert_int_equal(kp_seed_run(&o, &r, &err), 0);
     assert_int_equal(r.action, KP_SEED_ALREADY_DONE);
     assert_int_equal(r.items_sent, 0);
+    for (size_t i = 0; i < S.count; i++) assert_int_equal(S.items[i].puts, 1);
+    kp_seed_report_free(&r);
+}
+
+/* Past the budget of kept items, the writes transform the rest again: the same items, each
+ * written once and read back equal. */
+static void test_seed_transforms_again_what_the_pre_scan_could_not_keep(void **state)
+{
+    fixture *f = *state;
+    kp_seed_options o = seed_options(f);
+    o.kept_bytes = 2000;
+    kp_seed_report r;
+    kp_error err;
+    assert_int_equal(kp_seed_run(&o, &r, &err), 0);
+    long n = total_records(f);
+    assert_true(S.transforms > n);
+    assert_true(S.transforms < 2 * n);
+    assert_int_equal(r.items_acknowledged, n);
+    assert_int_equal(r.items_read_back, n);
+    assert_true(r.is_complete);
+    assert_int_equal(S.count, (size_t)n);
     for (size_t i = 0; i < S.count; i++) assert_int_equal(S.items[i].puts, 1);
     kp_seed_report_free(&r);
 }
@@ -1734,6 +1759,7 @@ int main(void)
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_seed_writes_every_item_once_and_reads_back_equal),
+        T(test_seed_transforms_again_what_the_pre_scan_could_not_keep),
         T(test_seed_resumes_after_interruption_without_duplicates),
         T(test_shards_split_one_seed_and_the_last_completes_it),
         T(test_a_shard_resumes_from_its_own_checkpoint_and_others_wait_for_shard_1),
