@@ -6,11 +6,12 @@
  *   1. pre-scan: every record of every entity is transformed once, before anything
  *      is written. Items are counted per container (items, bytes, write units) and
  *      kept for step 4 while their bytes fit KP_SEED_KEPT_BYTES (the records after
- *      that are transformed again in step 4); a record the design cannot hold (transform's KP_ERR_DATA, e.g. an
- *      item above the size limit) stops the run here with DIR/<Entity>.ndjson:LINE,
- *      so a target is never left half-seeded by bad data. A dry run stops after this
- *      step and prints what it would create and write; with export_items it also
- *      writes every item there, one JSON line each, in the order seeding sends them.
+ *      that are transformed again in step 4); a record the design cannot hold
+ *      (transform's KP_ERR_DATA, e.g. an item above the size limit) stops the run
+ *      here with DIR/<Entity>.ndjson:LINE, so a target is never left half-seeded by
+ *      bad data. A dry run keeps nothing, stops after this step and prints what it
+ *      would create and write; with export_items it also writes every item there,
+ *      one JSON line each, in the order seeding sends them.
  *   2. connect and inspect. The target's marker decides (see "The marker"):
  *        no containers                      -> create them, seed from the start;
  *        marker with the same model hash, data hash, scale and design
@@ -23,9 +24,10 @@
  *   3. apply_schema (fresh targets only), then write the marker (status "seeding")
  *      before the first item.
  *   4. records in a fixed order — entities in model order, each entity's records in
- *      file order — take their items from step 1 (or are transformed again: the same
- *      items, transform being a function of design, data and record), packed into batches of
- *      `batch_size` and submitted; poll drives them; acks feed the checkpoint.
+ *      file order — take their items from step 1 (or are transformed again: the
+ *      same items, transform being a function of design, data and record), packed
+ *      into batches of `batch_size` and submitted; poll drives them; acks feed the
+ *      checkpoint.
  *   5. when everything is acknowledged: marker status "complete" with totals, then
  *      read_back; per container, the items read back must equal the items transform
  *      made, and the checksum must equal the XOR of backend->item_checksum over
