@@ -991,12 +991,11 @@ typedef struct out_buf {
     int is_failed;
     FILE *sink;                 /* kp_json_write: a full buffer goes here and starts over */
     int is_compact;             /* cJSON_PrintUnformatted's layout: no spaces, tabs or newlines */
-    int is_counting;            /* nothing is written: len counts the bytes the text takes */
 } out_buf;
 
 static void out_reserve(out_buf *b, size_t more)
 {
-    if (b->is_failed || b->is_counting || b->len + more + 1 <= b->cap) return;
+    if (b->is_failed || b->len + more + 1 <= b->cap) return;
     if (b->sink && b->len) {
         if (fwrite(b->data, 1, b->len, b->sink) != b->len) { b->is_failed = 1; return; }
         b->len = 0;
@@ -1014,8 +1013,7 @@ static inline void out_bytes(out_buf *b, const char *s, size_t n)
 {
     if (b->len + n + 1 > b->cap) {
         out_reserve(b, n);
-        if (b->is_counting) b->len += n;
-        if (b->is_failed || b->is_counting) return;
+        if (b->is_failed) return;
     }
     memcpy(b->data + b->len, s, n);
     b->len += n;
@@ -1036,6 +1034,11 @@ static const unsigned char needs_escape[256] = {
     0, 0, 1, ['\\'] = 1,
 };
 
+/* The letter after the backslash of a byte's two-byte escape; 0: \u00XX (six bytes). */
+static const char short_escape[256] = {
+    ['"'] = '"', ['\\'] = '\\', ['\b'] = 'b', ['\f'] = 'f', ['\n'] = 'n', ['\r'] = 'r', ['\t'] = 't',
+};
+
 static void out_string(out_buf *b, const char *s)
 {
     out_char(b, '"');
@@ -1045,19 +1048,11 @@ static void out_string(out_buf *b, const char *s)
         while (!needs_escape[*c]) c++;
         out_bytes(b, (const char *)run, (size_t)(c - run));
         if (!*c) break;
-        switch (*c) {
-        case '"': out_bytes(b, "\\\"", 2); break;
-        case '\\': out_bytes(b, "\\\\", 2); break;
-        case '\b': out_bytes(b, "\\b", 2); break;
-        case '\f': out_bytes(b, "\\f", 2); break;
-        case '\n': out_bytes(b, "\\n", 2); break;
-        case '\r': out_bytes(b, "\\r", 2); break;
-        case '\t': out_bytes(b, "\\t", 2); break;
-        default: {
-            char u[8];
-            snprintf(u, sizeof u, "\\u%04x", *c);
-            out_bytes(b, u, 6);
-        }
+        char e[8] = {'\\', short_escape[*c]};
+        if (e[1]) out_bytes(b, e, 2);
+        else {
+            snprintf(e, sizeof e, "\\u%04x", *c);
+            out_bytes(b, e, 6);
         }
         c++;
     }
@@ -1090,28 +1085,36 @@ static int few_decimals(double d, char *text)
     return 0;
 }
 
-static void out_number(out_buf *b, const cJSON *item)
+/* The text cJSON writes of a number (at most 25 bytes), into text; its length. */
+#define NUMBER_TEXT 32
+
+static int number_text(double d, char text[NUMBER_TEXT])
 {
-    double d = item->valuedouble;
-    char text[32];
     int n;
     if (isnan(d) || isinf(d)) {
-        n = snprintf(text, sizeof text, "null");
+        n = snprintf(text, NUMBER_TEXT, "null");
     } else if (d == floor(d) && fabs(d) < 1e15) {
         /* a whole number prints as its digits under %1.15g: no formatting engine needed */
-        char *digits = kp_digits(text + sizeof text, (unsigned long long)fabs(d), signbit(d) != 0);
-        n = (int)(text + sizeof text - digits);
+        char *digits = kp_digits(text + NUMBER_TEXT, (unsigned long long)fabs(d), signbit(d) != 0);
+        n = (int)(text + NUMBER_TEXT - digits);
         memmove(text, digits, (size_t)n);
     } else if ((n = few_decimals(d, text)) > 0) {
         /* as %1.15g prints it */
     } else {
         /* shortest of 15 significant digits when it reads back as the same double
          * (within cJSON's epsilon), else 17 */
-        n = snprintf(text, sizeof text, "%1.15g", d);
+        n = snprintf(text, NUMBER_TEXT, "%1.15g", d);
         double back = strtod(text, NULL);
         double larger = fabs(back) > fabs(d) ? fabs(back) : fabs(d);
-        if (!(fabs(back - d) <= larger * DBL_EPSILON)) n = snprintf(text, sizeof text, "%1.17g", d);
+        if (!(fabs(back - d) <= larger * DBL_EPSILON)) n = snprintf(text, NUMBER_TEXT, "%1.17g", d);
     }
+    return n;
+}
+
+static void out_number(out_buf *b, const cJSON *item)
+{
+    char text[NUMBER_TEXT];
+    int n = number_text(item->valuedouble, text);
     out_bytes(b, text, (size_t)n);
 }
 
@@ -1203,7 +1206,7 @@ static size_t string_size(const char *s)
     size_t n = 2;
     for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
         if (!needs_escape[*c]) { n++; continue; }
-        n += (*c == '"' || *c == '\\' || *c == '\b' || *c == '\f' || *c == '\n' || *c == '\r' || *c == '\t') ? 2 : 6;
+        n += short_escape[*c] ? 2 : 6;
     }
     return n;
 }
@@ -1227,11 +1230,12 @@ long kp_json_compact_size(const cJSON *item)
         }
         return n;
     }
-    default: {
-        /* numbers and raw values: as out_value writes them */
-        out_buf b = {.is_compact = 1, .is_counting = 1};
-        return out_value(&b, item, 0) ? -1 : (long)b.len;
+    case cJSON_Number: {
+        char text[NUMBER_TEXT];
+        return number_text(item->valuedouble, text);
     }
+    case cJSON_Raw: return item->valuestring ? (long)strlen(item->valuestring) : -1;
+    default: return -1;
     }
 }
 
