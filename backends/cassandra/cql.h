@@ -210,9 +210,9 @@ int kp_cq_transform(const kp_design *d, const kp_dataset *data, const kp_record 
 cJSON *kp_cq_record_of(const cq_table *t, const cJSON *row, int statics, kp_error *err);
 uint64_t kp_cq_item_checksum(const cJSON *body);
 const cq_table *kp_cq_table(const kp_design *d, const char *name);
-/* A row body as read back: the cells of one row (statics apart, nulls dropped). */
-cJSON *kp_cq_row_body(const cq_table *t, const cJSON *row, int statics);
-/* kp_cq_item_checksum(kp_cq_row_body(t, row, statics)), without making the body. */
+/* The kp_cq_item_checksum of a row read back, as transform's body of it: the cells of the
+ * row (statics == 0: every column but the statics) or of its partition's static row (1: the
+ * partition key and the statics), nulls left out; without copying them. */
 uint64_t kp_cq_row_checksum(const cq_table *t, const cJSON *row, int statics);
 
 /* live.c */

@@ -9,8 +9,8 @@
  * tombstones). Objects and arrays of objects are JSON text in a text column: nesting,
  * member order and empty values survive, which frozen collections would not all keep.
  * Invariant: kp_cq_from_cell(kp_cq_to_cell(v)) is v for every value of the column's
- * type, and kp_cq_row_body of a row read back equals the body transform made, so the
- * checksums of seeding and read-back agree.
+ * type, and kp_cq_row_checksum of a row read back is the checksum of the body transform
+ * made, so seeding and read-back agree.
  */
 #include "backends/cassandra/cql.h"
 #include "backends/copies.h"
@@ -257,18 +257,6 @@ cJSON *kp_cq_record_of(const cq_table *t, const cJSON *row, int statics, kp_erro
     return rec;
 }
 
-cJSON *kp_cq_row_body(const cq_table *t, const cJSON *row, int statics)
-{
-    cJSON *body = cJSON_CreateObject();
-    for (size_t i = 0; i < t->col_count; i++) {
-        const cq_column *c = &t->cols[i];
-        if (statics ? (i >= t->pk_count && c->role != CQ_STATIC) : c->role == CQ_STATIC) continue;
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, c->name);
-        if (v && !cJSON_IsNull(v)) cJSON_AddItemToObject(body, c->name, cJSON_Duplicate(v, 1));
-    }
-    return body;
-}
-
 /* Not a column the node holds: the static-row mark, and nulls (never written, unset,
  * and read back as absent). */
 static int is_not_stored(const cJSON *member, const void *ctx)
@@ -287,7 +275,8 @@ typedef struct row_part {
     int statics;
 } row_part;
 
-/* Not in the body kp_cq_row_body makes of the row: a null, or no column of that part. */
+/* Not a cell of the part read: a null, or a column of the other part (a row holds its
+ * partition's statics too; a static row is the partition key and the statics). */
 static int is_not_in_part(const cJSON *member, const void *ctx)
 {
     const row_part *part = ctx;

@@ -1035,6 +1035,20 @@ static void test_a_row_checksum_leaves_out_the_static_mark_and_nulls(void **stat
     cJSON_Delete(wide_held);
 }
 
+/* The body transform makes of what a row read back holds: the row's cells but the statics,
+ * or (statics) its partition key and statics; nulls left out. */
+static cJSON *body_of(const cq_table *t, const cJSON *row, int statics)
+{
+    cJSON *body = cJSON_CreateObject();
+    for (size_t i = 0; i < t->col_count; i++) {
+        const cq_column *c = &t->cols[i];
+        int is_in = statics ? i < t->pk_count || c->role == CQ_STATIC : c->role != CQ_STATIC;
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, c->name);
+        if (is_in && v && !cJSON_IsNull(v)) cJSON_AddItemToObject(body, c->name, cJSON_Duplicate(v, 1));
+    }
+    return body;
+}
+
 /* The read-back's checksum of a row, taken without making its body, is its body's: for the
  * row and for its partition's static row (one row read as each); a static column changes
  * only the static row's, a regular column only the row's. */
@@ -1060,7 +1074,7 @@ static void test_a_row_read_back_checksums_as_its_body(void **state)
     assert_non_null(statics);
     cJSON_AddNullToObject(row, "absent");
     for (int part = 0; part <= 1; part++) {
-        cJSON *body = kp_cq_row_body(t, row, part);
+        cJSON *body = body_of(t, row, part);
         assert_true(kp_cq_row_checksum(t, row, part) == kp_cq_item_checksum(body));
         cJSON_Delete(body);
     }
@@ -1071,7 +1085,7 @@ static void test_a_row_read_back_checksums_as_its_body(void **state)
     cJSON_ReplaceItemInObjectCaseSensitive(row, regular, cJSON_CreateNull());
     assert_true(kp_cq_row_checksum(t, row, 0) != row_sum);
     for (int part = 0; part <= 1; part++) {
-        cJSON *body = kp_cq_row_body(t, row, part);
+        cJSON *body = body_of(t, row, part);
         assert_true(kp_cq_row_checksum(t, row, part) == kp_cq_item_checksum(body));
         cJSON_Delete(body);
     }
