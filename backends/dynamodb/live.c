@@ -392,19 +392,24 @@ int kp_ddb_poll_conn(kp_conn *conn, int timeout_ms, kp_error *err)
 
 /* ---- read-back --------------------------------------------------------------------------------- */
 
+/* The length of a number's text without the zeros that end its fraction, nor the point
+ * left alone after them ("1.50" -> 3, "2." -> 1); strlen when it has no point. */
+static size_t canonical_length(const char *t)
+{
+    size_t n = strlen(t);
+    if (!strchr(t, '.')) return n;
+    while (n > 0 && t[n - 1] == '0') n--;
+    if (n > 0 && t[n - 1] == '.') n--;
+    return n;
+}
+
 /* A checksum that does not depend on how the service writes numbers back ("1.50" -> "1.5"). */
 static void canonical_numbers(cJSON *av)
 {
     if (!cJSON_IsObject(av)) return;
     for (cJSON *m = av->child; m; m = m->next) {
         if (m->string && strcmp(m->string, "N") == 0 && cJSON_IsString(m)) {
-            char *t = m->valuestring;
-            char *dot = strchr(t, '.');
-            if (dot) {
-                size_t n = strlen(t);
-                while (n > 0 && t[n - 1] == '0') t[--n] = '\0';
-                if (n > 0 && t[n - 1] == '.') t[--n] = '\0';
-            }
+            m->valuestring[canonical_length(m->valuestring)] = '\0';
         } else if (cJSON_IsObject(m) || cJSON_IsArray(m)) {
             for (cJSON *e = m->child; e; e = e->next) canonical_numbers(e);
             canonical_numbers(m);
@@ -412,15 +417,13 @@ static void canonical_numbers(cJSON *av)
     }
 }
 
-/* Would canonical_numbers change av: a number with a fraction ending in a zero or a point? */
+/* Would canonical_numbers change av (the same walk, reading only)? */
 static int has_uncanonical_numbers(const cJSON *av)
 {
     if (!cJSON_IsObject(av)) return 0;
     for (const cJSON *m = av->child; m; m = m->next) {
         if (m->string && strcmp(m->string, "N") == 0 && cJSON_IsString(m)) {
-            const char *t = m->valuestring;
-            size_t n = strlen(t);
-            if (n > 0 && strchr(t, '.') && (t[n - 1] == '0' || t[n - 1] == '.')) return 1;
+            if (m->valuestring[canonical_length(m->valuestring)]) return 1;
         } else if (cJSON_IsObject(m) || cJSON_IsArray(m)) {
             for (const cJSON *e = m->child; e; e = e->next)
                 if (has_uncanonical_numbers(e)) return 1;
