@@ -403,7 +403,7 @@ static void kept_add(kept_items *k, kp_item_list *items)
  * were not kept or were taken already. */
 static int kept_take(kept_items *k, size_t e, size_t i, kp_item_list *items)
 {
-    if (!k || !k->base) return 0;
+    if (!k->base) return 0;   /* a dry run keeps nothing */
     size_t g = k->base[e] + i;
     if (g >= k->records) return 0;
     size_t from = k->first[g], to = k->first[g + 1];
@@ -428,7 +428,7 @@ static int prescan(const kp_seed_options *o, const kp_backend *b, kp_seed_report
     static_limit(b, &limit);
     bad_records bad = {0};
     *largest = 0;
-    if (kept && !o->dry_run && (kept->base = calloc(m->entity_count ? m->entity_count : 1, sizeof *kept->base))) {
+    if (!o->dry_run && (kept->base = calloc(m->entity_count ? m->entity_count : 1, sizeof *kept->base))) {
         kept->is_keeping = 1;
         kept->budget = o->kept_bytes ? o->kept_bytes : KP_SEED_KEPT_BYTES;
         size_t order = 0;
@@ -444,7 +444,7 @@ static int prescan(const kp_seed_options *o, const kp_backend *b, kp_seed_report
         for (size_t i = 0; i < n; i++) {
             kp_error one;
             if (transform_record(o, b, records[i], &items, &limit, &one)) {
-                if (kept) kept->is_keeping = 0;
+                kept->is_keeping = 0;
                 if (note_bad_record(&bad, &one, err)) { kp_item_list_free(&items); return -1; }
                 continue;
             }
@@ -462,7 +462,7 @@ static int prescan(const kp_seed_options *o, const kp_backend *b, kp_seed_report
                 if (is_export && export_item(o, it, err)) { kp_item_list_free(&items); return -1; }
                 if (exporter && b->export_item(exporter, it, err)) { kp_item_list_free(&items); return -1; }
             }
-            if (kept) kept_add(kept, &items);
+            kept_add(kept, &items);
         }
     }
     kp_item_list_free(&items);
